@@ -1,0 +1,18 @@
+//! Raw FFI to libphp (ZTS + embed) and to ferrophp's C shim. Nothing else lives here:
+//! no policy, no safe wrappers. The `worker` crate owns every call into these bindings.
+//!
+//! See `build.rs` for how PHP is found and `shim.h` for the C side.
+#![allow(
+    non_upper_case_globals,
+    non_camel_case_types,
+    non_snake_case,
+    dead_code
+)]
+#![allow(clippy::all)]
+
+include!(concat!(env!("OUT_DIR"), "/bindings.rs"));
+
+/// Installation prefix of the PHP build these bindings were generated from.
+pub const INSTALL_PREFIX: &str = env!("FERROPHP_PHP_PREFIX");
+/// `PHP_VERSION` of that build.
+pub const PHP_VERSION_STRING: &str = env!("FERROPHP_PHP_VERSION");

@@ -1,0 +1,12 @@
+/* The PHP headers bindgen reads. The allowlist in build.rs decides what becomes Rust. */
+#include "php.h"
+#include "SAPI.h"
+#include "php_main.h"
+#include "php_variables.h"
+#include "php_ini.h"
+#include "php_output.h"
+#include "zend_ini.h"
+#include "zend_exceptions.h"
+#include "zend_interfaces.h"
+#include "TSRM.h"
+#include "shim.h"

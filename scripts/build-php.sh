@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# Builds a ZTS + embed PHP 8.2.32 from Debian bookworm's source package and installs it
+# into a cache directory outside the checkout, keyed by version and configure flags.
+#
+# Prints nothing but the install prefix on stdout (progress goes to stderr), so callers
+# can do: PHP_PREFIX=$(scripts/build-php.sh).
+# A second run with the build present returns at once.
+#
+# Env:
+#   FERROPHP_CACHE   cache root (default: $XDG_CACHE_HOME/ferrophp or ~/.cache/ferrophp)
+#   PHP_CONFIG       if set, use that build instead: this script only prints its prefix.
+set -euo pipefail
+
+PHP_VERSION=8.2.32
+DEB_VERSION=8.2.32-1~deb12u1
+ORIG_SHA256=e02aa173c236c12791696254d607da680e6d5516f8f5c2339642de7c4f944bd2
+
+log() { echo "build-php: $*" >&2; }
+
+if [[ -n "${PHP_CONFIG:-}" ]]; then
+  "$PHP_CONFIG" --prefix
+  exit 0
+fi
+
+# Changing any of these changes the cache key, so an old build is never reused by mistake.
+CONFIGURE_FLAGS=(
+  --enable-zts --enable-embed=shared --disable-zend-signals --enable-zend-max-execution-timers
+  --disable-cgi --disable-phpdbg --enable-opcache
+  --enable-ctype --with-curl --enable-dom --enable-fileinfo --enable-filter --with-iconv
+  --enable-intl --enable-mbstring --with-openssl --with-pdo-sqlite --with-sqlite3
+  --enable-session --enable-simplexml --enable-tokenizer --enable-xml --enable-xmlreader
+  --enable-xmlwriter --with-zlib --enable-bcmath --enable-sockets
+  --enable-posix --enable-calendar --enable-exif
+)
+# Our SAPI name must be on OPcache's allow-list (accel_find_sapi); the patch is part of the key.
+PATCH_ID=opcache-sapi-ferrophp-v1
+
+SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+CACHE_ROOT=${FERROPHP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ferrophp}
+KEY=$(printf '%s\n' "$PHP_VERSION" "$PATCH_ID" "${CONFIGURE_FLAGS[@]}" | sha256sum | cut -c1-12)
+PREFIX="$CACHE_ROOT/php-$PHP_VERSION-zts-$KEY"
+
+if [[ -f "$PREFIX/.complete" ]]; then
+  echo "$PREFIX"
+  exit 0
+fi
+
+BUILD_DEPS=(build-essential bison re2c pkg-config autoconf libxml2-dev libsqlite3-dev zlib1g-dev
+  libonig-dev libssl-dev libcurl4-openssl-dev libicu-dev dpkg-dev xz-utils ca-certificates)
+missing=()
+for p in "${BUILD_DEPS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  if [[ $(id -u) -ne 0 ]]; then
+    log "missing build dependencies; as root run: apt-get install -y ${missing[*]}"
+    exit 1
+  fi
+  log "installing build dependencies: ${missing[*]}"
+  apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >&2
+fi
+
+WORK="$CACHE_ROOT/src"
+mkdir -p "$WORK"
+TARBALL="$WORK/php8.2_$PHP_VERSION.orig.tar.xz"
+if [[ ! -f "$TARBALL" ]] || ! echo "$ORIG_SHA256  $TARBALL" | sha256sum -c --quiet - >/dev/null 2>&1; then
+  # Derive a deb-src entry from the machine's own apt sources (no mirror address in the repo).
+  if ! apt-get source --download-only --print-uris "php8.2=$DEB_VERSION" >/dev/null 2>&1; then
+    [[ $(id -u) -eq 0 ]] || { log "need a deb-src entry for bookworm; run as root once"; exit 1; }
+    srcfile=/etc/apt/sources.list.d/ferrophp-src.sources
+    if [[ -f /etc/apt/sources.list.d/debian.sources ]]; then
+      sed -e 's/^Types:.*/Types: deb-src/' /etc/apt/sources.list.d/debian.sources >"$srcfile"
+    elif [[ -f /etc/apt/sources.list ]]; then
+      grep -E '^deb ' /etc/apt/sources.list | sed 's/^deb /deb-src /' \
+        >/etc/apt/sources.list.d/ferrophp-src.list
+    fi
+    log "added deb-src entries, updating apt lists"
+    apt-get update -qq >&2
+  fi
+  (cd "$WORK" && apt-get source --download-only "php8.2=$DEB_VERSION" >&2)
+  echo "$ORIG_SHA256  $TARBALL" | sha256sum -c --quiet - >&2 || {
+    log "checksum mismatch for $TARBALL"; rm -f "$TARBALL"; exit 1; }
+fi
+
+SRC="$WORK/php-$PHP_VERSION-$KEY"
+rm -rf "$SRC"
+mkdir -p "$SRC"
+tar -xJf "$TARBALL" -C "$SRC" --strip-components=1
+cd "$SRC"
+# One-line patch: let OPcache accept our SAPI name.
+grep -q '"ferrophp"' ext/opcache/ZendAccelerator.c || \
+  sed -i 's/"cli-server",/"cli-server",\n\t\t"ferrophp",/' ext/opcache/ZendAccelerator.c
+grep -q '"ferrophp"' ext/opcache/ZendAccelerator.c || { log "opcache patch failed"; exit 1; }
+
+log "configuring into $PREFIX"
+./configure --prefix="$PREFIX" --with-config-file-path="$PREFIX/etc" \
+  --with-config-file-scan-dir="$PREFIX/etc/conf.d" "${CONFIGURE_FLAGS[@]}" >"$SRC/configure.log" 2>&1 \
+  || { tail -30 "$SRC/configure.log" >&2; exit 1; }
+log "compiling (make -j$(nproc)); a few minutes"
+make -j"$(nproc)" >"$SRC/make.log" 2>&1 || { tail -40 "$SRC/make.log" >&2; exit 1; }
+make install >"$SRC/install.log" 2>&1 || { tail -20 "$SRC/install.log" >&2; exit 1; }
+mkdir -p "$PREFIX/etc/conf.d"
+cat >"$PREFIX/etc/conf.d/10-opcache.ini" <<INI
+zend_extension=opcache
+INI
+touch "$PREFIX/.complete"
+rm -rf "$SRC"
+log "done: $PREFIX"
+echo "$PREFIX"

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# The whole test suite, set-up included. Safe to run again; fast when already built.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+export PATH="$HOME/.cargo/bin:$PATH"
+scripts/setup.sh >/dev/null
+cargo build --workspace --all-targets
+cargo test --workspace --no-fail-fast

@@ -1,0 +1,31 @@
+//! The `ferrophp` binary: command-line entry point. Each subcommand lives in its own module.
+
+mod php_cli;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "ferrophp",
+    version,
+    about = "A PHP application server embedding ZTS PHP"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a PHP script like the `php` command-line interpreter.
+    #[command(name = "php-cli")]
+    PhpCli(php_cli::Args),
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let code = match cli.command {
+        Command::PhpCli(args) => php_cli::run(args),
+    };
+    std::process::exit(code);
+}

@@ -1,0 +1,3 @@
+<?php
+echo "before\n";
+throw new RuntimeException("boom from exception.php");

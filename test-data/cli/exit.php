@@ -1,0 +1,3 @@
+<?php
+echo "before\n";
+exit(7);

@@ -1,0 +1,4 @@
+<?php
+echo "before\n";
+undefined_function_call();
+echo "after\n";

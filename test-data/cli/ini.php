@@ -1,0 +1,2 @@
+<?php
+echo ini_get('memory_limit'), " ", ini_get('precision'), "\n";

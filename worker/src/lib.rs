@@ -1,0 +1,186 @@
+//! ferrophp's PHP runtime: starts the embedded engine, keeps a pool of PHP threads, and
+//! runs scripts on them. It knows nothing of HTTP or sockets: callers hand it a
+//! [`ScriptRequest`] and receive output through a [`ResponseSink`].
+//!
+//! Layout: [`sapi`] is the SAPI module and request lifecycle, `pool` the PHP threads,
+//! [`request`] the plain types crossing the boundary, `php` the FFI edge helpers.
+
+mod php;
+mod pool;
+pub mod request;
+pub mod sapi;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+
+pub use request::{
+    BufferSink, Disconnected, ResponseHead, ResponseSink, ScriptOutcome, ScriptRequest,
+};
+pub use sapi::{LogTarget, SAPI_NAME};
+
+/// PHP version the runtime was built against.
+pub const PHP_VERSION: &str = php_sys::PHP_VERSION_STRING;
+
+/// How to start the engine.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// Number of PHP threads.
+    pub threads: usize,
+    /// ini settings applied after php.ini, in order (like `php -d key=value`).
+    pub ini: Vec<(String, String)>,
+    /// A php.ini file or directory to use instead of the build's default.
+    pub php_ini: Option<std::path::PathBuf>,
+    /// Do not read any php.ini.
+    pub no_php_ini: bool,
+    pub log_target: LogTarget,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            threads: 1,
+            ini: Vec::new(),
+            php_ini: None,
+            no_php_ini: false,
+            log_target: LogTarget::Tracing,
+        }
+    }
+}
+
+#[derive(Debug)]
+pub enum EngineError {
+    /// PHP can be started once per process.
+    AlreadyStarted,
+    Startup(String),
+}
+
+impl std::fmt::Display for EngineError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EngineError::AlreadyStarted => {
+                write!(f, "the PHP engine was already started in this process")
+            }
+            EngineError::Startup(msg) => write!(f, "PHP engine start-up failed: {msg}"),
+        }
+    }
+}
+
+impl std::error::Error for EngineError {}
+
+/// The engine is closed for good: it was shut down.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EngineStopped;
+
+static STARTED: AtomicBool = AtomicBool::new(false);
+
+/// The running PHP engine and its threads. Dropping it shuts PHP down cleanly.
+pub struct Engine {
+    jobs: crossbeam_channel::Sender<pool::Job>,
+    stop: Option<std::sync::mpsc::Sender<()>>,
+    main: Option<JoinHandle<()>>,
+}
+
+impl Engine {
+    /// Starts PHP on a dedicated main thread and spawns the PHP threads.
+    pub fn start(config: EngineConfig) -> Result<Engine, EngineError> {
+        if STARTED.swap(true, Ordering::SeqCst) {
+            return Err(EngineError::AlreadyStarted);
+        }
+        let settings = sapi::ModuleSettings {
+            ini_entries: config
+                .ini
+                .iter()
+                .map(|(k, v)| format!("{k}={v}\n"))
+                .collect(),
+            php_ini: config.php_ini.clone(),
+            no_php_ini: config.no_php_ini,
+            log_target: config.log_target,
+        };
+        let threads = config.threads.max(1);
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
+        let main = std::thread::Builder::new()
+            .name("php-main".into())
+            .stack_size(pool::PHP_THREAD_STACK_SIZE)
+            .spawn(move || {
+                let module = match sapi::engine_startup(&settings) {
+                    Ok(module) => module,
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e));
+                        return;
+                    }
+                };
+                match pool::ThreadPool::spawn(threads) {
+                    Ok(pool) => {
+                        let _ = ready_tx.send(Ok(pool.sender().clone()));
+                        // Park until the Engine is dropped or shut down.
+                        let _ = stop_rx.recv();
+                        pool.join();
+                    }
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(format!("cannot spawn PHP threads: {e}")));
+                    }
+                }
+                sapi::engine_shutdown(module);
+            })
+            .map_err(|e| EngineError::Startup(e.to_string()))?;
+        match ready_rx.recv() {
+            Ok(Ok(jobs)) => Ok(Engine {
+                jobs,
+                stop: Some(stop_tx),
+                main: Some(main),
+            }),
+            Ok(Err(msg)) => {
+                let _ = main.join();
+                Err(EngineError::Startup(msg))
+            }
+            Err(_) => {
+                let _ = main.join();
+                Err(EngineError::Startup(
+                    "the PHP main thread died during start-up".into(),
+                ))
+            }
+        }
+    }
+
+    /// Queues a script run; the receiver yields its outcome once the script has ended.
+    /// Blocks while the queue is full.
+    pub fn submit(
+        &self,
+        request: ScriptRequest,
+    ) -> Result<tokio::sync::oneshot::Receiver<ScriptOutcome>, EngineStopped> {
+        let (done, rx) = tokio::sync::oneshot::channel();
+        self.jobs
+            .send(pool::Job { request, done })
+            .map_err(|_| EngineStopped)?;
+        Ok(rx)
+    }
+
+    /// Runs a script and waits for it to end. Not for use on an async runtime thread.
+    pub fn run(&self, request: ScriptRequest) -> Result<ScriptOutcome, EngineStopped> {
+        self.submit(request)?
+            .blocking_recv()
+            .map_err(|_| EngineStopped)
+    }
+
+    /// Lets running scripts finish, stops every PHP thread and shuts PHP down.
+    pub fn shutdown(mut self) {
+        self.stop_and_join();
+    }
+
+    fn stop_and_join(&mut self) {
+        // Closing our sender lets the pool drain; the stop signal wakes the main thread.
+        let (closed, _) = crossbeam_channel::bounded(0);
+        self.jobs = closed;
+        self.stop = None;
+        if let Some(main) = self.main.take() {
+            let _ = main.join();
+        }
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        self.stop_and_join();
+    }
+}

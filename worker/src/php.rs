@@ -1,0 +1,81 @@
+//! The FFI edge of the runtime: the calling thread's PHP globals and the handful of
+//! conversions between Rust and PHP memory that the rest of the crate builds on.
+//!
+//! Every function here must only be called on a PHP thread, i.e. a thread that has
+//! acquired its TSRM context with `ts_resource_ex` (pool threads and the engine's main
+//! thread). SAPI callbacks qualify: PHP only invokes them on such threads.
+
+use std::ffi::{c_char, CStr};
+use std::ptr::NonNull;
+
+use php_sys as sys;
+
+/// The calling thread's `SG(...)`.
+pub(crate) fn sapi_globals() -> NonNull<sys::sapi_globals_struct> {
+    // SAFETY: on a PHP thread the shim returns the address of this thread's SAPI globals,
+    // which live until the thread calls ts_free_thread.
+    NonNull::new(unsafe { sys::ferrophp_sapi_globals() }).expect("SG() on a non-PHP thread")
+}
+
+/// The calling thread's `EG(...)`.
+pub(crate) fn executor_globals() -> NonNull<sys::zend_executor_globals> {
+    // SAFETY: as for sapi_globals.
+    NonNull::new(unsafe { sys::ferrophp_executor_globals() }).expect("EG() on a non-PHP thread")
+}
+
+/// The calling thread's `PG(...)`.
+pub(crate) fn core_globals() -> NonNull<sys::php_core_globals> {
+    // SAFETY: as for sapi_globals.
+    NonNull::new(unsafe { sys::ferrophp_core_globals() }).expect("PG() on a non-PHP thread")
+}
+
+/// `SG(server_context)`: the opaque pointer PHP hands back to our SAPI callbacks.
+pub(crate) fn server_context() -> *mut std::ffi::c_void {
+    // SAFETY: plain read of a field of this thread's SAPI globals.
+    unsafe { (*sapi_globals().as_ptr()).server_context }
+}
+
+pub(crate) fn set_server_context(ctx: *mut std::ffi::c_void) {
+    // SAFETY: plain write of a field of this thread's SAPI globals.
+    unsafe { (*sapi_globals().as_ptr()).server_context = ctx }
+}
+
+/// `EG(exit_status)`: what `exit(N)`, a fatal error (255) or an uncaught exception set.
+pub(crate) fn exit_status() -> i32 {
+    // SAFETY: plain read of a field of this thread's executor globals.
+    unsafe { (*executor_globals().as_ptr()).exit_status }
+}
+
+/// Copies `bytes` into request memory (`emalloc`) with a NUL terminator; PHP may `efree` it.
+pub(crate) fn estrndup(bytes: &[u8]) -> *mut c_char {
+    // SAFETY: _estrndup copies exactly `len` bytes from a valid slice and NUL-terminates;
+    // it bails out (never returns NULL) on allocation failure.
+    unsafe { sys::_estrndup(bytes.as_ptr().cast(), bytes.len()) }
+}
+
+/// Borrow a NUL-terminated C string that PHP owns, as bytes.
+///
+/// # Safety
+/// `ptr` must be NULL or point to a NUL-terminated string valid for `'a`.
+pub(crate) unsafe fn c_bytes<'a>(ptr: *const c_char) -> &'a [u8] {
+    if ptr.is_null() {
+        return b"";
+    }
+    // SAFETY: guaranteed by the caller.
+    unsafe { CStr::from_ptr(ptr) }.to_bytes()
+}
+
+/// Registers `$_SERVER[name] = value` (or into any track-vars array) through PHP's safe
+/// path: name mangling, `filter.default` and all.
+pub(crate) fn register_variable(name: &CStr, value: &[u8], track_vars: *mut sys::zval) {
+    // SAFETY: name is NUL-terminated; value is a valid slice (PHP copies it); track_vars
+    // is the array PHP passed to register_server_variables for this request.
+    unsafe {
+        sys::php_register_variable_safe(
+            name.as_ptr(),
+            value.as_ptr().cast(),
+            value.len(),
+            track_vars,
+        )
+    }
+}

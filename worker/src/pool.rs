@@ -1,0 +1,71 @@
+//! PHP threads: long-lived OS threads that each own one TSRM context and execute jobs
+//! from a shared queue until the queue closes.
+//!
+//! Jobs are never run on tokio's blocking pool: PHP state is per thread and must stay on
+//! the thread that created it.
+
+use std::thread::JoinHandle;
+
+use crossbeam_channel::{Receiver, Sender};
+
+use crate::request::{ScriptOutcome, ScriptRequest};
+use crate::sapi;
+
+/// PHP 8.2 has no stack-overflow guard: deep recursion must hit memory_limit or a
+/// generous stack, never a guard page of a small one.
+pub const PHP_THREAD_STACK_SIZE: usize = 16 * 1024 * 1024;
+
+/// A unit of work for a PHP thread.
+pub(crate) struct Job {
+    pub request: ScriptRequest,
+    pub done: tokio::sync::oneshot::Sender<ScriptOutcome>,
+}
+
+pub(crate) struct ThreadPool {
+    jobs: Option<Sender<Job>>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl ThreadPool {
+    /// Spawns `count` PHP threads. The engine must be started.
+    pub fn spawn(count: usize) -> std::io::Result<ThreadPool> {
+        // Bounded so a flood of requests queues in the caller (which can time out and
+        // answer 503) rather than growing without limit here.
+        let (tx, rx) = crossbeam_channel::bounded::<Job>(count * 64);
+        let mut threads = Vec::with_capacity(count);
+        for i in 0..count {
+            let rx = rx.clone();
+            let handle = std::thread::Builder::new()
+                .name(format!("php-{i}"))
+                .stack_size(PHP_THREAD_STACK_SIZE)
+                .spawn(move || thread_main(rx))?;
+            threads.push(handle);
+        }
+        Ok(ThreadPool {
+            jobs: Some(tx),
+            threads,
+        })
+    }
+
+    pub fn sender(&self) -> &Sender<Job> {
+        self.jobs.as_ref().expect("pool is running")
+    }
+
+    /// Closes the queue and waits for every thread to finish its current job and release
+    /// its PHP context.
+    pub fn join(mut self) {
+        self.jobs = None;
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+fn thread_main(jobs: Receiver<Job>) {
+    sapi::attach_thread();
+    while let Ok(job) = jobs.recv() {
+        let outcome = sapi::run_script(job.request);
+        let _ = job.done.send(outcome);
+    }
+    sapi::detach_thread();
+}

@@ -1,0 +1,97 @@
+//! What a script run is given and what it gives back: the plain Rust interface between
+//! the runtime and whoever feeds it (the HTTP server, `php-cli`, tests).
+//!
+//! A [`ScriptRequest`] goes in; output and the response head leave through its
+//! [`ResponseSink`] while the script runs; a [`ScriptOutcome`] says how it ended.
+
+use std::io::{self, Read};
+use std::path::PathBuf;
+
+/// One execution of one PHP script.
+pub struct ScriptRequest {
+    /// The script to run (`SCRIPT_FILENAME`).
+    pub script_filename: PathBuf,
+    /// `$argv` (the script name first, as in the `php` CLI). Empty for HTTP requests.
+    pub argv: Vec<String>,
+    /// Entries added to `$_SERVER` after the imported environment.
+    pub server_vars: Vec<(String, Vec<u8>)>,
+    /// Import the process environment into `$_SERVER` and `getenv()` (the CLI does).
+    pub import_environment: bool,
+    /// Leave the virtual working directory alone instead of moving into the script's
+    /// directory (the CLI keeps the caller's directory; php-fpm moves).
+    pub keep_working_directory: bool,
+    /// Define the CLI's `STDIN`, `STDOUT` and `STDERR` constants before the script runs.
+    pub define_std_streams: bool,
+    /// Request body (`php://input`, `$_POST`). Empty for CLI runs.
+    pub body: Box<dyn Read + Send>,
+    /// Where the response head and output go.
+    pub sink: Box<dyn ResponseSink>,
+}
+
+impl ScriptRequest {
+    /// A request for `script` with nothing else set: no argv, no body, output to `sink`.
+    pub fn new(script: impl Into<PathBuf>, sink: Box<dyn ResponseSink>) -> Self {
+        ScriptRequest {
+            script_filename: script.into(),
+            argv: Vec::new(),
+            server_vars: Vec::new(),
+            import_environment: false,
+            keep_working_directory: false,
+            define_std_streams: false,
+            body: Box::new(io::empty()),
+            sink,
+        }
+    }
+}
+
+/// Status line and headers exactly as the script set them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResponseHead {
+    pub status: u16,
+    /// Header lines split at the first colon, in the order PHP keeps them.
+    pub headers: Vec<(String, Vec<u8>)>,
+}
+
+/// The client went away: output can no longer be delivered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Disconnected;
+
+/// Receives a script's response. Called on the PHP thread, in order: `send_head` once
+/// (before the first body byte), then `write`/`flush` any number of times.
+pub trait ResponseSink: Send {
+    fn send_head(&mut self, head: ResponseHead) -> Result<(), Disconnected>;
+    fn write(&mut self, bytes: &[u8]) -> Result<(), Disconnected>;
+    fn flush(&mut self) -> Result<(), Disconnected> {
+        Ok(())
+    }
+}
+
+/// How a script run ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScriptOutcome {
+    /// `exit(N)`, or 255 after a fatal error or uncaught exception, else 0.
+    pub exit_status: i32,
+    /// The script file could not be opened.
+    pub not_found: bool,
+}
+
+/// Collects output in memory; for tests and small internal uses.
+#[derive(Debug, Default)]
+pub struct BufferSink {
+    pub head: Option<ResponseHead>,
+    pub body: Vec<u8>,
+}
+
+impl ResponseSink for std::sync::Arc<std::sync::Mutex<BufferSink>> {
+    fn send_head(&mut self, head: ResponseHead) -> Result<(), Disconnected> {
+        self.lock().expect("sink lock").head = Some(head);
+        Ok(())
+    }
+    fn write(&mut self, bytes: &[u8]) -> Result<(), Disconnected> {
+        self.lock()
+            .expect("sink lock")
+            .body
+            .extend_from_slice(bytes);
+        Ok(())
+    }
+}

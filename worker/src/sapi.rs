@@ -1,0 +1,451 @@
+//! The whole SAPI lifecycle in one file: the `sapi_module_struct` PHP calls back into,
+//! engine start-up and shut-down, attaching PHP threads, and the life of one request
+//! (`php_request_startup` → execute → `php_request_shutdown`).
+//!
+//! PHP reaches the request in progress through `SG(server_context)`, which points at a
+//! [`RequestContext`] living on the executing thread's stack for the whole request
+//! (including `php_request_shutdown`, since `$_SERVER` may be built lazily).
+
+use std::cell::{Cell, RefCell};
+use std::ffi::{c_char, c_int, c_void, CStr, CString};
+use std::io::Read;
+use std::os::unix::ffi::OsStrExt;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use php_sys as sys;
+
+use crate::php;
+use crate::request::{Disconnected, ResponseHead, ResponseSink, ScriptOutcome, ScriptRequest};
+
+/// Our SAPI name: `php_sapi_name()` and `PHP_SAPI`. OPcache only runs under SAPI names on
+/// its allow-list; scripts/build-php.sh adds this one.
+pub const SAPI_NAME: &CStr = c"ferrophp";
+const SAPI_PRETTY_NAME: &CStr = c"ferrophp PHP application server";
+
+/// Where PHP's log lines (errors with `log_errors=1`, `error_log()`) go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogTarget {
+    /// Raw lines on stderr, like the `php` CLI.
+    Stderr,
+    /// `tracing` events at a level matching the PHP error type.
+    Tracing,
+}
+
+/// Process-wide settings PHP reads at module start-up.
+pub(crate) struct ModuleSettings {
+    /// `key=value` lines, applied after php.ini (like `php -d`).
+    pub ini_entries: String,
+    /// Use this php.ini (file or directory) instead of the build's default search.
+    pub php_ini: Option<std::path::PathBuf>,
+    /// Skip php.ini entirely (`php -n`).
+    pub no_php_ini: bool,
+    pub log_target: LogTarget,
+}
+
+static LOG_TARGET: std::sync::OnceLock<LogTarget> = std::sync::OnceLock::new();
+
+/// The SAPI module and the strings it points to, which PHP uses until module shutdown.
+pub(crate) struct StartedModule(*mut sys::sapi_module_struct);
+
+// SAFETY: the module is only touched by the engine's main thread, which owns this value.
+unsafe impl Send for StartedModule {}
+
+/// Starts the engine on the calling thread, which becomes the engine's main PHP thread
+/// and must later call [`engine_shutdown`]. Once per process.
+pub(crate) fn engine_startup(settings: &ModuleSettings) -> Result<StartedModule, String> {
+    let _ = LOG_TARGET.set(settings.log_target);
+    let module: &'static mut sys::sapi_module_struct = Box::leak(Box::new(sapi_module()));
+    let ini = CString::new(settings.ini_entries.clone())
+        .map_err(|_| "ini entries contain a NUL byte".to_owned())?;
+    let ini_path = match &settings.php_ini {
+        Some(p) => Some(
+            CString::new(p.as_os_str().as_bytes())
+                .map_err(|_| "php.ini path contains a NUL byte".to_owned())?,
+        ),
+        None => None,
+    };
+
+    // SAFETY: called once per process (enforced by Engine::start) on a thread that has
+    // not touched PHP; php_tsrm_startup allocates this thread's TSRM context.
+    unsafe {
+        if !sys::php_tsrm_startup() {
+            return Err("php_tsrm_startup failed".into());
+        }
+        sys::ferrophp_thread_started();
+        sys::zend_update_current_locale();
+        sys::sapi_startup(module);
+    }
+    // sapi_startup clears ini_entries; set our settings after it, before module start-up.
+    module.ini_entries = ini.into_raw();
+    if let Some(p) = ini_path {
+        module.php_ini_path_override = p.into_raw();
+    }
+    module.php_ini_ignore = c_int::from(settings.no_php_ini);
+    module.php_ini_ignore_cwd = 1;
+
+    // SAFETY: module is 'static and fully initialised; sapi_startup ran on this thread.
+    let started = unsafe { sys::php_module_startup(module, std::ptr::null_mut()) };
+    if started != sys::ZEND_RESULT_CODE_SUCCESS {
+        return Err("php_module_startup failed (see the errors above)".into());
+    }
+    Ok(StartedModule(module))
+}
+
+/// Shuts the engine down. Only after every other PHP thread has released its context.
+pub(crate) fn engine_shutdown(module: StartedModule) {
+    // SAFETY: called once, on the thread that ran engine_startup, after all pool threads
+    // have called ts_free_thread (Engine joins them first). PHP no longer reads the
+    // module once tsrm_shutdown returns, so its box and strings can be freed.
+    unsafe {
+        sys::php_module_shutdown();
+        sys::sapi_shutdown();
+        sys::tsrm_shutdown();
+        let module = Box::from_raw(module.0);
+        for s in [module.ini_entries, module.php_ini_path_override] {
+            if !s.is_null() {
+                drop(CString::from_raw(s));
+            }
+        }
+    }
+}
+
+/// Gives the calling (new) thread its own TSRM context, for its whole life.
+pub(crate) fn attach_thread() {
+    // SAFETY: the engine is started (threads are spawned after engine_startup) and this
+    // thread has no context yet; ts_resource_ex(0, NULL) allocates one for it.
+    unsafe {
+        sys::ts_resource_ex(0, std::ptr::null_mut());
+        sys::ferrophp_thread_started();
+        sys::zend_update_current_locale();
+    }
+}
+
+/// Releases the calling thread's TSRM context. Must be the thread's last PHP call.
+pub(crate) fn detach_thread() {
+    // SAFETY: this thread attached with attach_thread and runs no request now.
+    unsafe { sys::ts_free_thread() }
+}
+
+/// The request in progress on this thread, as seen by SAPI callbacks.
+struct RequestContext {
+    sink: RefCell<Box<dyn ResponseSink>>,
+    body: RefCell<Box<dyn Read + Send>>,
+    server_vars: Vec<(CString, Vec<u8>)>,
+    import_environment: bool,
+    disconnected: Cell<bool>,
+    started_at: f64,
+}
+
+impl RequestContext {
+    /// The context of the request running on this thread, if any.
+    fn current<'a>() -> Option<&'a RequestContext> {
+        let ptr = php::server_context() as *const RequestContext;
+        // SAFETY: SG(server_context) is either NULL or points at the RequestContext that
+        // run_script keeps alive (and only shares immutably) until it resets it to NULL.
+        unsafe { ptr.as_ref() }
+    }
+}
+
+/// Runs one script as one PHP request on the calling PHP thread.
+pub(crate) fn run_script(request: ScriptRequest) -> ScriptOutcome {
+    let ScriptRequest {
+        script_filename,
+        argv,
+        server_vars,
+        import_environment,
+        keep_working_directory,
+        define_std_streams,
+        body,
+        sink,
+    } = request;
+
+    let ctx = RequestContext {
+        sink: RefCell::new(sink),
+        body: RefCell::new(body),
+        server_vars: server_vars
+            .into_iter()
+            .filter_map(|(k, v)| CString::new(k).ok().map(|k| (k, v)))
+            .collect(),
+        import_environment,
+        disconnected: Cell::new(false),
+        started_at: SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64()),
+    };
+    let Ok(script_c) = CString::new(script_filename.as_os_str().as_bytes()) else {
+        return ScriptOutcome {
+            exit_status: 1,
+            not_found: true,
+        };
+    };
+    // argv must outlive the request: PHP reads it while building $argv.
+    let argv_c: Vec<CString> = argv
+        .iter()
+        .filter_map(|a| CString::new(a.as_str()).ok())
+        .collect();
+    let mut argv_ptrs: Vec<*mut c_char> =
+        argv_c.iter().map(|a| a.as_ptr() as *mut c_char).collect();
+    argv_ptrs.push(std::ptr::null_mut());
+
+    php::set_server_context(&ctx as *const RequestContext as *mut c_void);
+    // SAFETY: we are on a PHP thread between requests; every pointer stored in
+    // request_info outlives the request (ctx, script_c and argv live on this frame).
+    unsafe {
+        let sg = php::sapi_globals().as_ptr();
+        let info = &mut (*sg).request_info;
+        info.argc = argv_c.len() as c_int;
+        info.argv = if argv_c.is_empty() {
+            std::ptr::null_mut()
+        } else {
+            argv_ptrs.as_mut_ptr()
+        };
+        info.path_translated = script_c.as_ptr() as *mut c_char;
+        info.request_method = std::ptr::null();
+        info.query_string = std::ptr::null_mut();
+        info.request_uri = std::ptr::null_mut();
+        info.content_type = std::ptr::null();
+        info.content_length = 0;
+        info.cookie_data = std::ptr::null_mut();
+        info.headers_only = false;
+        info.no_headers = false;
+        info.proto_num = 1000;
+        (*sg).sapi_headers.http_response_code = 200;
+        if keep_working_directory {
+            (*sg).options |= sys::SAPI_OPTION_NO_CHDIR as c_int;
+        } else {
+            (*sg).options &= !(sys::SAPI_OPTION_NO_CHDIR as c_int);
+        }
+    }
+
+    let mut outcome = ScriptOutcome {
+        exit_status: 0,
+        not_found: false,
+    };
+    // SAFETY: request_info is filled and the server context set.
+    if unsafe { sys::php_request_startup() } != sys::ZEND_RESULT_CODE_SUCCESS {
+        outcome.exit_status = 255;
+    } else {
+        if define_std_streams {
+            define_std_stream_constants();
+        }
+        outcome = execute_file(&script_c);
+        // SAFETY: a request is active on this thread; php_request_shutdown guards itself
+        // with zend_try internally.
+        unsafe { sys::php_request_shutdown(std::ptr::null_mut()) };
+    }
+    php::set_server_context(std::ptr::null_mut());
+    // SAFETY: clear pointers into this frame so nothing dangles after we return.
+    unsafe {
+        let info = &mut (*php::sapi_globals().as_ptr()).request_info;
+        info.argc = 0;
+        info.argv = std::ptr::null_mut();
+        info.path_translated = std::ptr::null_mut();
+    }
+    drop(ctx);
+    outcome
+}
+
+/// The CLI's STDIN/STDOUT/STDERR constants, as plain PHP: no C needed for three fopen()s.
+fn define_std_stream_constants() {
+    const PRELUDE: &CStr = c"define('STDIN', fopen('php://stdin', 'rb')); \
+        define('STDOUT', fopen('php://stdout', 'wb')); define('STDERR', fopen('php://stderr', 'wb'));";
+    // SAFETY: a request is active; the shim wraps zend_eval_string in zend_try.
+    unsafe { sys::ferrophp_try_eval_string(PRELUDE.as_ptr(), c"ferrophp std streams".as_ptr()) };
+}
+
+/// Opens and executes the primary script of the active request.
+fn execute_file(script: &CStr) -> ScriptOutcome {
+    let mut handle = sys::zend_file_handle::default();
+    // SAFETY: handle is a fresh zeroed struct; zend_stream_init_filename copies the name.
+    unsafe { sys::zend_stream_init_filename(&mut handle, script.as_ptr()) };
+    // php_execute_script reports "Failed opening required" for a missing file; the CLI
+    // says "Could not open input file" instead and exits 1, which callers expect.
+    let exists = std::path::Path::new(std::ffi::OsStr::from_bytes(script.to_bytes())).is_file();
+    let mut outcome = ScriptOutcome {
+        exit_status: 0,
+        not_found: !exists,
+    };
+    if exists {
+        let mut succeeded = false;
+        // SAFETY: a request is active; the shim runs php_execute_script inside zend_try so
+        // a bailout lands in C, never in this frame.
+        unsafe { sys::ferrophp_try_execute_script(&mut handle, &mut succeeded) };
+        outcome.exit_status = php::exit_status();
+    } else {
+        outcome.exit_status = 1;
+    }
+    // SAFETY: the handle was initialised above and is destroyed exactly once.
+    unsafe { sys::zend_destroy_file_handle(&mut handle) };
+    outcome
+}
+
+// ---------------------------------------------------------------------------------------
+// SAPI callbacks. PHP calls these on PHP threads only.
+// ---------------------------------------------------------------------------------------
+
+fn sapi_module() -> sys::sapi_module_struct {
+    sys::sapi_module_struct {
+        name: SAPI_NAME.as_ptr() as *mut c_char,
+        pretty_name: SAPI_PRETTY_NAME.as_ptr() as *mut c_char,
+        startup: Some(on_startup),
+        ub_write: Some(on_ub_write),
+        flush: Some(on_flush),
+        sapi_error: Some(sys::zend_error),
+        send_headers: Some(on_send_headers),
+        read_post: Some(on_read_post),
+        read_cookies: Some(on_read_cookies),
+        register_server_variables: Some(on_register_server_variables),
+        log_message: Some(on_log_message),
+        get_request_time: Some(on_get_request_time),
+        ..Default::default()
+    }
+}
+
+unsafe extern "C" fn on_startup(module: *mut sys::sapi_module_struct) -> c_int {
+    // SAFETY: PHP passes the module it was started with.
+    unsafe { sys::php_module_startup(module, std::ptr::null_mut()) as c_int }
+}
+
+unsafe extern "C" fn on_ub_write(str_: *const c_char, len: usize) -> usize {
+    if len == 0 {
+        return 0;
+    }
+    // SAFETY: PHP passes `len` readable bytes at `str_`.
+    let bytes = unsafe { std::slice::from_raw_parts(str_.cast::<u8>(), len) };
+    let Some(ctx) = RequestContext::current() else {
+        // Output outside any request (module start-up warnings): stderr is all we have.
+        eprint!("{}", String::from_utf8_lossy(bytes));
+        return len;
+    };
+    if ctx.disconnected.get() {
+        return 0;
+    }
+    let result = ctx.sink.borrow_mut().write(bytes);
+    match result {
+        Ok(()) => len,
+        Err(Disconnected) => {
+            ctx.disconnected.set(true);
+            // May longjmp (unless ignore_user_abort): nothing with a destructor is alive in
+            // this frame any more.
+            // SAFETY: on a PHP thread inside a request.
+            unsafe { sys::php_handle_aborted_connection() };
+            0
+        }
+    }
+}
+
+unsafe extern "C" fn on_flush(_server_context: *mut c_void) {
+    if let Some(ctx) = RequestContext::current() {
+        if !ctx.disconnected.get() && ctx.sink.borrow_mut().flush().is_err() {
+            ctx.disconnected.set(true);
+        }
+    }
+}
+
+unsafe extern "C" fn on_send_headers(headers: *mut sys::sapi_headers_struct) -> c_int {
+    let Some(ctx) = RequestContext::current() else {
+        return sys::SAPI_HEADER_SENT_SUCCESSFULLY as c_int;
+    };
+    // SAFETY: PHP passes SG(sapi_headers), valid for this call.
+    let head = unsafe { response_head(&*headers) };
+    if ctx.sink.borrow_mut().send_head(head).is_err() {
+        ctx.disconnected.set(true);
+    }
+    sys::SAPI_HEADER_SENT_SUCCESSFULLY as c_int
+}
+
+/// Reads PHP's header list into a [`ResponseHead`].
+///
+/// # Safety
+/// `headers` must be the live `SG(sapi_headers)` of this thread.
+unsafe fn response_head(headers: &sys::sapi_headers_struct) -> ResponseHead {
+    let status = match headers.http_response_code {
+        code @ 100..=999 => code as u16,
+        _ => 200,
+    };
+    let mut out = Vec::with_capacity(headers.headers.count);
+    let mut element = headers.headers.head;
+    while !element.is_null() {
+        // SAFETY: zend_llist elements store a sapi_header_struct inline in `data`.
+        let header = unsafe { &*((*element).data.as_ptr() as *const sys::sapi_header_struct) };
+        // SAFETY: header points at `header_len` bytes owned by PHP.
+        let line =
+            unsafe { std::slice::from_raw_parts(header.header.cast::<u8>(), header.header_len) };
+        if let Some(colon) = line.iter().position(|&b| b == b':') {
+            let name = String::from_utf8_lossy(&line[..colon]).trim().to_owned();
+            let value = line[colon + 1..].trim_ascii().to_vec();
+            out.push((name, value));
+        }
+        // SAFETY: walking the list PHP owns; `next` is NULL at the end.
+        element = unsafe { (*element).next };
+    }
+    ResponseHead {
+        status,
+        headers: out,
+    }
+}
+
+unsafe extern "C" fn on_read_post(buffer: *mut c_char, count: usize) -> usize {
+    let Some(ctx) = RequestContext::current() else {
+        return 0;
+    };
+    // SAFETY: PHP passes a writable buffer of `count` bytes.
+    let buf = unsafe { std::slice::from_raw_parts_mut(buffer.cast::<u8>(), count) };
+    let mut body = ctx.body.borrow_mut();
+    let mut filled = 0;
+    while filled < count {
+        match body.read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        }
+    }
+    filled
+}
+
+unsafe extern "C" fn on_read_cookies() -> *mut c_char {
+    std::ptr::null_mut()
+}
+
+unsafe extern "C" fn on_register_server_variables(track_vars: *mut sys::zval) {
+    let Some(ctx) = RequestContext::current() else {
+        return;
+    };
+    if ctx.import_environment {
+        // SAFETY: php_import_environment_variables is a function pointer PHP sets at
+        // start-up; track_vars is the array PHP is building.
+        unsafe {
+            if let Some(import) = sys::php_import_environment_variables {
+                import(track_vars);
+            }
+        }
+    }
+    for (name, value) in &ctx.server_vars {
+        php::register_variable(name, value, track_vars);
+    }
+}
+
+unsafe extern "C" fn on_log_message(message: *const c_char, syslog_type: c_int) {
+    // SAFETY: PHP passes a NUL-terminated message.
+    let text = String::from_utf8_lossy(unsafe { php::c_bytes(message) });
+    match LOG_TARGET.get().copied().unwrap_or(LogTarget::Stderr) {
+        LogTarget::Stderr => eprintln!("{text}"),
+        // syslog levels: 0-3 error and worse, 4 warning, 5-6 notice/info, 7 debug.
+        LogTarget::Tracing => match syslog_type {
+            0..=3 => tracing::error!(target: "php", "{text}"),
+            4 => tracing::warn!(target: "php", "{text}"),
+            5 | 6 => tracing::info!(target: "php", "{text}"),
+            _ => tracing::debug!(target: "php", "{text}"),
+        },
+    }
+}
+
+unsafe extern "C" fn on_get_request_time(time: *mut f64) -> sys::zend_result {
+    let Some(ctx) = RequestContext::current() else {
+        return sys::ZEND_RESULT_CODE_FAILURE;
+    };
+    // SAFETY: PHP passes a valid out pointer.
+    unsafe { *time = ctx.started_at };
+    sys::ZEND_RESULT_CODE_SUCCESS
+}

@@ -1,0 +1,52 @@
+//! Shared by the worker's integration tests: one engine per test binary (PHP starts once
+//! per process), and a helper that runs a `test-data/cli` script and collects its output.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use worker::{BufferSink, Engine, EngineConfig, LogTarget, ScriptOutcome, ScriptRequest};
+
+pub const THREADS: usize = 4;
+
+pub fn test_script(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../test-data/cli")
+        .join(name)
+}
+
+pub fn engine() -> &'static Engine {
+    static ENGINE: OnceLock<Engine> = OnceLock::new();
+    ENGINE.get_or_init(|| {
+        Engine::start(EngineConfig {
+            threads: THREADS,
+            ini: vec![
+                ("display_errors".into(), "0".into()),
+                ("log_errors".into(), "0".into()),
+                ("register_argc_argv".into(), "1".into()),
+            ],
+            log_target: LogTarget::Stderr,
+            ..EngineConfig::default()
+        })
+        .expect("engine starts")
+    })
+}
+
+/// Queues `script` with `$argv = [script, args...]`; returns a closure that waits for it.
+pub fn submit(script: &str, args: &[&str]) -> impl FnOnce() -> (ScriptOutcome, Vec<u8>) {
+    let sink = Arc::new(Mutex::new(BufferSink::default()));
+    let mut req = ScriptRequest::new(test_script(script), Box::new(sink.clone()));
+    req.argv = std::iter::once(script.to_string())
+        .chain(args.iter().map(|s| s.to_string()))
+        .collect();
+    let rx = engine().submit(req).expect("engine running");
+    move || {
+        let outcome = rx.blocking_recv().expect("script ran");
+        let body = std::mem::take(&mut sink.lock().unwrap().body);
+        (outcome, body)
+    }
+}
+
+pub fn run(script: &str, args: &[&str]) -> (ScriptOutcome, Vec<u8>) {
+    submit(script, args)()
+}
