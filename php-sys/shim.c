@@ -45,3 +45,37 @@ zend_string *ferrophp_string_init(const char *str, size_t len, bool persistent) 
 }
 
 void ferrophp_string_release(zend_string *s) { zend_string_release(s); }
+
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_ferrophp_finish_request, 0, 0, _IS_BOOL, 0)
+ZEND_END_ARG_INFO()
+
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_ferrophp_request_headers, 0, 0, IS_ARRAY, 0)
+ZEND_END_ARG_INFO()
+
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_ferrophp_headers_send, 0, 0, IS_LONG, 0)
+    ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(0, status, IS_LONG, 0, "200")
+ZEND_END_ARG_INFO()
+
+const zend_function_entry ferrophp_sapi_functions[] = {
+    ZEND_RAW_FENTRY("fastcgi_finish_request", ferrophp_fn_finish_request, arginfo_ferrophp_finish_request, 0)
+    ZEND_RAW_FENTRY("ferrophp_finish_request", ferrophp_fn_finish_request, arginfo_ferrophp_finish_request, 0)
+    ZEND_RAW_FENTRY("frankenphp_finish_request", ferrophp_fn_finish_request, arginfo_ferrophp_finish_request, 0)
+    ZEND_RAW_FENTRY("getallheaders", ferrophp_fn_request_headers, arginfo_ferrophp_request_headers, 0)
+    ZEND_RAW_FENTRY("apache_request_headers", ferrophp_fn_request_headers, arginfo_ferrophp_request_headers, 0)
+    ZEND_RAW_FENTRY("frankenphp_request_headers", ferrophp_fn_request_headers, arginfo_ferrophp_request_headers, 0)
+    ZEND_RAW_FENTRY("headers_send", ferrophp_fn_headers_send, arginfo_ferrophp_headers_send, 0)
+    ZEND_FE_END
+};
+
+void ferrophp_ini_default(HashTable *configuration_hash, const char *name, size_t name_len,
+                          const char *value, size_t value_len) {
+    zval tmp;
+    ZVAL_NEW_STR(&tmp, zend_string_init(value, value_len, 1));
+    zend_hash_str_update(configuration_hash, name, name_len, &tmp);
+}
+
+void ferrophp_zval_bool(zval *zv, bool value) { ZVAL_BOOL(zv, value); }
+void ferrophp_zval_long(zval *zv, zend_long value) { ZVAL_LONG(zv, value); }
+void ferrophp_zval_stringl(zval *zv, const char *str, size_t len) { ZVAL_STRINGL(zv, str, len); }
+void ferrophp_zval_array(zval *zv, uint32_t size) { array_init_size(zv, size); }
+uint32_t ferrophp_num_args(zend_execute_data *execute_data) { return ZEND_NUM_ARGS(); }

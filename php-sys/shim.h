@@ -29,3 +29,21 @@ zend_string *ferrophp_string_init(const char *str, size_t len, bool persistent);
 void ferrophp_string_release(zend_string *s);
 
 #endif
+
+/* PHP functions the SAPI adds (sapi_module.additional_functions). Bodies are in Rust
+ * (worker/src/functions.rs); only the arginfo tables, which are macros, live in C. */
+void ferrophp_fn_finish_request(zend_execute_data *execute_data, zval *return_value);
+void ferrophp_fn_request_headers(zend_execute_data *execute_data, zval *return_value);
+void ferrophp_fn_headers_send(zend_execute_data *execute_data, zval *return_value);
+extern const zend_function_entry ferrophp_sapi_functions[];
+
+/* ini defaults that php.ini may override (sapi_module.ini_defaults). */
+void ferrophp_ini_default(HashTable *configuration_hash, const char *name, size_t name_len,
+                          const char *value, size_t value_len);
+
+/* zval macros. */
+void ferrophp_zval_bool(zval *zv, bool value);
+void ferrophp_zval_long(zval *zv, zend_long value);
+void ferrophp_zval_stringl(zval *zv, const char *str, size_t len);
+void ferrophp_zval_array(zval *zv, uint32_t size);
+uint32_t ferrophp_num_args(zend_execute_data *execute_data);

@@ -9,4 +9,5 @@
 #include "zend_exceptions.h"
 #include "zend_interfaces.h"
 #include "TSRM.h"
+#include "ext/standard/head.h"
 #include "shim.h"

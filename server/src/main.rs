@@ -1,6 +1,13 @@
 //! The `ferrophp` binary: command-line entry point. Each subcommand lives in its own module.
 
+mod body;
+mod config;
+mod php_bridge;
 mod php_cli;
+mod routing;
+mod serve;
+mod static_files;
+mod tls;
 
 use clap::{Parser, Subcommand};
 
@@ -20,12 +27,15 @@ enum Command {
     /// Run a PHP script like the `php` command-line interpreter.
     #[command(name = "php-cli")]
     PhpCli(php_cli::Args),
+    /// Serve a PHP application over HTTP (classic mode: each request runs a script).
+    Serve(config::ServeArgs),
 }
 
 fn main() {
     let cli = Cli::parse();
     let code = match cli.command {
         Command::PhpCli(args) => php_cli::run(args),
+        Command::Serve(args) => serve::run(args),
     };
     std::process::exit(code);
 }

@@ -5,16 +5,18 @@
 //! Layout: [`sapi`] is the SAPI module and request lifecycle, `pool` the PHP threads,
 //! [`request`] the plain types crossing the boundary, `php` the FFI edge helpers.
 
+mod functions;
 mod php;
 mod pool;
 pub mod request;
 pub mod sapi;
+mod server_vars;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 
 pub use request::{
-    BufferSink, Disconnected, ResponseHead, ResponseSink, ScriptOutcome, ScriptRequest,
+    BufferSink, CgiRequest, Disconnected, ResponseHead, ResponseSink, ScriptOutcome, ScriptRequest,
 };
 pub use sapi::{LogTarget, SAPI_NAME};
 
@@ -32,6 +34,8 @@ pub struct EngineConfig {
     pub php_ini: Option<std::path::PathBuf>,
     /// Do not read any php.ini.
     pub no_php_ini: bool,
+    /// ini defaults that a php.ini may still override.
+    pub ini_defaults: Vec<(String, String)>,
     pub log_target: LogTarget,
 }
 
@@ -42,6 +46,7 @@ impl Default for EngineConfig {
             ini: Vec::new(),
             php_ini: None,
             no_php_ini: false,
+            ini_defaults: Vec::new(),
             log_target: LogTarget::Tracing,
         }
     }
@@ -94,6 +99,7 @@ impl Engine {
                 .collect(),
             php_ini: config.php_ini.clone(),
             no_php_ini: config.no_php_ini,
+            ini_defaults: config.ini_defaults.clone(),
             log_target: config.log_target,
         };
         let threads = config.threads.max(1);

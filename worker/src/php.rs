@@ -23,12 +23,6 @@ pub(crate) fn executor_globals() -> NonNull<sys::zend_executor_globals> {
     NonNull::new(unsafe { sys::ferrophp_executor_globals() }).expect("EG() on a non-PHP thread")
 }
 
-/// The calling thread's `PG(...)`.
-pub(crate) fn core_globals() -> NonNull<sys::php_core_globals> {
-    // SAFETY: as for sapi_globals.
-    NonNull::new(unsafe { sys::ferrophp_core_globals() }).expect("PG() on a non-PHP thread")
-}
-
 /// `SG(server_context)`: the opaque pointer PHP hands back to our SAPI callbacks.
 pub(crate) fn server_context() -> *mut std::ffi::c_void {
     // SAFETY: plain read of a field of this thread's SAPI globals.
@@ -44,13 +38,6 @@ pub(crate) fn set_server_context(ctx: *mut std::ffi::c_void) {
 pub(crate) fn exit_status() -> i32 {
     // SAFETY: plain read of a field of this thread's executor globals.
     unsafe { (*executor_globals().as_ptr()).exit_status }
-}
-
-/// Copies `bytes` into request memory (`emalloc`) with a NUL terminator; PHP may `efree` it.
-pub(crate) fn estrndup(bytes: &[u8]) -> *mut c_char {
-    // SAFETY: _estrndup copies exactly `len` bytes from a valid slice and NUL-terminates;
-    // it bails out (never returns NULL) on allocation failure.
-    unsafe { sys::_estrndup(bytes.as_ptr().cast(), bytes.len()) }
 }
 
 /// Borrow a NUL-terminated C string that PHP owns, as bytes.
@@ -77,5 +64,20 @@ pub(crate) fn register_variable(name: &CStr, value: &[u8], track_vars: *mut sys:
             value.len(),
             track_vars,
         )
+    }
+}
+
+/// `$array[key] = value` with both as byte strings copied into request memory.
+pub(crate) fn add_assoc_bytes(array: *mut sys::zval, key: &[u8], value: &[u8]) {
+    // SAFETY: `array` is an initialised PHP array zval owned by the caller; PHP copies
+    // both slices.
+    unsafe {
+        sys::add_assoc_stringl_ex(
+            array,
+            key.as_ptr().cast(),
+            key.len(),
+            value.as_ptr().cast(),
+            value.len(),
+        );
     }
 }

@@ -4,13 +4,19 @@
 //! A [`ScriptRequest`] goes in; output and the response head leave through its
 //! [`ResponseSink`] while the script runs; a [`ScriptOutcome`] says how it ended.
 
+use std::ffi::CString;
 use std::io::{self, Read};
+use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// One execution of one PHP script.
 pub struct ScriptRequest {
     /// The script to run (`SCRIPT_FILENAME`).
     pub script_filename: PathBuf,
+    /// The HTTP request this run answers (None for CLI runs): fills `SG(request_info)`
+    /// and the CGI/1.1 part of `$_SERVER`.
+    pub cgi: Option<CgiRequest>,
     /// `$argv` (the script name first, as in the `php` CLI). Empty for HTTP requests.
     pub argv: Vec<String>,
     /// Entries added to `$_SERVER` after the imported environment.
@@ -33,6 +39,7 @@ impl ScriptRequest {
     pub fn new(script: impl Into<PathBuf>, sink: Box<dyn ResponseSink>) -> Self {
         ScriptRequest {
             script_filename: script.into(),
+            cgi: None,
             argv: Vec::new(),
             server_vars: Vec::new(),
             import_environment: false,
@@ -42,6 +49,33 @@ impl ScriptRequest {
             sink,
         }
     }
+}
+
+/// The HTTP side of a script run: the request head as received plus what routing decided.
+#[derive(Debug, Clone)]
+pub struct CgiRequest {
+    pub method: http::Method,
+    /// The request target exactly as received (path and query), for `REQUEST_URI`.
+    pub request_uri: String,
+    /// The part after `?`, as received; empty when there is none.
+    pub query_string: String,
+    pub version: http::Version,
+    pub headers: http::HeaderMap,
+    pub remote_addr: SocketAddr,
+    pub local_addr: SocketAddr,
+    /// The connection is TLS (`HTTPS=on`, `REQUEST_SCHEME=https`).
+    pub https: bool,
+    /// `SERVER_NAME`: the Host header without port, else the configured name.
+    pub server_name: String,
+    pub document_root: Arc<str>,
+    /// URL path of the script (`/index.php`).
+    pub script_name: String,
+    /// Decoded remainder after the script (`/foo` in `/index.php/foo`), or empty.
+    pub path_info: String,
+    /// Decoded, normalised request path (nginx's `$uri`).
+    pub document_uri: String,
+    /// Configured environment variables, added to `$_SERVER` and visible to `getenv()`.
+    pub env: Arc<[(CString, CString)]>,
 }
 
 /// Status line and headers exactly as the script set them.
@@ -60,9 +94,19 @@ pub struct Disconnected;
 /// (before the first body byte), then `write`/`flush` any number of times.
 pub trait ResponseSink: Send {
     fn send_head(&mut self, head: ResponseHead) -> Result<(), Disconnected>;
+    /// A 1xx response (`headers_send(103)` for Early Hints) before the final head.
+    /// Sinks that cannot deliver one drop it.
+    fn send_informational(&mut self, _head: ResponseHead) -> Result<(), Disconnected> {
+        Ok(())
+    }
     fn write(&mut self, bytes: &[u8]) -> Result<(), Disconnected>;
     fn flush(&mut self) -> Result<(), Disconnected> {
         Ok(())
+    }
+    /// The response is complete (`fastcgi_finish_request()`): deliver what is buffered and
+    /// end the body, while the script may go on running. Later writes are discarded.
+    fn finish(&mut self) {
+        let _ = self.flush();
     }
 }
 

@@ -15,7 +15,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use php_sys as sys;
 
 use crate::php;
-use crate::request::{Disconnected, ResponseHead, ResponseSink, ScriptOutcome, ScriptRequest};
+use crate::request::{
+    CgiRequest, Disconnected, ResponseHead, ResponseSink, ScriptOutcome, ScriptRequest,
+};
+use crate::server_vars;
 
 /// Our SAPI name: `php_sapi_name()` and `PHP_SAPI`. OPcache only runs under SAPI names on
 /// its allow-list; scripts/build-php.sh adds this one.
@@ -39,10 +42,13 @@ pub(crate) struct ModuleSettings {
     pub php_ini: Option<std::path::PathBuf>,
     /// Skip php.ini entirely (`php -n`).
     pub no_php_ini: bool,
+    /// Defaults php.ini may override.
+    pub ini_defaults: Vec<(String, String)>,
     pub log_target: LogTarget,
 }
 
 static LOG_TARGET: std::sync::OnceLock<LogTarget> = std::sync::OnceLock::new();
+static INI_DEFAULTS: std::sync::OnceLock<Vec<(String, String)>> = std::sync::OnceLock::new();
 
 /// The SAPI module and the strings it points to, which PHP uses until module shutdown.
 pub(crate) struct StartedModule(*mut sys::sapi_module_struct);
@@ -54,6 +60,7 @@ unsafe impl Send for StartedModule {}
 /// and must later call [`engine_shutdown`]. Once per process.
 pub(crate) fn engine_startup(settings: &ModuleSettings) -> Result<StartedModule, String> {
     let _ = LOG_TARGET.set(settings.log_target);
+    let _ = INI_DEFAULTS.set(settings.ini_defaults.clone());
     let module: &'static mut sys::sapi_module_struct = Box::leak(Box::new(sapi_module()));
     let ini = CString::new(settings.ini_entries.clone())
         .map_err(|_| "ini entries contain a NUL byte".to_owned())?;
@@ -127,13 +134,28 @@ pub(crate) fn detach_thread() {
 }
 
 /// The request in progress on this thread, as seen by SAPI callbacks.
-struct RequestContext {
-    sink: RefCell<Box<dyn ResponseSink>>,
+pub(crate) struct RequestContext {
+    pub(crate) sink: RefCell<Box<dyn ResponseSink>>,
     body: RefCell<Box<dyn Read + Send>>,
+    pub(crate) cgi: Option<CgiRequest>,
+    /// NUL-terminated copies `SG(request_info)` points into; they outlive the request.
+    c_strings: RequestStrings,
     server_vars: Vec<(CString, Vec<u8>)>,
     import_environment: bool,
     disconnected: Cell<bool>,
+    /// `fastcgi_finish_request()` ended the response; output is now discarded.
+    pub(crate) finished: Cell<bool>,
     started_at: f64,
+}
+
+#[derive(Default)]
+struct RequestStrings {
+    script_filename: CString,
+    method: Option<CString>,
+    request_uri: Option<CString>,
+    query_string: Option<CString>,
+    content_type: Option<CString>,
+    cookie: Option<CString>,
 }
 
 impl RequestContext {
@@ -144,12 +166,28 @@ impl RequestContext {
         // run_script keeps alive (and only shares immutably) until it resets it to NULL.
         unsafe { ptr.as_ref() }
     }
+
+    /// Delivers everything buffered and ends the client's response.
+    pub(crate) fn finish_response(&self) {
+        self.sink.borrow_mut().finish();
+        self.finished.set(true);
+    }
+}
+
+/// The request running on the calling PHP thread, for PHP functions we implement.
+pub(crate) fn current_request<'a>() -> Option<&'a RequestContext> {
+    RequestContext::current()
+}
+
+fn c_string(bytes: &[u8]) -> Option<CString> {
+    CString::new(bytes).ok()
 }
 
 /// Runs one script as one PHP request on the calling PHP thread.
 pub(crate) fn run_script(request: ScriptRequest) -> ScriptOutcome {
     let ScriptRequest {
         script_filename,
+        cgi,
         argv,
         server_vars,
         import_environment,
@@ -159,37 +197,73 @@ pub(crate) fn run_script(request: ScriptRequest) -> ScriptOutcome {
         sink,
     } = request;
 
+    let Some(script_c) = c_string(script_filename.as_os_str().as_bytes()) else {
+        return ScriptOutcome {
+            exit_status: 1,
+            not_found: true,
+        };
+    };
+    let mut strings = RequestStrings {
+        script_filename: script_c,
+        ..Default::default()
+    };
+    let mut content_length = 0;
+    let mut authorization = None;
+    if let Some(cgi) = &cgi {
+        strings.method = c_string(cgi.method.as_str().as_bytes());
+        strings.request_uri = c_string(cgi.request_uri.as_bytes());
+        strings.query_string = c_string(cgi.query_string.as_bytes());
+        strings.content_type = cgi
+            .headers
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|v| c_string(v.as_bytes()));
+        let cookies: Vec<&[u8]> = cgi
+            .headers
+            .get_all(http::header::COOKIE)
+            .iter()
+            .map(|v| v.as_bytes())
+            .collect();
+        if !cookies.is_empty() {
+            strings.cookie = c_string(&cookies.join(&b"; "[..]));
+        }
+        content_length = cgi
+            .headers
+            .get(http::header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok()?.parse::<i64>().ok())
+            .unwrap_or(0);
+        authorization = cgi
+            .headers
+            .get(http::header::AUTHORIZATION)
+            .and_then(|v| c_string(v.as_bytes()));
+    }
+
     let ctx = RequestContext {
         sink: RefCell::new(sink),
         body: RefCell::new(body),
+        cgi,
+        c_strings: strings,
         server_vars: server_vars
             .into_iter()
             .filter_map(|(k, v)| CString::new(k).ok().map(|k| (k, v)))
             .collect(),
         import_environment,
         disconnected: Cell::new(false),
+        finished: Cell::new(false),
         started_at: SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0.0, |d| d.as_secs_f64()),
     };
-    let Ok(script_c) = CString::new(script_filename.as_os_str().as_bytes()) else {
-        return ScriptOutcome {
-            exit_status: 1,
-            not_found: true,
-        };
-    };
     // argv must outlive the request: PHP reads it while building $argv.
-    let argv_c: Vec<CString> = argv
-        .iter()
-        .filter_map(|a| CString::new(a.as_str()).ok())
-        .collect();
+    let argv_c: Vec<CString> = argv.iter().filter_map(|a| c_string(a.as_bytes())).collect();
     let mut argv_ptrs: Vec<*mut c_char> =
         argv_c.iter().map(|a| a.as_ptr() as *mut c_char).collect();
     argv_ptrs.push(std::ptr::null_mut());
 
+    let opt_ptr = |s: &Option<CString>| s.as_ref().map_or(std::ptr::null(), |c| c.as_ptr());
     php::set_server_context(&ctx as *const RequestContext as *mut c_void);
     // SAFETY: we are on a PHP thread between requests; every pointer stored in
-    // request_info outlives the request (ctx, script_c and argv live on this frame).
+    // request_info outlives the request (ctx and argv live on this frame until after
+    // php_request_shutdown, and are cleared below).
     unsafe {
         let sg = php::sapi_globals().as_ptr();
         let info = &mut (*sg).request_info;
@@ -199,22 +273,22 @@ pub(crate) fn run_script(request: ScriptRequest) -> ScriptOutcome {
         } else {
             argv_ptrs.as_mut_ptr()
         };
-        info.path_translated = script_c.as_ptr() as *mut c_char;
-        info.request_method = std::ptr::null();
-        info.query_string = std::ptr::null_mut();
-        info.request_uri = std::ptr::null_mut();
-        info.content_type = std::ptr::null();
-        info.content_length = 0;
+        info.path_translated = ctx.c_strings.script_filename.as_ptr() as *mut c_char;
+        info.request_method = opt_ptr(&ctx.c_strings.method);
+        info.query_string = opt_ptr(&ctx.c_strings.query_string) as *mut c_char;
+        info.request_uri = opt_ptr(&ctx.c_strings.request_uri) as *mut c_char;
+        info.content_type = opt_ptr(&ctx.c_strings.content_type);
+        info.content_length = content_length;
         info.cookie_data = std::ptr::null_mut();
-        info.headers_only = false;
-        info.no_headers = false;
-        info.proto_num = 1000;
         (*sg).sapi_headers.http_response_code = 200;
         if keep_working_directory {
             (*sg).options |= sys::SAPI_OPTION_NO_CHDIR as c_int;
         } else {
             (*sg).options &= !(sys::SAPI_OPTION_NO_CHDIR as c_int);
         }
+        // PHP_AUTH_USER/PW/DIGEST: PHP parses the header into emalloc'd request_info
+        // fields and frees them at deactivation.
+        sys::php_handle_auth_data(opt_ptr(&authorization));
     }
 
     let mut outcome = ScriptOutcome {
@@ -228,7 +302,7 @@ pub(crate) fn run_script(request: ScriptRequest) -> ScriptOutcome {
         if define_std_streams {
             define_std_stream_constants();
         }
-        outcome = execute_file(&script_c);
+        outcome = execute_file(&ctx.c_strings.script_filename);
         // SAFETY: a request is active on this thread; php_request_shutdown guards itself
         // with zend_try internally.
         unsafe { sys::php_request_shutdown(std::ptr::null_mut()) };
@@ -240,8 +314,14 @@ pub(crate) fn run_script(request: ScriptRequest) -> ScriptOutcome {
         info.argc = 0;
         info.argv = std::ptr::null_mut();
         info.path_translated = std::ptr::null_mut();
+        info.request_method = std::ptr::null();
+        info.query_string = std::ptr::null_mut();
+        info.request_uri = std::ptr::null_mut();
+        info.content_type = std::ptr::null();
+        info.cookie_data = std::ptr::null_mut();
     }
-    drop(ctx);
+    let RequestContext { sink, .. } = ctx;
+    sink.into_inner().finish();
     outcome
 }
 
@@ -288,6 +368,8 @@ fn sapi_module() -> sys::sapi_module_struct {
         name: SAPI_NAME.as_ptr() as *mut c_char,
         pretty_name: SAPI_PRETTY_NAME.as_ptr() as *mut c_char,
         startup: Some(on_startup),
+        activate: Some(on_activate),
+        getenv: Some(on_getenv),
         ub_write: Some(on_ub_write),
         flush: Some(on_flush),
         sapi_error: Some(sys::zend_error),
@@ -297,7 +379,26 @@ fn sapi_module() -> sys::sapi_module_struct {
         register_server_variables: Some(on_register_server_variables),
         log_message: Some(on_log_message),
         get_request_time: Some(on_get_request_time),
+        ini_defaults: Some(on_ini_defaults),
+        // SAFETY: a static table defined in the shim.
+        additional_functions: unsafe { sys::ferrophp_sapi_functions.as_ptr() },
         ..Default::default()
+    }
+}
+
+unsafe extern "C" fn on_ini_defaults(configuration: *mut sys::HashTable) {
+    for (name, value) in INI_DEFAULTS.get().into_iter().flatten() {
+        // SAFETY: PHP passes its configuration hash during start-up; the shim copies both
+        // strings into persistent memory.
+        unsafe {
+            sys::ferrophp_ini_default(
+                configuration,
+                name.as_ptr().cast(),
+                name.len(),
+                value.as_ptr().cast(),
+                value.len(),
+            )
+        };
     }
 }
 
@@ -317,6 +418,10 @@ unsafe extern "C" fn on_ub_write(str_: *const c_char, len: usize) -> usize {
         eprint!("{}", String::from_utf8_lossy(bytes));
         return len;
     };
+    if ctx.finished.get() {
+        // After fastcgi_finish_request() output is discarded, as under php-fpm.
+        return len;
+    }
     if ctx.disconnected.get() {
         return 0;
     }
@@ -358,7 +463,7 @@ unsafe extern "C" fn on_send_headers(headers: *mut sys::sapi_headers_struct) -> 
 ///
 /// # Safety
 /// `headers` must be the live `SG(sapi_headers)` of this thread.
-unsafe fn response_head(headers: &sys::sapi_headers_struct) -> ResponseHead {
+pub(crate) unsafe fn response_head(headers: &sys::sapi_headers_struct) -> ResponseHead {
     let status = match headers.http_response_code {
         code @ 100..=999 => code as u16,
         _ => 200,
@@ -405,7 +510,39 @@ unsafe extern "C" fn on_read_post(buffer: *mut c_char, count: usize) -> usize {
 }
 
 unsafe extern "C" fn on_read_cookies() -> *mut c_char {
-    std::ptr::null_mut()
+    RequestContext::current()
+        .and_then(|ctx| ctx.c_strings.cookie.as_ref())
+        .map_or(std::ptr::null_mut(), |c| c.as_ptr() as *mut c_char)
+}
+
+/// Runs inside php_request_startup after sapi_activate reset the protocol to HTTP/1.0.
+unsafe extern "C" fn on_activate() -> c_int {
+    if let Some(cgi) = RequestContext::current().and_then(|ctx| ctx.cgi.as_ref()) {
+        let proto_num = match cgi.version {
+            http::Version::HTTP_09 => 900,
+            http::Version::HTTP_10 => 1000,
+            http::Version::HTTP_11 => 1001,
+            http::Version::HTTP_2 => 2000,
+            _ => 3000,
+        };
+        // SAFETY: plain write of a field of this thread's SAPI globals.
+        unsafe { (*php::sapi_globals().as_ptr()).request_info.proto_num = proto_num };
+    }
+    sys::ZEND_RESULT_CODE_SUCCESS as c_int
+}
+
+/// `getenv()` sees the configured environment first; PHP falls back to the process's.
+unsafe extern "C" fn on_getenv(name: *const c_char, len: usize) -> *mut c_char {
+    let Some(cgi) = RequestContext::current().and_then(|ctx| ctx.cgi.as_ref()) else {
+        return std::ptr::null_mut();
+    };
+    // SAFETY: PHP passes `len` readable bytes.
+    let name = unsafe { std::slice::from_raw_parts(name.cast::<u8>(), len) };
+    cgi.env
+        .iter()
+        .find(|(k, _)| k.as_bytes() == name)
+        // PHP estrdup()s the value right away; ours lives as long as the request.
+        .map_or(std::ptr::null_mut(), |(_, v)| v.as_ptr() as *mut c_char)
 }
 
 unsafe extern "C" fn on_register_server_variables(track_vars: *mut sys::zval) {
@@ -420,6 +557,13 @@ unsafe extern "C" fn on_register_server_variables(track_vars: *mut sys::zval) {
                 import(track_vars);
             }
         }
+    }
+    if let Some(cgi) = &ctx.cgi {
+        server_vars::register_cgi_variables(
+            cgi,
+            ctx.c_strings.script_filename.as_bytes(),
+            track_vars,
+        );
     }
     for (name, value) in &ctx.server_vars {
         php::register_variable(name, value, track_vars);

@@ -1,0 +1,207 @@
+//! `ferrophp serve` settings: command-line flags, `FERROPHP_*` environment variables and
+//! an optional TOML file, merged in that order of precedence over the defaults.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+/// Command-line flags (each also readable from its `FERROPHP_*` environment variable).
+#[derive(clap::Args, Debug, Default)]
+pub struct ServeArgs {
+    /// TOML config file; flags and environment variables override its values.
+    #[arg(long, env = "FERROPHP_CONFIG", value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Document root [default: ./public if it exists, else .]
+    #[arg(long, env = "FERROPHP_ROOT", value_name = "DIR")]
+    pub root: Option<PathBuf>,
+    /// Address to listen on [default: 127.0.0.1:8080]
+    #[arg(long, env = "FERROPHP_LISTEN", value_name = "ADDR")]
+    pub listen: Option<SocketAddr>,
+    /// Number of PHP threads [default: 2 x CPUs]
+    #[arg(long, env = "FERROPHP_THREADS")]
+    pub threads: Option<usize>,
+    /// TLS certificate chain (PEM); enables HTTPS with HTTP/2 over ALPN.
+    #[arg(
+        long,
+        env = "FERROPHP_TLS_CERT",
+        value_name = "PEM",
+        requires = "tls_key"
+    )]
+    pub tls_cert: Option<PathBuf>,
+    /// TLS private key (PEM).
+    #[arg(
+        long,
+        env = "FERROPHP_TLS_KEY",
+        value_name = "PEM",
+        requires = "tls_cert"
+    )]
+    pub tls_key: Option<PathBuf>,
+    /// Largest request body accepted, in bytes; larger ones get 413 [default: 1073741824]
+    #[arg(long, env = "FERROPHP_MAX_BODY_SIZE", value_name = "BYTES")]
+    pub max_body_size: Option<u64>,
+    /// How long a request may wait for a free PHP thread before it gets 503, in
+    /// milliseconds [default: 30000]
+    #[arg(long, env = "FERROPHP_MAX_WAIT_MS", value_name = "MS")]
+    pub max_wait_ms: Option<u64>,
+    /// Time allowed to receive a request's headers, in milliseconds [default: 10000]
+    #[arg(long, env = "FERROPHP_HEADER_TIMEOUT_MS", value_name = "MS")]
+    pub header_timeout_ms: Option<u64>,
+    /// Largest request head (request line and headers), in bytes [default: 65536]
+    #[arg(long, env = "FERROPHP_MAX_HEADER_SIZE", value_name = "BYTES")]
+    pub max_header_size: Option<usize>,
+    /// On SIGTERM/SIGINT, time given to in-flight requests, in milliseconds [default: 30000]
+    #[arg(long, env = "FERROPHP_GRACE_MS", value_name = "MS")]
+    pub grace_ms: Option<u64>,
+    /// Disable the access log.
+    #[arg(long, env = "FERROPHP_NO_ACCESS_LOG")]
+    pub no_access_log: bool,
+    /// Environment variable for PHP (`$_SERVER`, `getenv()`): KEY=VALUE. Repeatable.
+    #[arg(long = "env", short = 'e', value_name = "KEY=VALUE")]
+    pub env: Vec<String>,
+    /// ini setting: KEY=VALUE, applied after php.ini. Repeatable.
+    #[arg(short = 'd', value_name = "KEY=VALUE")]
+    pub ini: Vec<String>,
+    /// php.ini file or directory to use.
+    #[arg(long, env = "FERROPHP_PHP_INI", value_name = "PATH")]
+    pub php_ini: Option<PathBuf>,
+    /// SERVER_NAME when the request has no Host header [default: the listen address]
+    #[arg(long, env = "FERROPHP_SERVER_NAME")]
+    pub server_name: Option<String>,
+    /// Log filter (tracing EnvFilter syntax) [default: info]
+    #[arg(long, env = "FERROPHP_LOG", value_name = "FILTER")]
+    pub log: Option<String>,
+}
+
+/// The same settings as a TOML file; every key is optional.
+#[derive(Deserialize, Debug, Default)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+struct FileConfig {
+    root: Option<PathBuf>,
+    listen: Option<SocketAddr>,
+    threads: Option<usize>,
+    tls_cert: Option<PathBuf>,
+    tls_key: Option<PathBuf>,
+    max_body_size: Option<u64>,
+    max_wait_ms: Option<u64>,
+    header_timeout_ms: Option<u64>,
+    max_header_size: Option<usize>,
+    grace_ms: Option<u64>,
+    access_log: Option<bool>,
+    env: Option<std::collections::BTreeMap<String, String>>,
+    ini: Option<std::collections::BTreeMap<String, String>>,
+    php_ini: Option<PathBuf>,
+    server_name: Option<String>,
+    log: Option<String>,
+}
+
+/// Resolved settings.
+#[derive(Debug, Clone)]
+pub struct ServeConfig {
+    pub root: PathBuf,
+    pub listen: SocketAddr,
+    pub threads: usize,
+    pub tls: Option<(PathBuf, PathBuf)>,
+    pub max_body_size: u64,
+    pub max_wait: Duration,
+    pub header_timeout: Duration,
+    pub max_header_size: usize,
+    pub grace: Duration,
+    pub access_log: bool,
+    pub env: Vec<(String, String)>,
+    pub ini: Vec<(String, String)>,
+    pub php_ini: Option<PathBuf>,
+    pub server_name: Option<String>,
+    pub log: String,
+}
+
+impl ServeConfig {
+    pub fn load(args: ServeArgs) -> Result<ServeConfig, String> {
+        let file = match &args.config {
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+                toml::from_str::<FileConfig>(&text)
+                    .map_err(|e| format!("invalid config {}: {e}", path.display()))?
+            }
+            None => FileConfig::default(),
+        };
+        let root = args.root.or(file.root).unwrap_or_else(default_root);
+        if !root.is_dir() {
+            return Err(format!(
+                "document root {} is not a directory",
+                root.display()
+            ));
+        }
+        let threads = args
+            .threads
+            .or(file.threads)
+            .unwrap_or_else(|| 2 * std::thread::available_parallelism().map_or(1, |n| n.get()));
+        if threads == 0 {
+            return Err("threads must be at least 1".into());
+        }
+        let tls = match (
+            args.tls_cert.or(file.tls_cert),
+            args.tls_key.or(file.tls_key),
+        ) {
+            (Some(c), Some(k)) => Some((c, k)),
+            (None, None) => None,
+            _ => return Err("TLS needs both a certificate and a key".into()),
+        };
+        let mut env: Vec<(String, String)> = file.env.unwrap_or_default().into_iter().collect();
+        for kv in &args.env {
+            env.push(split_key_value(kv, "--env")?);
+        }
+        let mut ini: Vec<(String, String)> = file.ini.unwrap_or_default().into_iter().collect();
+        for kv in &args.ini {
+            ini.push(split_key_value(kv, "-d")?);
+        }
+        Ok(ServeConfig {
+            root,
+            listen: args
+                .listen
+                .or(file.listen)
+                .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 8080))),
+            threads,
+            tls,
+            max_body_size: args.max_body_size.or(file.max_body_size).unwrap_or(1 << 30),
+            max_wait: Duration::from_millis(
+                args.max_wait_ms.or(file.max_wait_ms).unwrap_or(30_000),
+            ),
+            header_timeout: Duration::from_millis(
+                args.header_timeout_ms
+                    .or(file.header_timeout_ms)
+                    .unwrap_or(10_000),
+            ),
+            max_header_size: args
+                .max_header_size
+                .or(file.max_header_size)
+                .unwrap_or(64 * 1024)
+                .max(8192),
+            grace: Duration::from_millis(args.grace_ms.or(file.grace_ms).unwrap_or(30_000)),
+            access_log: !args.no_access_log && file.access_log.unwrap_or(true),
+            env,
+            ini,
+            php_ini: args.php_ini.or(file.php_ini),
+            server_name: args.server_name.or(file.server_name),
+            log: args.log.or(file.log).unwrap_or_else(|| "info".into()),
+        })
+    }
+}
+
+fn default_root() -> PathBuf {
+    let public = Path::new("public");
+    if public.is_dir() {
+        public.to_path_buf()
+    } else {
+        PathBuf::from(".")
+    }
+}
+
+fn split_key_value(kv: &str, flag: &str) -> Result<(String, String), String> {
+    match kv.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_owned(), v.to_owned())),
+        _ => Err(format!("{flag} expects KEY=VALUE, got {kv:?}")),
+    }
+}

@@ -1,0 +1,391 @@
+//! Runs a PHP script for an HTTP request: turns the hyper request into a
+//! `worker::ScriptRequest`, streams the body in, and streams PHP's output back out.
+//!
+//! Output is buffered on the PHP thread until it reaches [`STREAM_THRESHOLD`], the script
+//! calls `flush()`, or the script ends. A response that ends first goes out in one piece
+//! with a Content-Length; anything longer or flushed is streamed through a small bounded
+//! channel, so a 100 MB response never sits whole in memory and a slow client slows the
+//! script down instead of growing a buffer.
+
+use std::io::{self, Read};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use http::{HeaderName, HeaderValue, Request, Response, StatusCode};
+use http_body_util::{BodyExt, StreamBody};
+use hyper::body::{Frame, Incoming};
+use tokio::sync::{mpsc, oneshot, Semaphore};
+use worker::{CgiRequest, Disconnected, Engine, ResponseHead, ResponseSink, ScriptRequest};
+
+use crate::body::{self, ResponseBody};
+
+/// Output up to this size is sent as one response with a Content-Length.
+const STREAM_THRESHOLD: usize = 64 * 1024;
+/// Chunks in flight between a PHP thread and its client.
+const STREAM_DEPTH: usize = 8;
+/// Request body chunks in flight between the client and a PHP thread.
+const BODY_DEPTH: usize = 4;
+
+/// What every PHP request shares: the engine, the thread permits and the limits.
+pub struct PhpRunner {
+    pub engine: Engine,
+    /// One permit per PHP thread: a request waits here (up to `max_wait`) rather than
+    /// in the engine's queue, so a timeout can answer 503.
+    pub permits: Arc<Semaphore>,
+    pub max_wait: Duration,
+    pub max_body_size: u64,
+    pub document_root: Arc<str>,
+    pub env: Arc<[(std::ffi::CString, std::ffi::CString)]>,
+    pub server_name: Option<String>,
+}
+
+/// Where the request came from and how.
+pub struct Connection {
+    pub remote_addr: SocketAddr,
+    pub local_addr: SocketAddr,
+    pub https: bool,
+}
+
+/// The script and the URL parts routing decided.
+pub struct Script {
+    pub filename: PathBuf,
+    pub script_name: String,
+    pub path_info: String,
+    pub document_uri: String,
+}
+
+impl PhpRunner {
+    pub async fn run(
+        &self,
+        req: Request<Incoming>,
+        conn: &Connection,
+        script: Script,
+    ) -> Response<ResponseBody> {
+        let declared_length = req
+            .headers()
+            .get(http::header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        if declared_length.is_some_and(|n| n > self.max_body_size) {
+            return body::text_response(StatusCode::PAYLOAD_TOO_LARGE, "Payload Too Large");
+        }
+
+        let permit =
+            match tokio::time::timeout(self.max_wait, self.permits.clone().acquire_owned()).await {
+                Ok(Ok(permit)) => permit,
+                _ => {
+                    let mut resp = body::text_response(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "Service Unavailable: all PHP threads are busy",
+                    );
+                    resp.headers_mut()
+                        .insert(http::header::RETRY_AFTER, HeaderValue::from_static("1"));
+                    return resp;
+                }
+            };
+
+        let (parts, incoming) = req.into_parts();
+        let has_body = declared_length.is_some_and(|n| n > 0)
+            || parts.headers.contains_key(http::header::TRANSFER_ENCODING);
+        let body: Box<dyn Read + Send> = if has_body {
+            let (tx, rx) = mpsc::channel(BODY_DEPTH);
+            tokio::spawn(feed_body(incoming, tx, self.max_body_size));
+            Box::new(BodyReader {
+                rx,
+                current: Bytes::new(),
+            })
+        } else {
+            Box::new(io::empty())
+        };
+
+        let request_uri = parts
+            .uri
+            .path_and_query()
+            .map_or("/", |pq| pq.as_str())
+            .to_owned();
+        let query_string = parts.uri.query().unwrap_or("").to_owned();
+        let server_name = parts
+            .headers
+            .get(http::header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .map(strip_port)
+            .or(parts.uri.host())
+            .map(str::to_owned)
+            .or_else(|| self.server_name.clone())
+            .unwrap_or_else(|| conn.local_addr.ip().to_string());
+        let cgi = CgiRequest {
+            method: parts.method,
+            request_uri,
+            query_string,
+            version: parts.version,
+            headers: parts.headers,
+            remote_addr: conn.remote_addr,
+            local_addr: conn.local_addr,
+            https: conn.https,
+            server_name,
+            document_root: self.document_root.clone(),
+            script_name: script.script_name,
+            path_info: script.path_info,
+            document_uri: script.document_uri,
+            env: self.env.clone(),
+        };
+
+        let (reply_tx, reply_rx) = oneshot::channel();
+        let sink = HttpSink {
+            state: SinkState::Buffering {
+                head: None,
+                reply: reply_tx,
+            },
+            buf: BytesMut::new(),
+        };
+        let mut request = ScriptRequest::new(script.filename, Box::new(sink));
+        request.cgi = Some(cgi);
+        request.body = body;
+        let Ok(done) = self.engine.submit(request) else {
+            return body::text_response(StatusCode::SERVICE_UNAVAILABLE, "Service Unavailable");
+        };
+        // The permit is the PHP thread: release it when the script ends, which can be long
+        // after the response (fastcgi_finish_request) or before it has been read.
+        tokio::spawn(async move {
+            let _ = done.await;
+            drop(permit);
+        });
+
+        match reply_rx.await {
+            Ok(reply) => build_response(reply),
+            Err(_) => {
+                body::text_response(StatusCode::INTERNAL_SERVER_ERROR, "Internal Server Error")
+            }
+        }
+    }
+}
+
+/// `example.com:8080` → `example.com`; `[::1]:80` → `[::1]`.
+fn strip_port(host: &str) -> &str {
+    match host.rfind(':') {
+        Some(i) if !host[i..].contains(']') => &host[..i],
+        _ => host,
+    }
+}
+
+/// The response head plus either the whole body or the stream that will carry it.
+struct Reply {
+    head: ResponseHead,
+    body: ReplyBody,
+}
+
+enum ReplyBody {
+    Complete(Bytes),
+    Streaming(mpsc::Receiver<Bytes>),
+}
+
+fn build_response(reply: Reply) -> Response<ResponseBody> {
+    let complete = matches!(reply.body, ReplyBody::Complete(_));
+    let body = match reply.body {
+        ReplyBody::Complete(bytes) => body::full(bytes),
+        ReplyBody::Streaming(rx) => {
+            let stream = futures_stream(rx);
+            StreamBody::new(stream).boxed()
+        }
+    };
+    let mut response = Response::new(body);
+    *response.status_mut() =
+        StatusCode::from_u16(reply.head.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let headers = response.headers_mut();
+    for (name, value) in reply.head.headers {
+        let (Ok(name), Ok(value)) = (
+            HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_bytes(&value),
+        ) else {
+            tracing::warn!(header = %name, "dropping a response header PHP set that is not valid HTTP");
+            continue;
+        };
+        // With the whole body at hand, hyper computes the length; a script's own value
+        // could only disagree with it.
+        if complete && name == http::header::CONTENT_LENGTH {
+            continue;
+        }
+        headers.append(name, value);
+    }
+    response
+}
+
+/// Adapts the chunk receiver into the `Stream` of frames `StreamBody` wants.
+fn futures_stream(
+    mut rx: mpsc::Receiver<Bytes>,
+) -> impl futures_core::Stream<Item = Result<Frame<Bytes>, io::Error>> + Send + Sync + 'static {
+    futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx).map(|c| c.map(|b| Ok(Frame::data(b)))))
+}
+
+/// Pulls the request body off the connection into the channel PHP reads from, enforcing
+/// the body size limit on bodies without a Content-Length.
+async fn feed_body(mut incoming: Incoming, tx: mpsc::Sender<io::Result<Bytes>>, limit: u64) {
+    let mut total = 0u64;
+    while let Some(frame) = incoming.frame().await {
+        let chunk = match frame {
+            Ok(frame) => match frame.into_data() {
+                Ok(data) => data,
+                Err(_) => continue, // trailers
+            },
+            Err(e) => {
+                let _ = tx
+                    .send(Err(io::Error::new(io::ErrorKind::ConnectionAborted, e)))
+                    .await;
+                return;
+            }
+        };
+        total += chunk.len() as u64;
+        if total > limit {
+            let _ = tx
+                .send(Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "request body too large",
+                )))
+                .await;
+            return;
+        }
+        if tx.send(Ok(chunk)).await.is_err() {
+            return; // PHP stopped reading
+        }
+    }
+}
+
+/// `Read` over the body channel, for PHP's `read_post` on the PHP thread.
+struct BodyReader {
+    rx: mpsc::Receiver<io::Result<Bytes>>,
+    current: Bytes,
+}
+
+impl Read for BodyReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        while self.current.is_empty() {
+            match self.rx.blocking_recv() {
+                Some(Ok(chunk)) => self.current = chunk,
+                Some(Err(e)) => return Err(e),
+                None => return Ok(0),
+            }
+        }
+        let n = buf.len().min(self.current.len());
+        buf[..n].copy_from_slice(&self.current.split_to(n));
+        Ok(n)
+    }
+}
+
+/// The PHP thread's end of a response (see the module doc for the buffering policy).
+struct HttpSink {
+    state: SinkState,
+    buf: BytesMut,
+}
+
+enum SinkState {
+    Buffering {
+        head: Option<ResponseHead>,
+        reply: oneshot::Sender<Reply>,
+    },
+    Streaming(mpsc::Sender<Bytes>),
+    Done,
+}
+
+impl HttpSink {
+    /// Sends the head and switches to streaming (a no-op when already streaming).
+    fn start_streaming(&mut self) -> Result<(), Disconnected> {
+        if let SinkState::Buffering { .. } = self.state {
+            let SinkState::Buffering { head, reply } =
+                std::mem::replace(&mut self.state, SinkState::Done)
+            else {
+                unreachable!()
+            };
+            let (tx, rx) = mpsc::channel(STREAM_DEPTH);
+            let head = head.unwrap_or_else(default_head);
+            reply
+                .send(Reply {
+                    head,
+                    body: ReplyBody::Streaming(rx),
+                })
+                .map_err(|_| Disconnected)?;
+            self.state = SinkState::Streaming(tx);
+        }
+        Ok(())
+    }
+
+    fn send_buffered(&mut self) -> Result<(), Disconnected> {
+        if let SinkState::Streaming(tx) = &self.state {
+            if !self.buf.is_empty() {
+                tx.blocking_send(self.buf.split().freeze())
+                    .map_err(|_| Disconnected)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn default_head() -> ResponseHead {
+    ResponseHead {
+        status: 200,
+        headers: Vec::new(),
+    }
+}
+
+impl ResponseSink for HttpSink {
+    fn send_head(&mut self, new_head: ResponseHead) -> Result<(), Disconnected> {
+        match &mut self.state {
+            SinkState::Buffering { head, .. } => {
+                *head = Some(new_head);
+                Ok(())
+            }
+            SinkState::Streaming(_) => Ok(()),
+            SinkState::Done => Err(Disconnected),
+        }
+    }
+
+    fn write(&mut self, bytes: &[u8]) -> Result<(), Disconnected> {
+        if let SinkState::Done = self.state {
+            return Err(Disconnected);
+        }
+        self.buf.extend_from_slice(bytes);
+        if self.buf.len() >= STREAM_THRESHOLD {
+            self.start_streaming()?;
+            self.send_buffered()?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), Disconnected> {
+        match self.state {
+            // Nothing to show yet: PHP flushes before any output exists at times.
+            SinkState::Buffering { head: None, .. } if self.buf.is_empty() => Ok(()),
+            SinkState::Done => Err(Disconnected),
+            _ => {
+                self.start_streaming()?;
+                self.send_buffered()
+            }
+        }
+    }
+
+    fn finish(&mut self) {
+        match std::mem::replace(&mut self.state, SinkState::Done) {
+            SinkState::Buffering { head, reply } => {
+                let body = ReplyBody::Complete(self.buf.split().freeze());
+                let _ = reply.send(Reply {
+                    head: head.unwrap_or_else(default_head),
+                    body,
+                });
+            }
+            SinkState::Streaming(tx) => {
+                if !self.buf.is_empty() {
+                    let _ = tx.blocking_send(self.buf.split().freeze());
+                }
+            }
+            SinkState::Done => {}
+        }
+    }
+}
+
+impl Drop for HttpSink {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}

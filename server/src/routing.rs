@@ -1,0 +1,537 @@
+//! Request path → what serves it: a static file, a PHP script (with `PATH_INFO` split off),
+//! a redirect to the slash-terminated directory URL, or an error. Owns the path security
+//! rules: strict percent-decoding, no dot segments, no encoded separators, no dotfiles, no
+//! PHP source or include files served as static content, and no file reached through a
+//! symlink that leaves the document root. The resolution order follows Caddy's
+//! `php_server` (as used by FrankenPHP).
+//!
+//! Routing touches the filesystem with blocking `std::fs` calls (a few `stat`s and one
+//! `canonicalize` per request). Callers on the async runtime must run [`Router::route`]
+//! inside `tokio::task::spawn_blocking` or knowingly accept that cost.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// Maps request paths onto one canonical document root.
+#[derive(Debug, Clone)]
+pub struct Router {
+    root: PathBuf,
+}
+
+/// What serves a request path; see [`Router::route`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Route {
+    /// An existing regular file inside the root that is not PHP: serve it statically.
+    /// The path is canonical (symlinks resolved).
+    Static(PathBuf),
+    /// Run a PHP script. `script_filename` is the absolute canonical path of the .php file,
+    /// `script_name` its URL path ("/blog/index.php"), `path_info` the decoded remainder
+    /// after the script ("/foo/bar" or ""). `document_uri` is the decoded, normalized URL
+    /// path (nginx's `$uri`).
+    Php {
+        script_filename: PathBuf,
+        script_name: String,
+        path_info: String,
+        document_uri: String,
+    },
+    /// A directory requested without trailing slash that has an index: redirect to
+    /// path + "/" (keeping the query string is the caller's job).
+    RedirectToSlash,
+    NotFound,
+    /// Malformed or dangerous path; the reason is for logs, clients only see "Bad Request".
+    BadRequest(&'static str),
+}
+
+/// Extensions that are never served as static content, whatever else is configured: PHP
+/// sources and the files they include would leak code and credentials. Only `.php` is
+/// ever executed; the legacy `.php3`-`.php8`/`.pht` spellings are hidden as well because
+/// some hosts used to execute them, so old trees may contain them.
+const NEVER_STATIC: &[&str] = &[
+    "php", "phtml", "phps", "phar", "inc", "pht", "php3", "php4", "php5", "php7", "php8",
+];
+
+impl Router {
+    /// Canonicalizes `document_root`; fails if it does not exist or is not a directory.
+    pub fn new(document_root: &Path) -> io::Result<Router> {
+        let root = fs::canonicalize(document_root)?;
+        if !fs::metadata(&root)?.is_dir() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("document root {} is not a directory", root.display()),
+            ));
+        }
+        Ok(Router { root })
+    }
+
+    /// The canonical document root.
+    pub fn document_root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Routes `raw_path`, the path component of the request target exactly as received
+    /// (percent-encoded, without the query string). Blocking: see the module docs.
+    pub fn route(&self, raw_path: &str) -> Route {
+        let uri = match normalize(raw_path) {
+            Ok(uri) => uri,
+            Err(why) => return Route::BadRequest(why),
+        };
+        // Normalization guarantees exactly one '/' before each segment, which lets script
+        // names and PATH_INFO be taken as slices of `uri` below.
+        let segments: Vec<&str> = uri.split('/').filter(|s| !s.is_empty()).collect();
+
+        let hidden = segments
+            .iter()
+            .enumerate()
+            .any(|(i, s)| s.starts_with('.') && !(i == 0 && *s == ".well-known"));
+        if hidden {
+            return Route::NotFound;
+        }
+
+        // 1. The first existing `.php` file along the path is the script, the rest is
+        //    PATH_INFO.
+        let mut fs_path = self.root.clone();
+        let mut end = 0;
+        for seg in &segments {
+            fs_path.push(seg);
+            end += 1 + seg.len();
+            if !has_extension(seg, "php") {
+                continue;
+            }
+            match fs::metadata(&fs_path) {
+                Ok(meta) if meta.is_file() => {
+                    return self.php(&fs_path, &uri[..end], &uri[end..], &uri);
+                }
+                Ok(meta) if meta.is_dir() => {}
+                // Nothing below a missing or special file can exist.
+                _ => break,
+            }
+        }
+
+        // 2./3. The full path. `uri` keeps its trailing slash, so a regular file requested
+        //    as "file/" fails with ENOTDIR here and falls through, as in nginx and Caddy.
+        let full = self.root.join(&uri[1..]);
+        match fs::metadata(&full) {
+            Ok(meta) if meta.is_file() => return self.static_file(&full),
+            Ok(meta) if meta.is_dir() => {
+                let index_php = full.join("index.php");
+                let index_html = full.join("index.html");
+                if !uri.ends_with('/') {
+                    if is_file(&index_php) || is_file(&index_html) {
+                        return Route::RedirectToSlash;
+                    }
+                } else if is_file(&index_php) {
+                    let script_name = format!("{uri}index.php");
+                    return self.php(&index_php, &script_name, "", &script_name);
+                } else if is_file(&index_html) {
+                    return self.static_file(&index_html);
+                }
+            }
+            _ => {}
+        }
+
+        // 4. Front controller.
+        let front = self.root.join("index.php");
+        if is_file(&front) {
+            return self.php(&front, "/index.php", "", &uri);
+        }
+        Route::NotFound
+    }
+
+    fn php(&self, file: &Path, script_name: &str, path_info: &str, document_uri: &str) -> Route {
+        match self.contained(file) {
+            Some(script_filename) => Route::Php {
+                script_filename,
+                script_name: script_name.to_owned(),
+                path_info: path_info.to_owned(),
+                document_uri: document_uri.to_owned(),
+            },
+            None => Route::NotFound,
+        }
+    }
+
+    fn static_file(&self, file: &Path) -> Route {
+        if never_static(file) {
+            return Route::NotFound;
+        }
+        match self.contained(file) {
+            // The target name matters too: a harmless-looking symlink to a .php file would
+            // otherwise publish its source.
+            Some(canonical) if !never_static(&canonical) => Route::Static(canonical),
+            _ => Route::NotFound,
+        }
+    }
+
+    /// The canonical path of `file` if it lies inside the document root.
+    fn contained(&self, file: &Path) -> Option<PathBuf> {
+        fs::canonicalize(file)
+            .ok()
+            .filter(|canonical| canonical.starts_with(&self.root))
+    }
+}
+
+/// Strictly percent-decodes `raw` and normalizes it: empty segments collapsed, a trailing
+/// slash kept. Rejects anything that could change which file a path names once decoded.
+fn normalize(raw: &str) -> Result<String, &'static str> {
+    if !raw.starts_with('/') {
+        return Err("path does not start with '/'");
+    }
+    let bytes = raw.as_bytes();
+    let mut decoded = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = match bytes[i] {
+            b'%' => {
+                let hi = bytes.get(i + 1).and_then(|&c| hex_value(c));
+                let lo = bytes.get(i + 2).and_then(|&c| hex_value(c));
+                let (Some(hi), Some(lo)) = (hi, lo) else {
+                    return Err("invalid percent-encoding");
+                };
+                i += 3;
+                match hi << 4 | lo {
+                    // A decoded '/' would be a separator the client hid from proxies and
+                    // access rules in front of us.
+                    b'/' => return Err("encoded slash"),
+                    b => b,
+                }
+            }
+            b => {
+                i += 1;
+                b
+            }
+        };
+        match b {
+            0 => return Err("NUL byte in path"),
+            b'\\' => return Err("backslash in path"),
+            _ => decoded.push(b),
+        }
+    }
+    // Strict UTF-8 also rejects overlong encodings such as %c0%ae ('.').
+    let decoded = String::from_utf8(decoded).map_err(|_| "path is not valid UTF-8")?;
+    if decoded.split('/').any(|s| s == "." || s == "..") {
+        return Err("dot segment in path");
+    }
+    if !decoded.contains("//") {
+        return Ok(decoded);
+    }
+    let mut collapsed = String::with_capacity(decoded.len());
+    for seg in decoded.split('/').filter(|s| !s.is_empty()) {
+        collapsed.push('/');
+        collapsed.push_str(seg);
+    }
+    if decoded.ends_with('/') {
+        collapsed.push('/');
+    }
+    Ok(collapsed)
+}
+
+fn hex_value(c: u8) -> Option<u8> {
+    (c as char).to_digit(16).map(|d| d as u8)
+}
+
+fn has_extension(name: &str, ext: &str) -> bool {
+    name.rsplit_once('.')
+        .is_some_and(|(_, e)| e.eq_ignore_ascii_case(ext))
+}
+
+fn never_static(path: &Path) -> bool {
+    let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+        // Not UTF-8: cannot be one of the listed names, but also cannot be checked; refuse.
+        return true;
+    };
+    NEVER_STATIC.iter().any(|ext| has_extension(name, ext))
+}
+
+fn is_file(path: &Path) -> bool {
+    fs::metadata(path).is_ok_and(|m| m.is_file())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    struct Fixture {
+        _root: tempfile::TempDir,
+        _outside: tempfile::TempDir,
+        router: Router,
+    }
+
+    fn fixture() -> Fixture {
+        let root = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let r = root.path();
+        let write = |rel: &str| {
+            let p = r.join(rel);
+            fs::create_dir_all(p.parent().unwrap()).unwrap();
+            fs::write(p, rel).unwrap();
+        };
+        for f in [
+            "index.php",
+            "app.php",
+            "Upper.PHP",
+            "sub/index.php",
+            "docs/index.html",
+            "assets/style.css",
+            ".env",
+            ".git/config",
+            ".well-known/acme.txt",
+            "README.inc",
+            "SHOUT.INC",
+            "page.phtml",
+            "lib.phar",
+            "dir.php/file.txt",
+        ] {
+            write(f);
+        }
+        fs::create_dir(r.join("empty")).unwrap();
+        fs::write(outside.path().join("evil.php"), "<?php").unwrap();
+        symlink("/etc/passwd", r.join("passwd")).unwrap();
+        symlink(outside.path().join("evil.php"), r.join("evil.php")).unwrap();
+        symlink(outside.path(), r.join("outdir")).unwrap();
+        symlink(r.join("assets/style.css"), r.join("link.css")).unwrap();
+        symlink("app.php", r.join("source.txt")).unwrap();
+        let router = Router::new(r).unwrap();
+        Fixture {
+            _root: root,
+            _outside: outside,
+            router,
+        }
+    }
+
+    impl Fixture {
+        fn root(&self) -> &Path {
+            self.router.document_root()
+        }
+
+        fn php(&self, script: &str, name: &str, info: &str, uri: &str) -> Route {
+            Route::Php {
+                script_filename: self.root().join(script),
+                script_name: name.into(),
+                path_info: info.into(),
+                document_uri: uri.into(),
+            }
+        }
+
+        fn front(&self, uri: &str) -> Route {
+            self.php("index.php", "/index.php", "", uri)
+        }
+    }
+
+    fn is_bad(route: Route) -> bool {
+        matches!(route, Route::BadRequest(_))
+    }
+
+    #[test]
+    fn root_is_canonical_and_must_be_a_directory() {
+        let f = fixture();
+        assert_eq!(f.root(), fs::canonicalize(f.root()).unwrap());
+        assert!(Router::new(&f.root().join("app.php")).is_err());
+        assert!(Router::new(&f.root().join("missing")).is_err());
+    }
+
+    #[test]
+    fn rejects_paths_not_starting_with_slash() {
+        let f = fixture();
+        for p in ["", "index.php", "*", "http://x/"] {
+            assert!(is_bad(f.router.route(p)), "{p}");
+        }
+    }
+
+    #[test]
+    fn rejects_traversal_in_every_encoding() {
+        let f = fixture();
+        for p in [
+            "/../etc/passwd",
+            "/..",
+            "/.",
+            "/./index.php",
+            "/assets/../index.php",
+            "/%2e%2e/etc/passwd",
+            "/%2E%2e%2fetc",
+            "/a/%2E%2E/b",
+            "/a/.%2e/b",
+            "/..%5cetc",
+            "/..\\etc",
+            "/assets\\style.css",
+            "/%c0%ae%c0%ae/etc/passwd",
+            "/%ff",
+            "/a%00b",
+            "/a\0b",
+            "/a%2fb",
+            "/a%2Fb",
+            "/%zz",
+            "/abc%2",
+            "/abc%",
+            "/%g1",
+        ] {
+            assert!(is_bad(f.router.route(p)), "{p:?}");
+        }
+    }
+
+    #[test]
+    fn dot_dot_semicolon_is_not_traversal() {
+        // Tomcat-style "..;" is an ordinary name here, not a parent reference. It starts
+        // with a dot, so the dotfile rule answers 404; without the dot it is just a path.
+        let f = fixture();
+        assert_eq!(f.router.route("/..;/etc/passwd"), Route::NotFound);
+        assert_eq!(
+            f.router.route("/x..;/etc/passwd"),
+            f.front("/x..;/etc/passwd")
+        );
+    }
+
+    #[test]
+    fn dotfiles_are_never_served() {
+        let f = fixture();
+        for p in [
+            "/.env",
+            "/.git/config",
+            "/.git/",
+            "/%2eenv",
+            "/%2Egit/config",
+            "/sub/.htaccess",
+            "/.well-known/.hidden",
+            "/sub/.well-known/acme.txt",
+            "/.env/x.php",
+        ] {
+            assert_eq!(f.router.route(p), Route::NotFound, "{p}");
+        }
+        assert_eq!(
+            f.router.route("/.well-known/acme.txt"),
+            Route::Static(f.root().join(".well-known/acme.txt"))
+        );
+    }
+
+    #[test]
+    fn php_sources_and_includes_are_never_static() {
+        let f = fixture();
+        for p in ["/README.inc", "/SHOUT.INC", "/page.phtml", "/lib.phar"] {
+            assert_eq!(f.router.route(p), Route::NotFound, "{p}");
+        }
+        // A symlink with an innocent name still exposes a .php target: refused.
+        assert_eq!(f.router.route("/source.txt"), Route::NotFound);
+    }
+
+    #[test]
+    fn static_files_and_percent_decoding() {
+        let f = fixture();
+        let css = Route::Static(f.root().join("assets/style.css"));
+        assert_eq!(f.router.route("/assets/style.css"), css);
+        assert_eq!(f.router.route("/%61ssets/style%2Ecss"), css);
+        assert_eq!(f.router.route("//assets///style.css"), css);
+        // A file with a trailing slash is not the file (ENOTDIR): front controller.
+        assert_eq!(
+            f.router.route("/assets/style.css/"),
+            f.front("/assets/style.css/")
+        );
+    }
+
+    #[test]
+    fn symlinks_must_stay_inside_the_root() {
+        let f = fixture();
+        assert_eq!(f.router.route("/passwd"), Route::NotFound);
+        assert_eq!(f.router.route("/evil.php"), Route::NotFound);
+        assert_eq!(f.router.route("/evil.php/x"), Route::NotFound);
+        // Through a symlinked directory that points outside the root.
+        assert_eq!(f.router.route("/outdir/evil.php"), Route::NotFound);
+        assert_eq!(
+            f.router.route("/link.css"),
+            Route::Static(f.root().join("assets/style.css"))
+        );
+    }
+
+    #[test]
+    fn php_scripts_and_path_info() {
+        let f = fixture();
+        assert_eq!(
+            f.router.route("/app.php"),
+            f.php("app.php", "/app.php", "", "/app.php")
+        );
+        assert_eq!(
+            f.router.route("/index.php/foo/bar"),
+            f.php("index.php", "/index.php", "/foo/bar", "/index.php/foo/bar")
+        );
+        assert_eq!(
+            f.router.route("/app.php/"),
+            f.php("app.php", "/app.php", "/", "/app.php/")
+        );
+        assert_eq!(
+            f.router.route("/app.php//a%20b//c/"),
+            f.php("app.php", "/app.php", "/a b/c/", "/app.php/a b/c/")
+        );
+        assert_eq!(
+            f.router.route("/sub/index.php/x.php"),
+            f.php(
+                "sub/index.php",
+                "/sub/index.php",
+                "/x.php",
+                "/sub/index.php/x.php"
+            )
+        );
+        // A directory named like a script is walked through, not executed.
+        assert_eq!(
+            f.router.route("/dir.php/file.txt"),
+            Route::Static(f.root().join("dir.php/file.txt"))
+        );
+        // A .php segment that does not exist is not a script: front controller.
+        assert_eq!(f.router.route("/missing.php/x"), f.front("/missing.php/x"));
+    }
+
+    #[test]
+    fn php_extension_is_case_insensitive() {
+        let f = fixture();
+        assert_eq!(
+            f.router.route("/Upper.PHP/info"),
+            f.php("Upper.PHP", "/Upper.PHP", "/info", "/Upper.PHP/info")
+        );
+        assert_eq!(
+            f.router.route("/Upper.PHP"),
+            f.php("Upper.PHP", "/Upper.PHP", "", "/Upper.PHP")
+        );
+    }
+
+    #[test]
+    fn directories() {
+        let f = fixture();
+        assert_eq!(f.router.route("/sub"), Route::RedirectToSlash);
+        assert_eq!(f.router.route("/docs"), Route::RedirectToSlash);
+        assert_eq!(
+            f.router.route("/sub/"),
+            f.php("sub/index.php", "/sub/index.php", "", "/sub/index.php")
+        );
+        assert_eq!(
+            f.router.route("/docs/"),
+            Route::Static(f.root().join("docs/index.html"))
+        );
+        assert_eq!(
+            f.router.route("/"),
+            f.php("index.php", "/index.php", "", "/index.php")
+        );
+        // No index: the front controller handles it, with or without slash.
+        assert_eq!(f.router.route("/empty"), f.front("/empty"));
+        assert_eq!(f.router.route("/empty/"), f.front("/empty/"));
+    }
+
+    #[test]
+    fn front_controller_fallback() {
+        let f = fixture();
+        assert_eq!(
+            f.router.route("/blog/2024/hello"),
+            f.front("/blog/2024/hello")
+        );
+        assert_eq!(f.router.route("/caf%C3%A9"), f.front("/café"));
+    }
+
+    #[test]
+    fn not_found_without_front_controller() {
+        let root = tempfile::tempdir().unwrap();
+        fs::write(root.path().join("a.txt"), "a").unwrap();
+        fs::create_dir(root.path().join("d")).unwrap();
+        let router = Router::new(root.path()).unwrap();
+        assert_eq!(router.route("/missing"), Route::NotFound);
+        assert_eq!(router.route("/"), Route::NotFound);
+        assert_eq!(router.route("/d"), Route::NotFound);
+        assert!(matches!(router.route("/a.txt"), Route::Static(_)));
+    }
+}

@@ -1,0 +1,301 @@
+//! `ferrophp serve`: the tokio runtime, listener (plain or TLS), per-connection hyper
+//! service, request dispatch (static file, PHP, redirect, error), access log and graceful
+//! shutdown on SIGTERM/SIGINT.
+
+use std::convert::Infallible;
+use std::ffi::CString;
+use std::sync::Arc;
+use std::time::Instant;
+
+use http::{Request, Response, StatusCode};
+use hyper::body::Incoming;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use hyper_util::server::graceful::GracefulShutdown;
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use worker::{Engine, EngineConfig, LogTarget};
+
+use crate::body::{self, ResponseBody};
+use crate::config::{ServeArgs, ServeConfig};
+use crate::php_bridge::{Connection, PhpRunner, Script};
+use crate::routing::{Route, Router};
+use crate::{static_files, tls};
+
+/// ini defaults for serving (php.ini may override them): errors go to the log, never into
+/// responses, as with Debian's production php.ini under php-fpm.
+const SERVER_INI_DEFAULTS: &[(&str, &str)] = &[("display_errors", "0"), ("log_errors", "1")];
+
+/// Everything a request handler needs, shared by all connections.
+struct App {
+    router: Router,
+    php: PhpRunner,
+    access_log: bool,
+}
+
+pub fn run(args: ServeArgs) -> i32 {
+    let config = match ServeConfig::load(args) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("ferrophp: {e}");
+            return 2;
+        }
+    };
+    init_logging(&config.log);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            tracing::error!("cannot start the async runtime: {e}");
+            return 1;
+        }
+    };
+    match runtime.block_on(serve(config)) {
+        Ok(()) => 0,
+        Err(e) => {
+            tracing::error!("{e}");
+            1
+        }
+    }
+}
+
+fn init_logging(filter: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_new(filter)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    use std::io::IsTerminal;
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+async fn serve(config: ServeConfig) -> Result<(), String> {
+    let router = Router::new(&config.root)
+        .map_err(|e| format!("document root {}: {e}", config.root.display()))?;
+    let tls = match &config.tls {
+        Some((cert, key)) => Some(tls::acceptor(cert, key)?),
+        None => None,
+    };
+    let listener = TcpListener::bind(config.listen)
+        .await
+        .map_err(|e| format!("cannot listen on {}: {e}", config.listen))?;
+    let local = listener.local_addr().map_err(|e| e.to_string())?;
+
+    let engine = Engine::start(EngineConfig {
+        threads: config.threads,
+        ini: config.ini.clone(),
+        ini_defaults: SERVER_INI_DEFAULTS
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        php_ini: config.php_ini.clone(),
+        no_php_ini: false,
+        log_target: LogTarget::Tracing,
+    })
+    .map_err(|e| e.to_string())?;
+
+    let env: Vec<(CString, CString)> = config
+        .env
+        .iter()
+        .filter_map(|(k, v)| {
+            Some((
+                CString::new(k.as_str()).ok()?,
+                CString::new(v.as_str()).ok()?,
+            ))
+        })
+        .collect();
+    let document_root: Arc<str> = router.document_root().to_string_lossy().into();
+    let app = Arc::new(App {
+        php: PhpRunner {
+            engine,
+            permits: Arc::new(Semaphore::new(config.threads)),
+            max_wait: config.max_wait,
+            max_body_size: config.max_body_size,
+            document_root,
+            env: env.into(),
+            server_name: config.server_name.clone(),
+        },
+        router,
+        access_log: config.access_log,
+    });
+
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(config.header_timeout)
+        .max_buf_size(config.max_header_size)
+        .keep_alive(true);
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .max_header_list_size(config.max_header_size as u32);
+    let builder = Arc::new(builder);
+
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    tracing::info!(
+        "listening on {scheme}://{local} (root {}, {} PHP threads)",
+        app.router.document_root().display(),
+        config.threads
+    );
+    // Tests and scripts read this line to learn the port when listening on :0.
+    println!("ferrophp listening on {scheme}://{local}");
+
+    let graceful = GracefulShutdown::new();
+    let mut shutdown = std::pin::pin!(shutdown_signal());
+    loop {
+        let (stream, remote) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(pair) => pair,
+                Err(e) => {
+                    // EMFILE and friends: back off instead of spinning.
+                    tracing::warn!("accept failed: {e}");
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            _ = &mut shutdown => break,
+        };
+        let _ = stream.set_nodelay(true);
+        let conn = Connection {
+            remote_addr: remote,
+            local_addr: local,
+            https: tls.is_some(),
+        };
+        let app = app.clone();
+        let builder = builder.clone();
+        let conn = Arc::new(conn);
+        let service = service_fn(move |req| {
+            let app = app.clone();
+            let conn = conn.clone();
+            async move { Ok::<_, Infallible>(handle(&app, req, &conn).await) }
+        });
+        match &tls {
+            None => {
+                let served = builder
+                    .serve_connection_with_upgrades(TokioIo::new(stream), service)
+                    .into_owned();
+                let watched = graceful.watch(served);
+                tokio::spawn(async move {
+                    let _ = watched.await;
+                });
+            }
+            Some(acceptor) => {
+                let acceptor = acceptor.clone();
+                let builder = builder.clone();
+                let watcher = graceful.watcher();
+                let header_timeout = config.header_timeout;
+                tokio::spawn(async move {
+                    let Ok(Ok(tls_stream)) =
+                        tokio::time::timeout(header_timeout, acceptor.accept(stream)).await
+                    else {
+                        return;
+                    };
+                    let served = builder
+                        .serve_connection_with_upgrades(TokioIo::new(tls_stream), service)
+                        .into_owned();
+                    let _ = watcher.watch(served).await;
+                });
+            }
+        }
+    }
+
+    tracing::info!(
+        "shutting down: no new connections, waiting up to {:?} for requests in flight",
+        config.grace
+    );
+    drop(listener);
+    if tokio::time::timeout(config.grace, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::warn!("grace period over with requests still in flight");
+    }
+    let app = Arc::try_unwrap(app).map_err(|_| "connections still hold the app".to_string());
+    match app {
+        Ok(app) => {
+            // Scripts may still run (fastcgi_finish_request); the engine waits for them.
+            tokio::task::spawn_blocking(move || app.php.engine.shutdown())
+                .await
+                .map_err(|e| e.to_string())?;
+            tracing::info!("PHP shut down cleanly");
+        }
+        Err(e) => tracing::warn!("{e}; exiting without PHP shutdown"),
+    }
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        std::future::pending::<()>().await;
+        return;
+    };
+    tokio::select! {
+        _ = term.recv() => {},
+        _ = int.recv() => {},
+    }
+}
+
+async fn handle(app: &App, req: Request<Incoming>, conn: &Connection) -> Response<ResponseBody> {
+    let started = Instant::now();
+    let method = req.method().clone();
+    let uri = req.uri().clone();
+    let response = dispatch(app, req, conn).await;
+    if app.access_log {
+        tracing::info!(
+            target: "access",
+            remote = %conn.remote_addr,
+            method = %method,
+            uri = %uri,
+            status = response.status().as_u16(),
+            micros = started.elapsed().as_micros() as u64,
+        );
+    }
+    response
+}
+
+async fn dispatch(app: &App, req: Request<Incoming>, conn: &Connection) -> Response<ResponseBody> {
+    match app.router.route(req.uri().path()) {
+        Route::Static(path) => static_files::serve(&path, req.method(), req.headers()).await,
+        Route::Php {
+            script_filename,
+            script_name,
+            path_info,
+            document_uri,
+        } => {
+            let script = Script {
+                filename: script_filename,
+                script_name,
+                path_info,
+                document_uri,
+            };
+            app.php.run(req, conn, script).await
+        }
+        Route::RedirectToSlash => {
+            let mut location = format!("{}/", req.uri().path());
+            if let Some(q) = req.uri().query() {
+                location.push('?');
+                location.push_str(q);
+            }
+            let mut resp =
+                body::text_response(StatusCode::PERMANENT_REDIRECT, "Permanent Redirect");
+            if let Ok(v) = http::HeaderValue::from_str(&location) {
+                resp.headers_mut().insert(http::header::LOCATION, v);
+            }
+            resp
+        }
+        Route::NotFound => body::text_response(StatusCode::NOT_FOUND, "Not Found"),
+        Route::BadRequest(why) => {
+            tracing::debug!(path = req.uri().path(), "bad request: {why}");
+            body::text_response(StatusCode::BAD_REQUEST, "Bad Request")
+        }
+    }
+}

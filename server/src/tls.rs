@@ -1,0 +1,31 @@
+//! TLS with rustls: loads a PEM certificate chain and key, offers HTTP/2 and HTTP/1.1
+//! over ALPN.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use tokio_rustls::TlsAcceptor;
+
+pub fn acceptor(cert_path: &Path, key_path: &Path) -> Result<TlsAcceptor, String> {
+    let read = |p: &Path| std::fs::read(p).map_err(|e| format!("cannot read {}: {e}", p.display()));
+    let cert_pem = read(cert_path)?;
+    let key_pem = read(key_path)?;
+    let certs = rustls_pemfile::certs(&mut cert_pem.as_slice())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("invalid certificate {}: {e}", cert_path.display()))?;
+    if certs.is_empty() {
+        return Err(format!("no certificate in {}", cert_path.display()));
+    }
+    let key = rustls_pemfile::private_key(&mut key_pem.as_slice())
+        .map_err(|e| format!("invalid key {}: {e}", key_path.display()))?
+        .ok_or_else(|| format!("no private key in {}", key_path.display()))?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .map_err(|e| format!("certificate and key do not match: {e}"))?;
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(TlsAcceptor::from(Arc::new(config)))
+}
