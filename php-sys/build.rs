@@ -188,7 +188,7 @@ fn generate_bindings(includes: &[String]) {
         .allowlist_function("zval_.*|_zval_.*|rc_dtor_func|array_init_size|add_assoc_.*|add_next_index_.*|add_index_.*|_array_init|object_init_ex|convert_to_.*")
         .allowlist_var("ferrophp_.*|php_import_environment_variables|sapi_module|zend_ce_.*|zend_empty_string|zend_one_char_string|zend_known_strings|zend_new_interned_string|zend_string_init_interned")
         .allowlist_var("(sapi|core|executor|compiler)_globals_offset")
-        .allowlist_var("(IS|E|ZEND|PHP|SAPI|TRACK_VARS|GC|IS_STR|IS_ARRAY|HASH|CONST|ZEND_ACC)_.*")
+        .allowlist_var("(PARSE|IS|E|ZEND|PHP|SAPI|TRACK_VARS|GC|IS_STR|IS_ARRAY|HASH|CONST|ZEND_ACC)_.*")
         .allowlist_type("sapi_.*|zend_.*|php_.*|zval|HashTable|Bucket|_zend_.*|_sapi_.*|_php_.*")
         .derive_default(true)
         .layout_tests(false)

@@ -79,3 +79,23 @@ void ferrophp_zval_long(zval *zv, zend_long value) { ZVAL_LONG(zv, value); }
 void ferrophp_zval_stringl(zval *zv, const char *str, size_t len) { ZVAL_STRINGL(zv, str, len); }
 void ferrophp_zval_array(zval *zv, uint32_t size) { array_init_size(zv, size); }
 uint32_t ferrophp_num_args(zend_execute_data *execute_data) { return ZEND_NUM_ARGS(); }
+
+zend_string *ferrophp_permanent_string(const char *str, size_t len) {
+    zend_string *s = zend_string_init(str, len, 1);
+    zend_string_hash_val(s);
+    GC_SET_REFCOUNT(s, 1);
+    GC_TYPE_INFO(s) = GC_STRING | ((IS_STR_INTERNED | IS_STR_PERSISTENT | IS_STR_PERMANENT) << GC_FLAGS_SHIFT);
+    return s;
+}
+
+void ferrophp_hash_update_stringl(HashTable *ht, zend_string *key, const char *val, size_t len) {
+    zval zv;
+    ZVAL_STRINGL_FAST(&zv, val, len);
+    zend_hash_update(ht, key, &zv);
+}
+
+HashTable *ferrophp_array(zval *zv) { return Z_ARRVAL_P(zv); }
+
+unsigned int ferrophp_input_filter(int arg, const char *var, char **val, size_t len, size_t *new_len) {
+    return sapi_module.input_filter ? sapi_module.input_filter(arg, var, val, len, new_len) : 1;
+}

@@ -47,3 +47,13 @@ void ferrophp_zval_long(zval *zv, zend_long value);
 void ferrophp_zval_stringl(zval *zv, const char *str, size_t len);
 void ferrophp_zval_array(zval *zv, uint32_t size);
 uint32_t ferrophp_num_args(zend_execute_data *execute_data);
+
+/* A persistent string flagged interned + permanent with its hash computed: safe to share
+ * read-only between threads and never refcounted (used for $_SERVER keys). */
+zend_string *ferrophp_permanent_string(const char *str, size_t len);
+/* ht[key] = string copy of val (ZVAL_STRINGL_FAST + zend_hash_update). */
+void ferrophp_hash_update_stringl(HashTable *ht, zend_string *key, const char *val, size_t len);
+/* Z_ARRVAL_P(zv). */
+HashTable *ferrophp_array(zval *zv);
+/* sapi_module.input_filter, which frees and replaces *val. */
+unsigned int ferrophp_input_filter(int arg, const char *var, char **val, size_t len, size_t *new_len);

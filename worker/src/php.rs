@@ -81,3 +81,10 @@ pub(crate) fn add_assoc_bytes(array: *mut sys::zval, key: &[u8], value: &[u8]) {
         );
     }
 }
+
+/// Copies `bytes` into request memory (`emalloc`) with a NUL terminator; PHP may `efree` it.
+pub(crate) fn estrndup(bytes: &[u8]) -> *mut c_char {
+    // SAFETY: _estrndup copies exactly `len` bytes from a valid slice and NUL-terminates;
+    // it bails out (never returns NULL) on allocation failure.
+    unsafe { sys::_estrndup(bytes.as_ptr().cast(), bytes.len()) }
+}

@@ -63,8 +63,12 @@ impl ThreadPool {
 
 fn thread_main(jobs: Receiver<Job>) {
     sapi::attach_thread();
+    // Per-request strings ($_SERVER and request_info): reset, not freed, between requests,
+    // so a steady stream of similar requests allocates nothing here.
+    let mut arena = bumpalo::Bump::with_capacity(16 * 1024);
     while let Ok(job) = jobs.recv() {
-        let outcome = sapi::run_script(job.request);
+        let outcome = sapi::run_script(job.request, &arena);
+        arena.reset();
         let _ = job.done.send(outcome);
     }
     sapi::detach_thread();

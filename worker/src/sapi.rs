@@ -12,6 +12,8 @@ use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use bumpalo::Bump;
+
 use php_sys as sys;
 
 use crate::php;
@@ -95,6 +97,7 @@ pub(crate) fn engine_startup(settings: &ModuleSettings) -> Result<StartedModule,
     if started != sys::ZEND_RESULT_CODE_SUCCESS {
         return Err("php_module_startup failed (see the errors above)".into());
     }
+    server_vars::init();
     Ok(StartedModule(module))
 }
 
@@ -134,12 +137,14 @@ pub(crate) fn detach_thread() {
 }
 
 /// The request in progress on this thread, as seen by SAPI callbacks.
-pub(crate) struct RequestContext {
+pub(crate) struct RequestContext<'a> {
     pub(crate) sink: RefCell<Box<dyn ResponseSink>>,
     body: RefCell<Box<dyn Read + Send>>,
     pub(crate) cgi: Option<CgiRequest>,
     /// NUL-terminated copies `SG(request_info)` points into; they outlive the request.
-    c_strings: RequestStrings,
+    c_strings: RequestStrings<'a>,
+    /// The PHP thread's per-request arena (reset by the pool after the request).
+    arena: &'a Bump,
     server_vars: Vec<(CString, Vec<u8>)>,
     import_environment: bool,
     disconnected: Cell<bool>,
@@ -149,19 +154,19 @@ pub(crate) struct RequestContext {
 }
 
 #[derive(Default)]
-struct RequestStrings {
-    script_filename: CString,
-    method: Option<CString>,
-    request_uri: Option<CString>,
-    query_string: Option<CString>,
-    content_type: Option<CString>,
-    cookie: Option<CString>,
+struct RequestStrings<'a> {
+    script_filename: &'a CStr,
+    method: Option<&'a CStr>,
+    request_uri: Option<&'a CStr>,
+    query_string: Option<&'a CStr>,
+    content_type: Option<&'a CStr>,
+    cookie: Option<&'a CStr>,
 }
 
-impl RequestContext {
+impl RequestContext<'_> {
     /// The context of the request running on this thread, if any.
-    fn current<'a>() -> Option<&'a RequestContext> {
-        let ptr = php::server_context() as *const RequestContext;
+    fn current() -> Option<&'static RequestContext<'static>> {
+        let ptr = php::server_context() as *const RequestContext<'static>;
         // SAFETY: SG(server_context) is either NULL or points at the RequestContext that
         // run_script keeps alive (and only shares immutably) until it resets it to NULL.
         unsafe { ptr.as_ref() }
@@ -175,7 +180,7 @@ impl RequestContext {
 }
 
 /// The request running on the calling PHP thread, for PHP functions we implement.
-pub(crate) fn current_request<'a>() -> Option<&'a RequestContext> {
+pub(crate) fn current_request() -> Option<&'static RequestContext<'static>> {
     RequestContext::current()
 }
 
@@ -183,8 +188,19 @@ fn c_string(bytes: &[u8]) -> Option<CString> {
     CString::new(bytes).ok()
 }
 
-/// Runs one script as one PHP request on the calling PHP thread.
-pub(crate) fn run_script(request: ScriptRequest) -> ScriptOutcome {
+/// A NUL-terminated copy of `bytes` in the arena; None when `bytes` contains a NUL.
+fn arena_c_str<'a>(arena: &'a Bump, bytes: &[u8]) -> Option<&'a CStr> {
+    if bytes.contains(&0) {
+        return None;
+    }
+    let buf = arena.alloc_slice_fill_copy(bytes.len() + 1, 0u8);
+    buf[..bytes.len()].copy_from_slice(bytes);
+    CStr::from_bytes_with_nul(buf).ok()
+}
+
+/// Runs one script as one PHP request on the calling PHP thread. Per-request strings go
+/// into `arena`, which the caller resets afterwards.
+pub(crate) fn run_script(request: ScriptRequest, arena: &Bump) -> ScriptOutcome {
     let ScriptRequest {
         script_filename,
         cgi,
@@ -197,7 +213,7 @@ pub(crate) fn run_script(request: ScriptRequest) -> ScriptOutcome {
         sink,
     } = request;
 
-    let Some(script_c) = c_string(script_filename.as_os_str().as_bytes()) else {
+    let Some(script_c) = arena_c_str(arena, script_filename.as_os_str().as_bytes()) else {
         return ScriptOutcome {
             exit_status: 1,
             not_found: true,
@@ -210,21 +226,22 @@ pub(crate) fn run_script(request: ScriptRequest) -> ScriptOutcome {
     let mut content_length = 0;
     let mut authorization = None;
     if let Some(cgi) = &cgi {
-        strings.method = c_string(cgi.method.as_str().as_bytes());
-        strings.request_uri = c_string(cgi.request_uri.as_bytes());
-        strings.query_string = c_string(cgi.query_string.as_bytes());
+        strings.method = arena_c_str(arena, cgi.method.as_str().as_bytes());
+        strings.request_uri = arena_c_str(arena, cgi.request_uri.as_bytes());
+        strings.query_string = arena_c_str(arena, cgi.query_string.as_bytes());
         strings.content_type = cgi
             .headers
             .get(http::header::CONTENT_TYPE)
-            .and_then(|v| c_string(v.as_bytes()));
-        let cookies: Vec<&[u8]> = cgi
-            .headers
-            .get_all(http::header::COOKIE)
-            .iter()
-            .map(|v| v.as_bytes())
-            .collect();
-        if !cookies.is_empty() {
-            strings.cookie = c_string(&cookies.join(&b"; "[..]));
+            .and_then(|v| arena_c_str(arena, v.as_bytes()));
+        let mut cookies = cgi.headers.get_all(http::header::COOKIE).iter();
+        if let Some(first) = cookies.next() {
+            let mut joined = bumpalo::collections::Vec::new_in(arena);
+            joined.extend_from_slice(first.as_bytes());
+            for c in cookies {
+                joined.extend_from_slice(b"; ");
+                joined.extend_from_slice(c.as_bytes());
+            }
+            strings.cookie = arena_c_str(arena, &joined);
         }
         content_length = cgi
             .headers
@@ -234,7 +251,7 @@ pub(crate) fn run_script(request: ScriptRequest) -> ScriptOutcome {
         authorization = cgi
             .headers
             .get(http::header::AUTHORIZATION)
-            .and_then(|v| c_string(v.as_bytes()));
+            .and_then(|v| arena_c_str(arena, v.as_bytes()));
     }
 
     let ctx = RequestContext {
@@ -242,6 +259,7 @@ pub(crate) fn run_script(request: ScriptRequest) -> ScriptOutcome {
         body: RefCell::new(body),
         cgi,
         c_strings: strings,
+        arena,
         server_vars: server_vars
             .into_iter()
             .filter_map(|(k, v)| CString::new(k).ok().map(|k| (k, v)))
@@ -259,7 +277,7 @@ pub(crate) fn run_script(request: ScriptRequest) -> ScriptOutcome {
         argv_c.iter().map(|a| a.as_ptr() as *mut c_char).collect();
     argv_ptrs.push(std::ptr::null_mut());
 
-    let opt_ptr = |s: &Option<CString>| s.as_ref().map_or(std::ptr::null(), |c| c.as_ptr());
+    let opt_ptr = |s: &Option<&CStr>| s.map_or(std::ptr::null(), |c| c.as_ptr());
     php::set_server_context(&ctx as *const RequestContext as *mut c_void);
     // SAFETY: we are on a PHP thread between requests; every pointer stored in
     // request_info outlives the request (ctx and argv live on this frame until after
@@ -302,7 +320,7 @@ pub(crate) fn run_script(request: ScriptRequest) -> ScriptOutcome {
         if define_std_streams {
             define_std_stream_constants();
         }
-        outcome = execute_file(&ctx.c_strings.script_filename);
+        outcome = execute_file(ctx.c_strings.script_filename);
         // SAFETY: a request is active on this thread; php_request_shutdown guards itself
         // with zend_try internally.
         unsafe { sys::php_request_shutdown(std::ptr::null_mut()) };
@@ -559,11 +577,16 @@ unsafe extern "C" fn on_register_server_variables(track_vars: *mut sys::zval) {
         }
     }
     if let Some(cgi) = &ctx.cgi {
+        crate::diagnostics::server_vars_event(crate::diagnostics::ServerVarsEvent::Start);
         server_vars::register_cgi_variables(
             cgi,
-            ctx.c_strings.script_filename.as_bytes(),
+            ctx.c_strings.script_filename.to_bytes(),
             track_vars,
+            ctx.arena,
         );
+        crate::diagnostics::server_vars_event(crate::diagnostics::ServerVarsEvent::End {
+            arena_bytes: ctx.arena.allocated_bytes(),
+        });
     }
     for (name, value) in &ctx.server_vars {
         php::register_variable(name, value, track_vars);

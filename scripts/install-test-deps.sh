@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Debian packages the test suite and benchmarks use as real components: nginx +
+# php8.2-fpm (the baseline), DokuWiki (a real app served in tests), wrk and valgrind.
+# Idempotent; quick when everything is present. Services are not started here: tests
+# start their own instances on loopback.
+set -euo pipefail
+
+log() { echo "install-test-deps: $*" >&2; }
+
+# php8.2-fpm in the same transaction makes apt satisfy dokuwiki's `php` dependency with
+# FPM instead of pulling in Apache.
+PACKAGES=(nginx php8.2-fpm php8.2-xml dokuwiki wrk valgrind)
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+((${#missing[@]})) || exit 0
+if [[ $(id -u) -ne 0 ]]; then
+  log "missing packages; as root run: apt-get install -y ${missing[*]}"
+  exit 1
+fi
+log "installing ${missing[*]}"
+# Keep package scripts from starting nginx/php-fpm system services during install.
+policy=/usr/sbin/policy-rc.d
+created_policy=0
+if [[ ! -e $policy ]]; then
+  printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod +x "$policy" && created_policy=1
+fi
+trap '[[ $created_policy == 1 ]] && rm -f "$policy"' EXIT
+apt-get update -qq >&2
+DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2

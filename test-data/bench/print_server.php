@@ -1,0 +1,3 @@
+<?php
+// FrankenPHP's BenchmarkServerSuperGlobal script: a full request that dumps $_SERVER.
+print_r($_SERVER);
