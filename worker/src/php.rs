@@ -82,6 +82,12 @@ pub(crate) fn add_assoc_bytes(array: *mut sys::zval, key: &[u8], value: &[u8]) {
     }
 }
 
+/// Resets `EG(exit_status)`: PHP leaves the previous request's value in place.
+pub(crate) fn reset_exit_status() {
+    // SAFETY: plain write of a field of this thread's executor globals.
+    unsafe { (*executor_globals().as_ptr()).exit_status = 0 }
+}
+
 /// Copies `bytes` into request memory (`emalloc`) with a NUL terminator; PHP may `efree` it.
 pub(crate) fn estrndup(bytes: &[u8]) -> *mut c_char {
     // SAFETY: _estrndup copies exactly `len` bytes from a valid slice and NUL-terminates;

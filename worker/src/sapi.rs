@@ -313,6 +313,7 @@ pub(crate) fn run_script(request: ScriptRequest, arena: &Bump) -> ScriptOutcome 
         exit_status: 0,
         not_found: false,
     };
+    php::reset_exit_status();
     // SAFETY: request_info is filled and the server context set.
     if unsafe { sys::php_request_startup() } != sys::ZEND_RESULT_CODE_SUCCESS {
         outcome.exit_status = 255;
