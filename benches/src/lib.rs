@@ -1,0 +1,1 @@
+//! Shared pieces of ferrophp's benchmarks. The benchmarks themselves live in `benches/`.
