@@ -99,3 +99,18 @@ HashTable *ferrophp_array(zval *zv) { return Z_ARRVAL_P(zv); }
 unsigned int ferrophp_input_filter(int arg, const char *var, char **val, size_t len, size_t *new_len) {
     return sapi_module.input_filter ? sapi_module.input_filter(arg, var, val, len, new_len) : 1;
 }
+
+static zend_module_entry ferrophp_module = {
+    STANDARD_MODULE_HEADER,
+    "ferrophp",
+    NULL,
+    ferrophp_module_minit,
+    ferrophp_module_mshutdown,
+    ferrophp_module_rinit,
+    ferrophp_module_rshutdown,
+    ferrophp_module_minfo,
+    "0.1.0",
+    STANDARD_MODULE_PROPERTIES
+};
+
+zend_module_entry *ferrophp_module_entry(void) { return &ferrophp_module; }

@@ -57,3 +57,12 @@ void ferrophp_hash_update_stringl(HashTable *ht, zend_string *key, const char *v
 HashTable *ferrophp_array(zval *zv);
 /* sapi_module.input_filter, which frees and replaces *val. */
 unsigned int ferrophp_input_filter(int arg, const char *var, char **val, size_t len, size_t *new_len);
+
+/* ferrophp's own PHP extension (classes such as UserCache\Cache, ini entries). Its
+ * MINIT/MSHUTDOWN/RINIT/RSHUTDOWN/MINFO bodies are Rust (worker/src/module.rs). */
+zend_module_entry *ferrophp_module_entry(void);
+zend_result ferrophp_module_minit(int type, int module_number);
+zend_result ferrophp_module_mshutdown(int type, int module_number);
+zend_result ferrophp_module_rinit(int type, int module_number);
+zend_result ferrophp_module_rshutdown(int type, int module_number);
+void ferrophp_module_minfo(zend_module_entry *module);

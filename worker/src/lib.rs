@@ -7,6 +7,7 @@
 
 pub mod diagnostics;
 mod functions;
+mod module;
 mod php;
 mod pool;
 pub mod request;

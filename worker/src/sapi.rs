@@ -93,7 +93,7 @@ pub(crate) fn engine_startup(settings: &ModuleSettings) -> Result<StartedModule,
     module.php_ini_ignore_cwd = 1;
 
     // SAFETY: module is 'static and fully initialised; sapi_startup ran on this thread.
-    let started = unsafe { sys::php_module_startup(module, std::ptr::null_mut()) };
+    let started = unsafe { sys::php_module_startup(module, sys::ferrophp_module_entry()) };
     if started != sys::ZEND_RESULT_CODE_SUCCESS {
         return Err("php_module_startup failed (see the errors above)".into());
     }
@@ -423,7 +423,7 @@ unsafe extern "C" fn on_ini_defaults(configuration: *mut sys::HashTable) {
 
 unsafe extern "C" fn on_startup(module: *mut sys::sapi_module_struct) -> c_int {
     // SAFETY: PHP passes the module it was started with.
-    unsafe { sys::php_module_startup(module, std::ptr::null_mut()) as c_int }
+    unsafe { sys::php_module_startup(module, sys::ferrophp_module_entry()) as c_int }
 }
 
 unsafe extern "C" fn on_ub_write(str_: *const c_char, len: usize) -> usize {
