@@ -35,6 +35,8 @@ void ferrophp_string_release(zend_string *s);
 void ferrophp_fn_finish_request(zend_execute_data *execute_data, zval *return_value);
 void ferrophp_fn_request_headers(zend_execute_data *execute_data, zval *return_value);
 void ferrophp_fn_headers_send(zend_execute_data *execute_data, zval *return_value);
+void ferrophp_fn_response_headers(zend_execute_data *execute_data, zval *return_value);
+void ferrophp_fn_handle_request(zend_execute_data *execute_data, zval *return_value);
 extern const zend_function_entry ferrophp_sapi_functions[];
 
 /* ini defaults that php.ini may override (sapi_module.ini_defaults). */
@@ -66,3 +68,24 @@ zend_result ferrophp_module_mshutdown(int type, int module_number);
 zend_result ferrophp_module_rinit(int type, int module_number);
 zend_result ferrophp_module_rshutdown(int type, int module_number);
 void ferrophp_module_minfo(zend_module_entry *module);
+
+/* Worker mode: running a handler inside a long-lived request. */
+/* zend_call_function inside zend_try (the handler's return value is discarded). */
+bool ferrophp_try_call(zend_fcall_info *fci, zend_fcall_info_cache *fcc);
+/* fn() inside zend_try, for engine steps that may bail out. */
+bool ferrophp_try_void(void (*fn)(void));
+/* zend_bailout(): ends the running script. */
+ZEND_NORETURN void ferrophp_bailout(void);
+/* A loaded module's RINIT (startup) or RSHUTDOWN, inside zend_try; false if absent. */
+bool ferrophp_module_request_hook(const char *name, size_t len, bool startup);
+/* zval_ptr_dtor(zv) then ZVAL_UNDEF(zv). */
+void ferrophp_zval_destroy(zval *zv);
+/* Reports EG(exception) as an uncaught exception (E_ERROR without bailing out). */
+void ferrophp_report_exception(void);
+
+/* A worker request inside the long-lived worker script: what php_request_startup and
+ * php_request_shutdown do per HTTP request, minus the engine-level parts that would
+ * destroy the worker script's state. Each returns true when a step bailed out. */
+bool ferrophp_worker_request_startup(void);
+bool ferrophp_worker_request_shutdown(void);
+bool ferrophp_worker_request_finish(void);

@@ -58,6 +58,7 @@ pub fn run(args: Args) -> i32 {
         php_ini: args.php_ini,
         no_php_ini: args.no_php_ini,
         ini_defaults: Vec::new(),
+        workers: Vec::new(),
         log_target: LogTarget::Stderr,
     }) {
         Ok(e) => e,

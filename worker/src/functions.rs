@@ -79,6 +79,39 @@ pub unsafe extern "C" fn ferrophp_fn_request_headers(
     }
 }
 
+/// `frankenphp_response_headers(): array`: the response headers set so far, as
+/// `name => value` (later duplicates joined with ", ").
+#[no_mangle]
+pub unsafe extern "C" fn ferrophp_fn_response_headers(
+    execute_data: *mut sys::zend_execute_data,
+    return_value: *mut sys::zval,
+) {
+    // SAFETY: PHP passes this call's frame.
+    if !unsafe { no_arguments(execute_data) } {
+        return;
+    }
+    // SAFETY: SG(sapi_headers) is this thread's live header list.
+    let head = unsafe { response_head(&(*php::sapi_globals().as_ptr()).sapi_headers) };
+    // SAFETY: return_value is this call's return slot.
+    unsafe { sys::ferrophp_zval_array(return_value, head.headers.len() as u32) };
+    let mut merged: Vec<(String, Vec<u8>)> = Vec::with_capacity(head.headers.len());
+    for (name, value) in head.headers {
+        match merged
+            .iter_mut()
+            .find(|(n, _)| n.eq_ignore_ascii_case(&name))
+        {
+            Some((_, v)) => {
+                v.extend_from_slice(b", ");
+                v.extend_from_slice(&value);
+            }
+            None => merged.push((name, value)),
+        }
+    }
+    for (name, value) in merged {
+        php::add_assoc_bytes(return_value, name.as_bytes(), &value);
+    }
+}
+
 /// `headers_send(int $status = 200): int`: send the headers now. A 1xx status sends an
 /// informational response (103 Early Hints with the current `Link` headers) and leaves
 /// the final response's status and headers as they were.

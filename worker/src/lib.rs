@@ -13,6 +13,7 @@ mod pool;
 pub mod request;
 pub mod sapi;
 mod server_vars;
+mod worker_mode;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
@@ -21,6 +22,7 @@ pub use request::{
     BufferSink, CgiRequest, Disconnected, ResponseHead, ResponseSink, ScriptOutcome, ScriptRequest,
 };
 pub use sapi::{LogTarget, SAPI_NAME};
+pub use worker_mode::WorkerConfig;
 
 /// PHP version the runtime was built against.
 pub const PHP_VERSION: &str = php_sys::PHP_VERSION_STRING;
@@ -38,6 +40,8 @@ pub struct EngineConfig {
     pub no_php_ini: bool,
     /// ini defaults that a php.ini may still override.
     pub ini_defaults: Vec<(String, String)>,
+    /// Worker scripts, each with its own PHP threads (in addition to `threads`).
+    pub workers: Vec<WorkerConfig>,
     pub log_target: LogTarget,
 }
 
@@ -49,6 +53,7 @@ impl Default for EngineConfig {
             php_ini: None,
             no_php_ini: false,
             ini_defaults: Vec::new(),
+            workers: Vec::new(),
             log_target: LogTarget::Tracing,
         }
     }
@@ -80,15 +85,40 @@ pub struct EngineStopped;
 
 static STARTED: AtomicBool = AtomicBool::new(false);
 
+/// Which PHP threads run a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// The classic pool: each request runs its script from scratch.
+    Classic,
+    /// The worker script at this index of [`EngineConfig::workers`].
+    Worker(usize),
+}
+
 /// The running PHP engine and its threads. Dropping it shuts PHP down cleanly.
 pub struct Engine {
     jobs: crossbeam_channel::Sender<pool::Job>,
+    workers: Vec<(
+        std::sync::Arc<worker_mode::WorkerPool>,
+        crossbeam_channel::Sender<pool::Job>,
+    )>,
     stop: Option<std::sync::mpsc::Sender<()>>,
     main: Option<JoinHandle<()>>,
 }
 
+type Ready = Result<
+    (
+        crossbeam_channel::Sender<pool::Job>,
+        Vec<(
+            std::sync::Arc<worker_mode::WorkerPool>,
+            crossbeam_channel::Sender<pool::Job>,
+        )>,
+    ),
+    String,
+>;
+
 impl Engine {
-    /// Starts PHP on a dedicated main thread and spawns the PHP threads.
+    /// Starts PHP on a dedicated main thread, spawns the PHP threads, and boots the worker
+    /// scripts (waiting until each worker thread has reached its request loop).
     pub fn start(config: EngineConfig) -> Result<Engine, EngineError> {
         if STARTED.swap(true, Ordering::SeqCst) {
             return Err(EngineError::AlreadyStarted);
@@ -105,7 +135,8 @@ impl Engine {
             log_target: config.log_target,
         };
         let threads = config.threads.max(1);
-        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let worker_configs = config.workers.clone();
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Ready>();
         let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
         let main = std::thread::Builder::new()
             .name("php-main".into())
@@ -118,23 +149,50 @@ impl Engine {
                         return;
                     }
                 };
-                match pool::ThreadPool::spawn(threads) {
-                    Ok(pool) => {
-                        let _ = ready_tx.send(Ok(pool.sender().clone()));
-                        // Park until the Engine is dropped or shut down.
-                        let _ = stop_rx.recv();
-                        pool.join();
-                    }
+                let pool = match pool::ThreadPool::spawn(threads) {
+                    Ok(pool) => pool,
                     Err(e) => {
                         let _ = ready_tx.send(Err(format!("cannot spawn PHP threads: {e}")));
+                        sapi::engine_shutdown(module);
+                        return;
+                    }
+                };
+                let mut workers = Vec::new();
+                let mut failure = None;
+                for config in worker_configs {
+                    match worker_mode::WorkerPool::start(config) {
+                        Ok(w) => workers.push(w),
+                        Err(e) => {
+                            failure = Some(e);
+                            break;
+                        }
                     }
                 }
+                match failure {
+                    None => {
+                        let pools: Vec<_> = workers.iter().map(|(p, _)| p.clone()).collect();
+                        let _ = ready_tx.send(Ok((pool.sender().clone(), workers)));
+                        // Park until the Engine is dropped or shut down.
+                        let _ = stop_rx.recv();
+                        for p in &pools {
+                            p.stop();
+                        }
+                    }
+                    Some(e) => {
+                        for (p, _) in &workers {
+                            p.stop();
+                        }
+                        let _ = ready_tx.send(Err(e));
+                    }
+                }
+                pool.join();
                 sapi::engine_shutdown(module);
             })
             .map_err(|e| EngineError::Startup(e.to_string()))?;
         match ready_rx.recv() {
-            Ok(Ok(jobs)) => Ok(Engine {
+            Ok(Ok((jobs, workers))) => Ok(Engine {
                 jobs,
+                workers,
                 stop: Some(stop_tx),
                 main: Some(main),
             }),
@@ -151,14 +209,27 @@ impl Engine {
         }
     }
 
-    /// Queues a script run; the receiver yields its outcome once the script has ended.
-    /// Blocks while the queue is full.
+    /// Queues a script run on the classic pool; see [`Engine::submit_to`].
     pub fn submit(
         &self,
         request: ScriptRequest,
     ) -> Result<tokio::sync::oneshot::Receiver<ScriptOutcome>, EngineStopped> {
+        self.submit_to(Target::Classic, request)
+    }
+
+    /// Queues a request for `target`; the receiver yields its outcome once it has been
+    /// served. Blocks while that queue is full.
+    pub fn submit_to(
+        &self,
+        target: Target,
+        request: ScriptRequest,
+    ) -> Result<tokio::sync::oneshot::Receiver<ScriptOutcome>, EngineStopped> {
         let (done, rx) = tokio::sync::oneshot::channel();
-        self.jobs
+        let queue = match target {
+            Target::Classic => &self.jobs,
+            Target::Worker(i) => &self.workers.get(i).ok_or(EngineStopped)?.1,
+        };
+        queue
             .send(pool::Job { request, done })
             .map_err(|_| EngineStopped)?;
         Ok(rx)
@@ -171,15 +242,31 @@ impl Engine {
             .map_err(|_| EngineStopped)
     }
 
+    /// Reboots every worker script after its current request, without dropping any:
+    /// queued requests wait for the rebooted scripts.
+    pub fn restart_workers(&self) {
+        for (pool, _) in &self.workers {
+            pool.restart();
+        }
+    }
+
+    /// Requests served so far by worker `index`.
+    pub fn worker_requests_served(&self, index: usize) -> u64 {
+        self.workers
+            .get(index)
+            .map_or(0, |(p, _)| p.requests_served())
+    }
+
     /// Lets running scripts finish, stops every PHP thread and shuts PHP down.
     pub fn shutdown(mut self) {
         self.stop_and_join();
     }
 
     fn stop_and_join(&mut self) {
-        // Closing our sender lets the pool drain; the stop signal wakes the main thread.
+        // Closing our senders lets the pools drain; the stop signal wakes the main thread.
         let (closed, _) = crossbeam_channel::bounded(0);
         self.jobs = closed;
+        self.workers.clear();
         self.stop = None;
         if let Some(main) = self.main.take() {
             let _ = main.join();

@@ -12,7 +12,10 @@ pub extern "C" fn ferrophp_module_minit(_type: c_int, _module_number: c_int) -> 
 }
 
 #[no_mangle]
-pub extern "C" fn ferrophp_module_mshutdown(_type: c_int, _module_number: c_int) -> sys::zend_result {
+pub extern "C" fn ferrophp_module_mshutdown(
+    _type: c_int,
+    _module_number: c_int,
+) -> sys::zend_result {
     sys::ZEND_RESULT_CODE_SUCCESS
 }
 
@@ -22,7 +25,10 @@ pub extern "C" fn ferrophp_module_rinit(_type: c_int, _module_number: c_int) -> 
 }
 
 #[no_mangle]
-pub extern "C" fn ferrophp_module_rshutdown(_type: c_int, _module_number: c_int) -> sys::zend_result {
+pub extern "C" fn ferrophp_module_rshutdown(
+    _type: c_int,
+    _module_number: c_int,
+) -> sys::zend_result {
     sys::ZEND_RESULT_CODE_SUCCESS
 }
 

@@ -94,3 +94,37 @@ pub(crate) fn estrndup(bytes: &[u8]) -> *mut c_char {
     // it bails out (never returns NULL) on allocation failure.
     unsafe { sys::_estrndup(bytes.as_ptr().cast(), bytes.len()) }
 }
+
+/// `EG(exception) != NULL`.
+pub(crate) fn has_exception() -> bool {
+    // SAFETY: plain read of a field of this thread's executor globals.
+    unsafe { !(*executor_globals().as_ptr()).exception.is_null() }
+}
+
+/// The pending exception is the one `exit()` throws to unwind.
+pub(crate) fn exception_is_exit() -> bool {
+    // SAFETY: reads this thread's pending exception; zend_is_unwind_exit only inspects it.
+    unsafe {
+        let ex = (*executor_globals().as_ptr()).exception;
+        !ex.is_null() && (sys::zend_is_unwind_exit(ex) || sys::zend_is_graceful_exit(ex))
+    }
+}
+
+/// `SG(headers_sent)`.
+pub(crate) fn headers_sent() -> bool {
+    // SAFETY: plain read of a field of this thread's SAPI globals.
+    unsafe { (*sapi_globals().as_ptr()).headers_sent != 0 }
+}
+
+/// `http_response_code($code)` for a response whose headers are not sent yet.
+pub(crate) fn set_response_code(code: i32) {
+    // SAFETY: plain write of a field of this thread's SAPI globals.
+    unsafe { (*sapi_globals().as_ptr()).sapi_headers.http_response_code = code }
+}
+
+/// Throws a PHP `Error` with `message`.
+pub(crate) fn throw_error(message: &CStr) {
+    // SAFETY: on a PHP thread inside a request; zend_throw_error copies the message. The
+    // format is "%s" so the message is never interpreted.
+    unsafe { sys::zend_throw_error(std::ptr::null_mut(), c"%s".as_ptr(), message.as_ptr()) }
+}

@@ -147,6 +147,8 @@ pub(crate) struct RequestContext<'a> {
     arena: &'a Bump,
     server_vars: Vec<(CString, Vec<u8>)>,
     import_environment: bool,
+    /// Served by a worker script: `$_SERVER['FRANKENPHP_WORKER']` is set.
+    pub(crate) worker_request: bool,
     disconnected: Cell<bool>,
     /// `fastcgi_finish_request()` ended the response; output is now discarded.
     pub(crate) finished: Cell<bool>,
@@ -198,117 +200,175 @@ fn arena_c_str<'a>(arena: &'a Bump, bytes: &[u8]) -> Option<&'a CStr> {
     CStr::from_bytes_with_nul(buf).ok()
 }
 
+/// A request made ready for PHP: the context SAPI callbacks see, and everything
+/// `SG(request_info)` will point at. Per-request strings live in the thread's arena.
+pub(crate) struct PreparedRequest<'a> {
+    pub(crate) ctx: RequestContext<'a>,
+    argv: Vec<CString>,
+    argv_ptrs: Vec<*mut c_char>,
+    authorization: Option<&'a CStr>,
+    content_length: i64,
+    keep_working_directory: bool,
+    pub(crate) define_std_streams: bool,
+}
+
+impl<'a> PreparedRequest<'a> {
+    pub(crate) fn new(request: ScriptRequest, arena: &'a Bump) -> Result<Self, ScriptOutcome> {
+        let ScriptRequest {
+            script_filename,
+            cgi,
+            argv,
+            server_vars,
+            import_environment,
+            keep_working_directory,
+            define_std_streams,
+            body,
+            sink,
+        } = request;
+
+        let Some(script_c) = arena_c_str(arena, script_filename.as_os_str().as_bytes()) else {
+            return Err(ScriptOutcome {
+                exit_status: 1,
+                not_found: true,
+            });
+        };
+        let mut strings = RequestStrings {
+            script_filename: script_c,
+            ..Default::default()
+        };
+        let mut content_length = 0;
+        let mut authorization = None;
+        if let Some(cgi) = &cgi {
+            strings.method = arena_c_str(arena, cgi.method.as_str().as_bytes());
+            strings.request_uri = arena_c_str(arena, cgi.request_uri.as_bytes());
+            strings.query_string = arena_c_str(arena, cgi.query_string.as_bytes());
+            strings.content_type = cgi
+                .headers
+                .get(http::header::CONTENT_TYPE)
+                .and_then(|v| arena_c_str(arena, v.as_bytes()));
+            let mut cookies = cgi.headers.get_all(http::header::COOKIE).iter();
+            if let Some(first) = cookies.next() {
+                let mut joined = bumpalo::collections::Vec::new_in(arena);
+                joined.extend_from_slice(first.as_bytes());
+                for c in cookies {
+                    joined.extend_from_slice(b"; ");
+                    joined.extend_from_slice(c.as_bytes());
+                }
+                strings.cookie = arena_c_str(arena, &joined);
+            }
+            content_length = cgi
+                .headers
+                .get(http::header::CONTENT_LENGTH)
+                .and_then(|v| v.to_str().ok()?.parse::<i64>().ok())
+                .unwrap_or(0);
+            authorization = cgi
+                .headers
+                .get(http::header::AUTHORIZATION)
+                .and_then(|v| arena_c_str(arena, v.as_bytes()));
+        }
+
+        let ctx = RequestContext {
+            sink: RefCell::new(sink),
+            body: RefCell::new(body),
+            cgi,
+            c_strings: strings,
+            arena,
+            server_vars: server_vars
+                .into_iter()
+                .filter_map(|(k, v)| CString::new(k).ok().map(|k| (k, v)))
+                .collect(),
+            import_environment,
+            worker_request: false,
+            disconnected: Cell::new(false),
+            finished: Cell::new(false),
+            started_at: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64()),
+        };
+        // argv must outlive the request: PHP reads it while building $argv.
+        let argv: Vec<CString> = argv.iter().filter_map(|a| c_string(a.as_bytes())).collect();
+        let mut argv_ptrs: Vec<*mut c_char> =
+            argv.iter().map(|a| a.as_ptr() as *mut c_char).collect();
+        argv_ptrs.push(std::ptr::null_mut());
+        Ok(PreparedRequest {
+            ctx,
+            argv,
+            argv_ptrs,
+            authorization,
+            content_length,
+            keep_working_directory,
+            define_std_streams,
+        })
+    }
+
+    /// Points `SG(server_context)` and `SG(request_info)` at this request. `self` must stay
+    /// where it is until [`PreparedRequest::uninstall`].
+    pub(crate) fn install(&mut self) {
+        let opt_ptr = |s: &Option<&CStr>| s.map_or(std::ptr::null(), |c| c.as_ptr());
+        php::set_server_context(&self.ctx as *const RequestContext as *mut c_void);
+        let strings = &self.ctx.c_strings;
+        // SAFETY: we are on a PHP thread; every pointer stored in request_info stays valid
+        // until uninstall clears it (self does not move meanwhile).
+        unsafe {
+            let sg = php::sapi_globals().as_ptr();
+            let info = &mut (*sg).request_info;
+            info.argc = self.argv.len() as c_int;
+            info.argv = if self.argv.is_empty() {
+                std::ptr::null_mut()
+            } else {
+                self.argv_ptrs.as_mut_ptr()
+            };
+            info.path_translated = strings.script_filename.as_ptr() as *mut c_char;
+            info.request_method = opt_ptr(&strings.method);
+            info.query_string = opt_ptr(&strings.query_string) as *mut c_char;
+            info.request_uri = opt_ptr(&strings.request_uri) as *mut c_char;
+            info.content_type = opt_ptr(&strings.content_type);
+            info.content_length = self.content_length;
+            info.cookie_data = std::ptr::null_mut();
+            (*sg).sapi_headers.http_response_code = 200;
+            if self.keep_working_directory {
+                (*sg).options |= sys::SAPI_OPTION_NO_CHDIR as c_int;
+            } else {
+                (*sg).options &= !(sys::SAPI_OPTION_NO_CHDIR as c_int);
+            }
+            // PHP_AUTH_USER/PW/DIGEST: PHP parses the header into emalloc'd request_info
+            // fields and frees them at deactivation.
+            sys::php_handle_auth_data(opt_ptr(&self.authorization));
+        }
+    }
+
+    /// Clears every pointer `install` stored and hands back the sink, so the caller can
+    /// complete the response.
+    pub(crate) fn uninstall(self) -> Box<dyn ResponseSink> {
+        php::set_server_context(std::ptr::null_mut());
+        // SAFETY: plain writes to this thread's SAPI globals.
+        unsafe {
+            let info = &mut (*php::sapi_globals().as_ptr()).request_info;
+            info.argc = 0;
+            info.argv = std::ptr::null_mut();
+            info.path_translated = std::ptr::null_mut();
+            info.request_method = std::ptr::null();
+            info.query_string = std::ptr::null_mut();
+            info.request_uri = std::ptr::null_mut();
+            info.content_type = std::ptr::null();
+            info.cookie_data = std::ptr::null_mut();
+        }
+        self.ctx.sink.into_inner()
+    }
+
+    pub(crate) fn script_filename(&self) -> &'a CStr {
+        self.ctx.c_strings.script_filename
+    }
+}
+
 /// Runs one script as one PHP request on the calling PHP thread. Per-request strings go
 /// into `arena`, which the caller resets afterwards.
 pub(crate) fn run_script(request: ScriptRequest, arena: &Bump) -> ScriptOutcome {
-    let ScriptRequest {
-        script_filename,
-        cgi,
-        argv,
-        server_vars,
-        import_environment,
-        keep_working_directory,
-        define_std_streams,
-        body,
-        sink,
-    } = request;
-
-    let Some(script_c) = arena_c_str(arena, script_filename.as_os_str().as_bytes()) else {
-        return ScriptOutcome {
-            exit_status: 1,
-            not_found: true,
-        };
+    let mut prepared = match PreparedRequest::new(request, arena) {
+        Ok(p) => p,
+        Err(outcome) => return outcome,
     };
-    let mut strings = RequestStrings {
-        script_filename: script_c,
-        ..Default::default()
-    };
-    let mut content_length = 0;
-    let mut authorization = None;
-    if let Some(cgi) = &cgi {
-        strings.method = arena_c_str(arena, cgi.method.as_str().as_bytes());
-        strings.request_uri = arena_c_str(arena, cgi.request_uri.as_bytes());
-        strings.query_string = arena_c_str(arena, cgi.query_string.as_bytes());
-        strings.content_type = cgi
-            .headers
-            .get(http::header::CONTENT_TYPE)
-            .and_then(|v| arena_c_str(arena, v.as_bytes()));
-        let mut cookies = cgi.headers.get_all(http::header::COOKIE).iter();
-        if let Some(first) = cookies.next() {
-            let mut joined = bumpalo::collections::Vec::new_in(arena);
-            joined.extend_from_slice(first.as_bytes());
-            for c in cookies {
-                joined.extend_from_slice(b"; ");
-                joined.extend_from_slice(c.as_bytes());
-            }
-            strings.cookie = arena_c_str(arena, &joined);
-        }
-        content_length = cgi
-            .headers
-            .get(http::header::CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok()?.parse::<i64>().ok())
-            .unwrap_or(0);
-        authorization = cgi
-            .headers
-            .get(http::header::AUTHORIZATION)
-            .and_then(|v| arena_c_str(arena, v.as_bytes()));
-    }
-
-    let ctx = RequestContext {
-        sink: RefCell::new(sink),
-        body: RefCell::new(body),
-        cgi,
-        c_strings: strings,
-        arena,
-        server_vars: server_vars
-            .into_iter()
-            .filter_map(|(k, v)| CString::new(k).ok().map(|k| (k, v)))
-            .collect(),
-        import_environment,
-        disconnected: Cell::new(false),
-        finished: Cell::new(false),
-        started_at: SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0.0, |d| d.as_secs_f64()),
-    };
-    // argv must outlive the request: PHP reads it while building $argv.
-    let argv_c: Vec<CString> = argv.iter().filter_map(|a| c_string(a.as_bytes())).collect();
-    let mut argv_ptrs: Vec<*mut c_char> =
-        argv_c.iter().map(|a| a.as_ptr() as *mut c_char).collect();
-    argv_ptrs.push(std::ptr::null_mut());
-
-    let opt_ptr = |s: &Option<&CStr>| s.map_or(std::ptr::null(), |c| c.as_ptr());
-    php::set_server_context(&ctx as *const RequestContext as *mut c_void);
-    // SAFETY: we are on a PHP thread between requests; every pointer stored in
-    // request_info outlives the request (ctx and argv live on this frame until after
-    // php_request_shutdown, and are cleared below).
-    unsafe {
-        let sg = php::sapi_globals().as_ptr();
-        let info = &mut (*sg).request_info;
-        info.argc = argv_c.len() as c_int;
-        info.argv = if argv_c.is_empty() {
-            std::ptr::null_mut()
-        } else {
-            argv_ptrs.as_mut_ptr()
-        };
-        info.path_translated = ctx.c_strings.script_filename.as_ptr() as *mut c_char;
-        info.request_method = opt_ptr(&ctx.c_strings.method);
-        info.query_string = opt_ptr(&ctx.c_strings.query_string) as *mut c_char;
-        info.request_uri = opt_ptr(&ctx.c_strings.request_uri) as *mut c_char;
-        info.content_type = opt_ptr(&ctx.c_strings.content_type);
-        info.content_length = content_length;
-        info.cookie_data = std::ptr::null_mut();
-        (*sg).sapi_headers.http_response_code = 200;
-        if keep_working_directory {
-            (*sg).options |= sys::SAPI_OPTION_NO_CHDIR as c_int;
-        } else {
-            (*sg).options &= !(sys::SAPI_OPTION_NO_CHDIR as c_int);
-        }
-        // PHP_AUTH_USER/PW/DIGEST: PHP parses the header into emalloc'd request_info
-        // fields and frees them at deactivation.
-        sys::php_handle_auth_data(opt_ptr(&authorization));
-    }
-
+    prepared.install();
     let mut outcome = ScriptOutcome {
         exit_status: 0,
         not_found: false,
@@ -318,29 +378,15 @@ pub(crate) fn run_script(request: ScriptRequest, arena: &Bump) -> ScriptOutcome 
     if unsafe { sys::php_request_startup() } != sys::ZEND_RESULT_CODE_SUCCESS {
         outcome.exit_status = 255;
     } else {
-        if define_std_streams {
+        if prepared.define_std_streams {
             define_std_stream_constants();
         }
-        outcome = execute_file(ctx.c_strings.script_filename);
+        outcome = execute_file(prepared.script_filename());
         // SAFETY: a request is active on this thread; php_request_shutdown guards itself
         // with zend_try internally.
         unsafe { sys::php_request_shutdown(std::ptr::null_mut()) };
     }
-    php::set_server_context(std::ptr::null_mut());
-    // SAFETY: clear pointers into this frame so nothing dangles after we return.
-    unsafe {
-        let info = &mut (*php::sapi_globals().as_ptr()).request_info;
-        info.argc = 0;
-        info.argv = std::ptr::null_mut();
-        info.path_translated = std::ptr::null_mut();
-        info.request_method = std::ptr::null();
-        info.query_string = std::ptr::null_mut();
-        info.request_uri = std::ptr::null_mut();
-        info.content_type = std::ptr::null();
-        info.cookie_data = std::ptr::null_mut();
-    }
-    let RequestContext { sink, .. } = ctx;
-    sink.into_inner().finish();
+    prepared.uninstall().finish();
     outcome
 }
 
@@ -353,7 +399,7 @@ fn define_std_stream_constants() {
 }
 
 /// Opens and executes the primary script of the active request.
-fn execute_file(script: &CStr) -> ScriptOutcome {
+pub(crate) fn execute_file(script: &CStr) -> ScriptOutcome {
     let mut handle = sys::zend_file_handle::default();
     // SAFETY: handle is a fresh zeroed struct; zend_stream_init_filename copies the name.
     unsafe { sys::zend_stream_init_filename(&mut handle, script.as_ptr()) };
@@ -582,6 +628,7 @@ unsafe extern "C" fn on_register_server_variables(track_vars: *mut sys::zval) {
         server_vars::register_cgi_variables(
             cgi,
             ctx.c_strings.script_filename.to_bytes(),
+            ctx.worker_request,
             track_vars,
             ctx.arena,
         );

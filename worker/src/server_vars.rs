@@ -174,6 +174,7 @@ enum Cgi {
     ServerPort,
     ServerName,
     RedirectStatus,
+    FrankenphpWorker,
 }
 
 const CGI_NAMES: &[&str] = &[
@@ -200,7 +201,11 @@ const CGI_NAMES: &[&str] = &[
     "SERVER_PORT",
     "SERVER_NAME",
     "REDIRECT_STATUS",
+    "FRANKENPHP_WORKER",
 ];
+
+// Every Cgi variant has a name.
+const _: () = assert!(CGI_NAMES.len() == Cgi::FrankenphpWorker as usize + 1);
 
 const SERVER_SOFTWARE: &[u8] = concat!("ferrophp/", env!("CARGO_PKG_VERSION")).as_bytes();
 
@@ -283,6 +288,7 @@ fn filter_default_is_raw() -> bool {
 pub(crate) fn register_cgi_variables(
     cgi: &CgiRequest,
     script_filename: &[u8],
+    worker: bool,
     track_vars: *mut sys::zval,
     arena: &Bump,
 ) {
@@ -300,8 +306,16 @@ pub(crate) fn register_cgi_variables(
             // SAFETY: sizing a live array once up front so it never rehashes.
             unsafe { sys::zend_hash_extend(out.table, expected as u32, false) };
             fill(&mut out, cgi, script_filename);
+            if worker {
+                out.cgi(Cgi::FrankenphpWorker, b"1");
+            }
         }
-        _ => register_naive(cgi, script_filename, track_vars),
+        _ => {
+            register_naive(cgi, script_filename, track_vars);
+            if worker {
+                php::register_variable(c"FRANKENPHP_WORKER", b"1", track_vars);
+            }
+        }
     }
 }
 

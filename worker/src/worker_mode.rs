@@ -1,0 +1,479 @@
+//! Worker mode: a script boots once per PHP thread and then serves many requests in a loop
+//! through `ferrophp_handle_request($handler)` (also `frankenphp_handle_request`).
+//!
+//! Each worker script has its own pool of PHP threads and its own job queue. A thread runs
+//! the script as one long PHP request (the *boot* request); each call to
+//! `ferrophp_handle_request` blocks for the next job, swaps `SG(server_context)` to that
+//! job's request, resets the per-request engine state (output, headers, superglobals,
+//! session, time limit, memory peak), calls the handler inside `zend_try`, completes the
+//! response, and swaps the boot context back. Globals, statics, ini changes and loaded
+//! classes of the application persist between requests: that is the point of the mode.
+//!
+//! The script ends when `ferrophp_handle_request` returns false (stop, restart,
+//! `max_requests`), on `exit()`, or on a fatal error; the slot then boots it again, with
+//! growing backoff when it fails before reaching the loop. After `max_requests` the slot
+//! throws its PHP state away entirely: a new OS thread with a new TSRM context.
+
+use std::cell::{Cell, RefCell};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use bumpalo::Bump;
+use crossbeam_channel::{Receiver, Sender};
+use php_sys as sys;
+
+use crate::php;
+use crate::pool::{Job, PHP_THREAD_STACK_SIZE};
+use crate::request::{Disconnected, ResponseHead, ResponseSink, ScriptOutcome, ScriptRequest};
+use crate::sapi::{self, PreparedRequest};
+
+/// One worker script and how to run it.
+#[derive(Debug, Clone)]
+pub struct WorkerConfig {
+    pub script: PathBuf,
+    /// PHP threads running this script.
+    pub threads: usize,
+    /// Extra `$_SERVER` entries for the boot request (and `getenv()` through the server's
+    /// own env for requests).
+    pub env: Vec<(String, String)>,
+    /// Requests one PHP thread serves before its PHP state is rebuilt (0: no limit).
+    pub max_requests: u64,
+    /// Consecutive failures to reach the request loop at start-up before giving up.
+    pub max_startup_failures: u32,
+}
+
+impl WorkerConfig {
+    pub fn new(script: impl Into<PathBuf>, threads: usize) -> Self {
+        WorkerConfig {
+            script: script.into(),
+            threads,
+            env: Vec::new(),
+            max_requests: 0,
+            max_startup_failures: 5,
+        }
+    }
+}
+
+/// Messages to one worker thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Control {
+    /// Finish the current request, let the script end, boot it again.
+    Restart,
+    /// Finish the current request and exit.
+    Stop,
+}
+
+/// Why a worker script's run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RunEnd {
+    Stop,
+    Restart,
+    MaxRequests,
+    /// The script ended by itself or crashed: exit(), a fatal error, or it returned.
+    Ended,
+}
+
+/// State shared by the threads of one worker script.
+pub(crate) struct WorkerPool {
+    config: WorkerConfig,
+    jobs: Receiver<Job>,
+    controls: Mutex<Vec<Sender<Control>>>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+    stopping: AtomicBool,
+    startup: Mutex<Startup>,
+    startup_changed: Condvar,
+    requests_served: AtomicU64,
+    restarts: AtomicU64,
+}
+
+#[derive(Default)]
+struct Startup {
+    ready: usize,
+    failed: Option<String>,
+}
+
+impl WorkerPool {
+    /// Spawns the worker's threads and waits until each has reached the request loop, or
+    /// one has failed `max_startup_failures` times in a row.
+    pub(crate) fn start(config: WorkerConfig) -> Result<(Arc<WorkerPool>, Sender<Job>), String> {
+        if !config.script.is_file() {
+            return Err(format!(
+                "worker script {} does not exist",
+                config.script.display()
+            ));
+        }
+        let threads = config.threads.max(1);
+        let (tx, rx) = crossbeam_channel::bounded(threads * 64);
+        let pool = Arc::new(WorkerPool {
+            config,
+            jobs: rx,
+            controls: Mutex::new(Vec::new()),
+            threads: Mutex::new(Vec::new()),
+            stopping: AtomicBool::new(false),
+            startup: Mutex::new(Startup::default()),
+            startup_changed: Condvar::new(),
+            requests_served: AtomicU64::new(0),
+            restarts: AtomicU64::new(0),
+        });
+        for slot in 0..threads {
+            let (control_tx, control_rx) = crossbeam_channel::unbounded();
+            pool.controls.lock().unwrap().push(control_tx);
+            spawn_slot(pool.clone(), slot, control_rx)
+                .map_err(|e| format!("cannot spawn a worker thread: {e}"))?;
+        }
+        let mut startup = pool.startup.lock().unwrap();
+        while startup.ready < threads && startup.failed.is_none() {
+            startup = pool.startup_changed.wait(startup).unwrap();
+        }
+        if let Some(why) = startup.failed.clone() {
+            drop(startup);
+            pool.stop();
+            return Err(why);
+        }
+        drop(startup);
+        Ok((pool, tx))
+    }
+
+    /// Restarts every thread's script after its current request (no request is dropped:
+    /// queued jobs wait for the rebooted scripts).
+    pub(crate) fn restart(&self) {
+        self.restarts.fetch_add(1, Ordering::Relaxed);
+        for control in self.controls.lock().unwrap().iter() {
+            let _ = control.send(Control::Restart);
+        }
+    }
+
+    /// Stops every thread after its current request and waits for them.
+    pub(crate) fn stop(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        for control in self.controls.lock().unwrap().iter() {
+            let _ = control.send(Control::Stop);
+        }
+        // Threads may hand over to replacements while we join: drain until none is left.
+        loop {
+            let handles: Vec<_> = self.threads.lock().unwrap().drain(..).collect();
+            if handles.is_empty() {
+                break;
+            }
+            for h in handles {
+                let _ = h.join();
+            }
+        }
+    }
+
+    pub(crate) fn requests_served(&self) -> u64 {
+        self.requests_served.load(Ordering::Relaxed)
+    }
+
+    fn report_ready(&self) {
+        self.startup.lock().unwrap().ready += 1;
+        self.startup_changed.notify_all();
+    }
+
+    fn report_startup_failure(&self, why: String) {
+        let mut startup = self.startup.lock().unwrap();
+        if startup.failed.is_none() {
+            startup.failed = Some(why);
+        }
+        self.startup_changed.notify_all();
+    }
+}
+
+fn spawn_slot(
+    pool: Arc<WorkerPool>,
+    slot: usize,
+    control: Receiver<Control>,
+) -> std::io::Result<()> {
+    let name = format!("php-worker-{slot}");
+    let handle = std::thread::Builder::new()
+        .name(name)
+        .stack_size(PHP_THREAD_STACK_SIZE)
+        .spawn({
+            let pool = pool.clone();
+            move || slot_main(pool, slot, control)
+        })?;
+    pool.threads.lock().unwrap().push(handle);
+    Ok(())
+}
+
+/// The life of one PHP thread of a worker: boot the script, serve, reboot as needed.
+fn slot_main(pool: Arc<WorkerPool>, slot: usize, control: Receiver<Control>) {
+    sapi::attach_thread();
+    let boot_arena = Bump::new();
+    let mut failures: u32 = 0;
+    let mut ever_ready = false;
+    let end = loop {
+        if pool.stopping.load(Ordering::SeqCst) {
+            break RunEnd::Stop;
+        }
+        let thread = WorkerThread {
+            pool: &pool,
+            control: &control,
+            request_arena: RefCell::new(Bump::with_capacity(16 * 1024)),
+            served: Cell::new(0),
+            ready: Cell::new(false),
+            handling: Cell::new(false),
+            end: Cell::new(RunEnd::Ended),
+        };
+        CURRENT.with(|c| c.set(&thread as *const WorkerThread as *const ()));
+        let outcome = sapi::run_script(boot_request(&pool.config), &boot_arena);
+        CURRENT.with(|c| c.set(std::ptr::null()));
+        let reached_loop = thread.ready.get();
+        let end = thread.end.get();
+        drop(thread);
+
+        if reached_loop {
+            failures = 0;
+            ever_ready = true;
+        }
+        match end {
+            RunEnd::Stop | RunEnd::MaxRequests => break end,
+            RunEnd::Restart => continue,
+            RunEnd::Ended if reached_loop => {
+                tracing::warn!(
+                    script = %pool.config.script.display(),
+                    exit_status = outcome.exit_status,
+                    "worker script ended (exit or fatal error); booting it again"
+                );
+            }
+            RunEnd::Ended => {
+                failures += 1;
+                let why = format!(
+                    "worker script {} ended before reaching ferrophp_handle_request() \
+                     (exit status {}; see the PHP errors logged above)",
+                    pool.config.script.display(),
+                    outcome.exit_status
+                );
+                tracing::error!(slot, failures, "{why}");
+                if !ever_ready && failures >= pool.config.max_startup_failures.max(1) {
+                    pool.report_startup_failure(format!("{why}, {failures} times in a row"));
+                    break RunEnd::Stop;
+                }
+                let backoff = Duration::from_millis(50u64 << failures.min(7));
+                if control.recv_timeout(backoff) == Ok(Control::Stop) {
+                    break RunEnd::Stop;
+                }
+            }
+        }
+    };
+    sapi::detach_thread();
+    if end == RunEnd::MaxRequests && !pool.stopping.load(Ordering::SeqCst) {
+        // A fresh OS thread, hence a fresh TSRM context: the only cure for leaks.
+        if let Err(e) = spawn_slot(pool.clone(), slot, control) {
+            tracing::error!("cannot replace a worker thread: {e}");
+        }
+    }
+}
+
+/// The long-lived request the worker script runs in.
+fn boot_request(config: &WorkerConfig) -> ScriptRequest {
+    let script = config.script.to_string_lossy().into_owned();
+    let mut request = ScriptRequest::new(config.script.clone(), Box::new(LogSink));
+    request.import_environment = true;
+    request.server_vars = config
+        .env
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone().into_bytes()))
+        .chain([
+            ("FRANKENPHP_WORKER".to_string(), b"1".to_vec()),
+            ("SCRIPT_FILENAME".to_string(), script.clone().into_bytes()),
+            ("SCRIPT_NAME".to_string(), script.clone().into_bytes()),
+            ("PHP_SELF".to_string(), script.into_bytes()),
+        ])
+        .collect();
+    request
+}
+
+/// Output of the worker script outside any request goes to the log.
+struct LogSink;
+
+impl ResponseSink for LogSink {
+    fn send_head(&mut self, _head: ResponseHead) -> Result<(), Disconnected> {
+        Ok(())
+    }
+    fn write(&mut self, bytes: &[u8]) -> Result<(), Disconnected> {
+        tracing::info!(target: "php", "worker output: {}", String::from_utf8_lossy(bytes).trim_end());
+        Ok(())
+    }
+}
+
+/// What `ferrophp_handle_request` needs, for the worker script running on this thread.
+struct WorkerThread<'a> {
+    pool: &'a Arc<WorkerPool>,
+    control: &'a Receiver<Control>,
+    request_arena: RefCell<Bump>,
+    served: Cell<u64>,
+    ready: Cell<bool>,
+    handling: Cell<bool>,
+    end: Cell<RunEnd>,
+}
+
+thread_local! {
+    /// The WorkerThread of the worker script running on this thread (erased lifetime;
+    /// set only while slot_main's run_script call is on the stack).
+    static CURRENT: Cell<*const ()> = const { Cell::new(std::ptr::null()) };
+}
+
+fn current_worker<'a>() -> Option<&'a WorkerThread<'a>> {
+    let ptr = CURRENT.with(|c| c.get()) as *const WorkerThread;
+    // SAFETY: CURRENT points at the WorkerThread on slot_main's stack while the worker
+    // script runs, which is the only time PHP code can call us; it is cleared before that
+    // value is dropped.
+    unsafe { ptr.as_ref() }
+}
+
+impl WorkerThread<'_> {
+    /// Blocks for the next job, or None when the script should end.
+    fn next_job(&self) -> Option<Job> {
+        if !self.ready.get() {
+            self.ready.set(true);
+            self.pool.report_ready();
+        }
+        let max = self.pool.config.max_requests;
+        if max > 0 && self.served.get() >= max {
+            self.end.set(RunEnd::MaxRequests);
+            return None;
+        }
+        // Control first: a restart requested while busy applies before the next job.
+        let control = |c: Control| match c {
+            Control::Stop => RunEnd::Stop,
+            Control::Restart => RunEnd::Restart,
+        };
+        if let Ok(c) = self.control.try_recv() {
+            self.end.set(control(c));
+            return None;
+        }
+        crossbeam_channel::select! {
+            recv(self.control) -> c => {
+                self.end.set(c.map_or(RunEnd::Stop, control));
+                None
+            }
+            recv(self.pool.jobs) -> job => match job {
+                Ok(job) => Some(job),
+                Err(_) => {
+                    self.end.set(RunEnd::Stop);
+                    None
+                }
+            }
+        }
+    }
+
+    /// Serves one job; true when the worker script must end (exit or fatal error).
+    fn serve(
+        &self,
+        job: Job,
+        fci: &mut sys::zend_fcall_info,
+        fcc: &mut sys::zend_fcall_info_cache,
+    ) -> bool {
+        let Job { request, done } = job;
+        let mut arena = self.request_arena.borrow_mut();
+        let mut prepared = match PreparedRequest::new(request, &arena) {
+            Ok(p) => p,
+            Err(outcome) => {
+                let _ = done.send(outcome);
+                return false;
+            }
+        };
+        prepared.ctx.worker_request = true;
+        let boot_context = php::server_context();
+        self.handling.set(true);
+        prepared.install();
+        php::reset_exit_status();
+
+        // SAFETY (all calls below): on this worker's PHP thread, inside the boot request;
+        // every shim call wraps its engine calls in zend_try, so no bailout crosses us.
+        let mut ends_script = unsafe { sys::ferrophp_worker_request_startup() };
+        if !ends_script {
+            ends_script = unsafe { sys::ferrophp_try_call(fci, fcc) };
+        }
+        if !ends_script && php::has_exception() {
+            if php::exception_is_exit() {
+                ends_script = true;
+            } else {
+                // Logged as "Uncaught ..."; the response becomes a 500 if nothing was sent.
+                unsafe { sys::ferrophp_report_exception() };
+            }
+        }
+        let flush_bailed = unsafe { sys::ferrophp_try_void(Some(flush_output)) };
+        if ends_script && !php::headers_sent() {
+            // The worker died on this request and nothing reached the client.
+            php::set_response_code(500);
+        }
+        let shutdown_bailed = unsafe { sys::ferrophp_worker_request_shutdown() };
+        prepared.ctx.finish_response();
+        let finish_bailed = unsafe { sys::ferrophp_worker_request_finish() };
+        let exit_status = if ends_script { php::exit_status() } else { 0 };
+
+        drop(prepared.uninstall());
+        php::set_server_context(boot_context);
+        self.handling.set(false);
+        arena.reset();
+        drop(arena);
+        let _ = done.send(ScriptOutcome {
+            exit_status,
+            not_found: false,
+        });
+        self.served.set(self.served.get() + 1);
+        self.pool.requests_served.fetch_add(1, Ordering::Relaxed);
+        ends_script || flush_bailed || shutdown_bailed || finish_bailed
+    }
+}
+
+unsafe extern "C" fn flush_output() {
+    // SAFETY: called through ferrophp_try_void on a PHP thread inside a request.
+    unsafe { sys::php_output_end_all() };
+}
+
+/// `ferrophp_handle_request(callable $handler): bool` (also `frankenphp_handle_request`).
+#[no_mangle]
+pub unsafe extern "C" fn ferrophp_fn_handle_request(
+    execute_data: *mut sys::zend_execute_data,
+    return_value: *mut sys::zval,
+) {
+    let mut fci = sys::zend_fcall_info::default();
+    let mut fcc = sys::zend_fcall_info_cache::default();
+    // SAFETY: "f" fills one zend_fcall_info and one zend_fcall_info_cache.
+    let parsed = unsafe {
+        sys::zend_parse_parameters(
+            sys::ferrophp_num_args(execute_data),
+            c"f".as_ptr(),
+            &mut fci as *mut sys::zend_fcall_info,
+            &mut fcc as *mut sys::zend_fcall_info_cache,
+        )
+    };
+    if parsed != sys::ZEND_RESULT_CODE_SUCCESS {
+        return;
+    }
+    // Everything with a destructor lives in this block, so the bailout below crosses no
+    // Rust value that needs dropping.
+    let ends_script = {
+        let Some(worker) = current_worker() else {
+            php::throw_error(c"ferrophp_handle_request() can only be called from a worker script");
+            return;
+        };
+        if worker.handling.get() {
+            php::throw_error(
+                c"ferrophp_handle_request() cannot be called from inside a request handler",
+            );
+            return;
+        }
+        match worker.next_job() {
+            None => {
+                // SAFETY: return_value is this call's return slot.
+                unsafe { sys::ferrophp_zval_bool(return_value, false) };
+                return;
+            }
+            Some(job) => worker.serve(job, &mut fci, &mut fcc),
+        }
+    };
+    if ends_script {
+        // SAFETY: on a PHP thread inside the worker script; the bailout lands in the shim's
+        // zend_try around php_execute_script, which then ends the boot request.
+        unsafe { sys::ferrophp_bailout() };
+    }
+    // SAFETY: return_value is this call's return slot.
+    unsafe { sys::ferrophp_zval_bool(return_value, true) };
+}
