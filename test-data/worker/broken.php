@@ -1,0 +1,3 @@
+<?php
+// Fails before reaching the request loop.
+throw new LogicException('broken worker boot');
