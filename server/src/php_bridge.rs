@@ -10,6 +10,7 @@
 use std::io::{self, Read};
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -88,11 +89,22 @@ impl PhpRunner {
             };
 
         let (parts, incoming) = req.into_parts();
+        // Set when a body without Content-Length turns out to exceed the limit: PHP then
+        // saw a truncated body, so the response must not look like a normal one.
+        let overflow = Arc::new(AtomicBool::new(false));
+        // Not only Content-Length/Transfer-Encoding: an HTTP/2 body may come as DATA
+        // frames with neither header, and only the stream's end says there is none.
         let has_body = declared_length.is_some_and(|n| n > 0)
-            || parts.headers.contains_key(http::header::TRANSFER_ENCODING);
+            || parts.headers.contains_key(http::header::TRANSFER_ENCODING)
+            || !http_body::Body::is_end_stream(&incoming);
         let body: Box<dyn Read + Send> = if has_body {
             let (tx, rx) = mpsc::channel(BODY_DEPTH);
-            tokio::spawn(feed_body(incoming, tx, self.max_body_size));
+            tokio::spawn(feed_body(
+                incoming,
+                tx,
+                self.max_body_size,
+                overflow.clone(),
+            ));
             Box::new(BodyReader {
                 rx,
                 current: Bytes::new(),
@@ -155,7 +167,11 @@ impl PhpRunner {
         });
 
         match reply_rx.await {
-            Ok(reply) => build_response(reply),
+            // The script read the body up to the limit and answered: refuse the request.
+            Ok(_) if overflow.load(Ordering::Acquire) => {
+                body::text_response(StatusCode::PAYLOAD_TOO_LARGE, "Payload Too Large")
+            }
+            Ok(reply) => build_response(reply, overflow),
             Err(_) => {
                 body::text_response(StatusCode::INTERNAL_SERVER_ERROR, "Internal Server Error")
             }
@@ -182,12 +198,12 @@ enum ReplyBody {
     Streaming(mpsc::Receiver<Bytes>),
 }
 
-fn build_response(reply: Reply) -> Response<ResponseBody> {
+fn build_response(reply: Reply, overflow: Arc<AtomicBool>) -> Response<ResponseBody> {
     let complete = matches!(reply.body, ReplyBody::Complete(_));
     let body = match reply.body {
         ReplyBody::Complete(bytes) => body::full(bytes),
         ReplyBody::Streaming(rx) => {
-            let stream = futures_stream(rx);
+            let stream = futures_stream(rx, overflow);
             StreamBody::new(stream).boxed()
         }
     };
@@ -213,16 +229,33 @@ fn build_response(reply: Reply) -> Response<ResponseBody> {
     response
 }
 
-/// Adapts the chunk receiver into the `Stream` of frames `StreamBody` wants.
+/// Adapts the chunk receiver into the `Stream` of frames `StreamBody` wants. If the
+/// request body overflowed the limit while the response was streaming, the body ends with
+/// an error (the connection is cut) instead of looking complete.
 fn futures_stream(
     mut rx: mpsc::Receiver<Bytes>,
+    overflow: Arc<AtomicBool>,
 ) -> impl futures_core::Stream<Item = Result<Frame<Bytes>, io::Error>> + Send + Sync + 'static {
-    futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx).map(|c| c.map(|b| Ok(Frame::data(b)))))
+    futures_util::stream::poll_fn(move |cx| {
+        rx.poll_recv(cx).map(|chunk| match chunk {
+            Some(bytes) => Some(Ok(Frame::data(bytes))),
+            None if overflow.load(Ordering::Acquire) => Some(Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "request body too large",
+            ))),
+            None => None,
+        })
+    })
 }
 
 /// Pulls the request body off the connection into the channel PHP reads from, enforcing
 /// the body size limit on bodies without a Content-Length.
-async fn feed_body(mut incoming: Incoming, tx: mpsc::Sender<io::Result<Bytes>>, limit: u64) {
+async fn feed_body(
+    mut incoming: Incoming,
+    tx: mpsc::Sender<io::Result<Bytes>>,
+    limit: u64,
+    overflow: Arc<AtomicBool>,
+) {
     let mut total = 0u64;
     while let Some(frame) = incoming.frame().await {
         let chunk = match frame {
@@ -239,6 +272,7 @@ async fn feed_body(mut incoming: Incoming, tx: mpsc::Sender<io::Result<Bytes>>, 
         };
         total += chunk.len() as u64;
         if total > limit {
+            overflow.store(true, Ordering::Release);
             let _ = tx
                 .send(Err(io::Error::new(
                     io::ErrorKind::InvalidData,

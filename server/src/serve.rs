@@ -23,9 +23,18 @@ use crate::php_bridge::{Connection, PhpRunner, Script};
 use crate::routing::{Route, Router};
 use crate::{static_files, tls};
 
-/// ini defaults for serving (php.ini may override them): errors go to the log, never into
-/// responses, as with Debian's production php.ini under php-fpm.
-const SERVER_INI_DEFAULTS: &[(&str, &str)] = &[("display_errors", "0"), ("log_errors", "1")];
+/// ini defaults for serving, the values of PHP's php.ini-production (which Debian's
+/// php-fpm uses); a php.ini may override them. Errors go to the log, never into responses.
+const SERVER_INI_DEFAULTS: &[(&str, &str)] = &[
+    ("display_errors", "0"),
+    ("display_startup_errors", "0"),
+    ("log_errors", "1"),
+    ("register_argc_argv", "0"),
+    ("variables_order", "GPCS"),
+    ("request_order", "GP"),
+    ("zend.assertions", "-1"),
+    ("output_buffering", "4096"),
+];
 
 /// Everything a request handler needs, shared by all connections.
 struct App {
@@ -94,6 +103,7 @@ async fn serve(config: ServeConfig) -> Result<(), String> {
             .collect(),
         php_ini: config.php_ini.clone(),
         no_php_ini: false,
+        workers: Vec::new(),
         log_target: LogTarget::Tracing,
     })
     .map_err(|e| e.to_string())?;
@@ -177,7 +187,10 @@ async fn serve(config: ServeConfig) -> Result<(), String> {
         match &tls {
             None => {
                 let served = builder
-                    .serve_connection_with_upgrades(TokioIo::new(stream), service)
+                    .serve_connection_with_upgrades(
+                        TokioIo::new(FirstBytesDeadline::new(stream, config.header_timeout)),
+                        service,
+                    )
                     .into_owned();
                 let watched = graceful.watch(served);
                 tokio::spawn(async move {
@@ -196,7 +209,10 @@ async fn serve(config: ServeConfig) -> Result<(), String> {
                         return;
                     };
                     let served = builder
-                        .serve_connection_with_upgrades(TokioIo::new(tls_stream), service)
+                        .serve_connection_with_upgrades(
+                            TokioIo::new(FirstBytesDeadline::new(tls_stream, header_timeout)),
+                            service,
+                        )
                         .into_owned();
                     let _ = watcher.watch(served).await;
                 });
@@ -263,6 +279,10 @@ async fn handle(app: &App, req: Request<Incoming>, conn: &Connection) -> Respons
 }
 
 async fn dispatch(app: &App, req: Request<Incoming>, conn: &Connection) -> Response<ResponseBody> {
+    if let Err(why) = check_host(&req) {
+        tracing::debug!("bad request: {why}");
+        return body::text_response(StatusCode::BAD_REQUEST, "Bad Request");
+    }
     match app.router.route(req.uri().path()) {
         Route::Static(path) => static_files::serve(&path, req.method(), req.headers()).await,
         Route::Php {
@@ -297,5 +317,130 @@ async fn dispatch(app: &App, req: Request<Incoming>, conn: &Connection) -> Respo
             tracing::debug!(path = req.uri().path(), "bad request: {why}");
             body::text_response(StatusCode::BAD_REQUEST, "Bad Request")
         }
+    }
+}
+
+/// RFC 9112 §3.2: an HTTP/1.1 request needs exactly one Host header (unless the target is
+/// in absolute form). Its value becomes SERVER_NAME, which applications use in paths and
+/// URLs, so like nginx we also refuse values that are not a plain host[:port].
+fn check_host<B>(req: &Request<B>) -> Result<(), &'static str> {
+    let mut hosts = req.headers().get_all(http::header::HOST).iter();
+    let host = hosts.next();
+    if hosts.next().is_some() {
+        return Err("several Host headers");
+    }
+    let Some(host) = host else {
+        if req.version() == http::Version::HTTP_11 && req.uri().host().is_none() {
+            return Err("HTTP/1.1 request without Host");
+        }
+        return Ok(());
+    };
+    let host = host.as_bytes();
+    let allowed = |b: &u8| b.is_ascii_alphanumeric() || b"-._~:[]%!$&'()*+,;=".contains(b);
+    if !host.iter().all(allowed)
+        || host.windows(2).any(|w| w == b"..")
+        || host.first() == Some(&b'.')
+    {
+        return Err("invalid Host header");
+    }
+    Ok(())
+}
+
+/// Bounds the time a client may take to send the first bytes on a connection.
+///
+/// hyper-util's protocol detection (HTTP/1 or the HTTP/2 preface) reads before hyper's own
+/// header timeout is armed and has no deadline of its own, so a client that connected and
+/// sent nothing, or a prefix of the HTTP/2 preface, held its connection forever. Reads
+/// fail with `TimedOut` after the deadline until the preface length (24 bytes) has been
+/// read or a response has been written; hyper's timers cover everything after that.
+struct FirstBytesDeadline<T> {
+    inner: T,
+    deadline: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
+    read: usize,
+}
+
+impl<T> FirstBytesDeadline<T> {
+    const PREFACE_LEN: usize = 24;
+
+    fn new(inner: T, timeout: std::time::Duration) -> Self {
+        FirstBytesDeadline {
+            inner,
+            deadline: Some(Box::pin(tokio::time::sleep(timeout))),
+            read: 0,
+        }
+    }
+}
+
+impl<T: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for FirstBytesDeadline<T> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        use std::future::Future;
+        use std::task::Poll;
+        let this = &mut *self;
+        let before = buf.filled().len();
+        match std::pin::Pin::new(&mut this.inner).poll_read(cx, buf) {
+            Poll::Ready(Ok(())) => {
+                this.read += buf.filled().len() - before;
+                if this.read >= Self::PREFACE_LEN {
+                    this.deadline = None;
+                }
+                Poll::Ready(Ok(()))
+            }
+            Poll::Pending => {
+                let expired = this
+                    .deadline
+                    .as_mut()
+                    .is_some_and(|deadline| deadline.as_mut().poll(cx).is_ready());
+                if expired {
+                    return Poll::Ready(Err(std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        "no request in time",
+                    )));
+                }
+                Poll::Pending
+            }
+            other => other,
+        }
+    }
+}
+
+impl<T: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for FirstBytesDeadline<T> {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        self.deadline = None;
+        std::pin::Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        self.deadline = None;
+        std::pin::Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_shutdown(cx)
     }
 }

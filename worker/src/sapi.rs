@@ -18,7 +18,7 @@ use php_sys as sys;
 
 use crate::php;
 use crate::request::{
-    CgiRequest, Disconnected, ResponseHead, ResponseSink, ScriptOutcome, ScriptRequest,
+    CgiRequest, ResponseHead, ResponseSink, ScriptOutcome, ScriptRequest,
 };
 use crate::server_vars;
 
@@ -487,29 +487,37 @@ unsafe extern "C" fn on_ub_write(str_: *const c_char, len: usize) -> usize {
         // After fastcgi_finish_request() output is discarded, as under php-fpm.
         return len;
     }
-    if ctx.disconnected.get() {
-        return 0;
-    }
-    let result = ctx.sink.borrow_mut().write(bytes);
-    match result {
-        Ok(()) => len,
-        Err(Disconnected) => {
-            ctx.disconnected.set(true);
-            // May longjmp (unless ignore_user_abort): nothing with a destructor is alive in
-            // this frame any more.
-            // SAFETY: on a PHP thread inside a request.
-            unsafe { sys::php_handle_aborted_connection() };
-            0
+    if !ctx.disconnected.get() {
+        let result = ctx.sink.borrow_mut().write(bytes);
+        if result.is_ok() {
+            return len;
         }
+        ctx.disconnected.set(true);
     }
+    client_gone();
+    0
+}
+
+/// The client went away: PHP marks the connection aborted and, unless the script set
+/// ignore_user_abort, ends it (a bailout). Callers must hold nothing that needs dropping.
+fn client_gone() {
+    // SAFETY: on a PHP thread inside a request; may longjmp to the request's zend_try.
+    unsafe { sys::php_handle_aborted_connection() };
 }
 
 unsafe extern "C" fn on_flush(_server_context: *mut c_void) {
-    if let Some(ctx) = RequestContext::current() {
-        if !ctx.disconnected.get() && ctx.sink.borrow_mut().flush().is_err() {
-            ctx.disconnected.set(true);
-        }
+    let Some(ctx) = RequestContext::current() else { return };
+    if ctx.finished.get() {
+        return;
     }
+    if !ctx.disconnected.get() {
+        let result = ctx.sink.borrow_mut().flush();
+        if result.is_ok() {
+            return;
+        }
+        ctx.disconnected.set(true);
+    }
+    client_gone();
 }
 
 unsafe extern "C" fn on_send_headers(headers: *mut sys::sapi_headers_struct) -> c_int {
@@ -556,20 +564,30 @@ pub(crate) unsafe fn response_head(headers: &sys::sapi_headers_struct) -> Respon
 }
 
 unsafe extern "C" fn on_read_post(buffer: *mut c_char, count: usize) -> usize {
-    let Some(ctx) = RequestContext::current() else {
-        return 0;
-    };
+    let Some(ctx) = RequestContext::current() else { return 0 };
     // SAFETY: PHP passes a writable buffer of `count` bytes.
     let buf = unsafe { std::slice::from_raw_parts_mut(buffer.cast::<u8>(), count) };
-    let mut body = ctx.body.borrow_mut();
     let mut filled = 0;
-    while filled < count {
-        match body.read(&mut buf[filled..]) {
-            Ok(0) => break,
-            Ok(n) => filled += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(_) => break,
+    let mut failed = false;
+    {
+        let mut body = ctx.body.borrow_mut();
+        while filled < count {
+            match body.read(&mut buf[filled..]) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => {
+                    failed = true;
+                    break;
+                }
+            }
         }
+    }
+    if failed && filled == 0 {
+        // The body broke off (client gone, or over the size limit): a truncated body must
+        // never look complete to the script.
+        ctx.disconnected.set(true);
+        client_gone();
     }
     filled
 }

@@ -1,0 +1,420 @@
+//! Shared helpers for the HTTP integration tests: start the real `ferrophp` binary on a
+//! free port, talk to it over raw TCP or reqwest, watch its stderr and memory, and kill it
+//! (by PID, through `Child::kill`) when the test is done.
+
+#![allow(dead_code)]
+
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How long a server may take to print its listening line.
+const STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default socket timeout for raw exchanges.
+pub const IO_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// `test-data/http`, the document root holding one script per behaviour.
+pub fn http_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../test-data/http")
+        .canonicalize()
+        .expect("test-data/http exists")
+}
+
+/// A running `ferrophp serve`, killed on drop.
+pub struct Server {
+    child: Child,
+    pub addr: SocketAddr,
+    pub root: PathBuf,
+    pub scheme: &'static str,
+    stderr: Arc<Mutex<Vec<u8>>>,
+    exited: Option<ExitStatus>,
+}
+
+impl Server {
+    /// `ferrophp serve --root ROOT --listen 127.0.0.1:0 [--threads 2] ARGS...`
+    pub fn start(root: &Path, args: &[&str]) -> Server {
+        Self::start_with_env(root, args, &[])
+    }
+
+    pub fn start_with_env(root: &Path, args: &[&str], envs: &[(&str, &str)]) -> Server {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_ferrophp"));
+        cmd.arg("serve")
+            .arg("--root")
+            .arg(root)
+            .arg("--listen")
+            .arg("127.0.0.1:0");
+        if !args.contains(&"--threads") {
+            cmd.args(["--threads", "2"]);
+        }
+        cmd.args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        // Settings from the caller's environment must not leak into a test.
+        for (key, _) in std::env::vars_os() {
+            if key.to_string_lossy().starts_with("FERROPHP_") {
+                cmd.env_remove(key);
+            }
+        }
+        for (k, v) in envs {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().expect("ferrophp starts");
+
+        let stderr = Arc::new(Mutex::new(Vec::new()));
+        {
+            let mut pipe = child.stderr.take().unwrap();
+            let sink = stderr.clone();
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 8192];
+                loop {
+                    match pipe.read(&mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => sink.lock().unwrap().extend_from_slice(&buf[..n]),
+                    }
+                }
+            });
+        }
+        let (tx, rx) = mpsc::channel();
+        {
+            let stdout = child.stdout.take().unwrap();
+            std::thread::spawn(move || {
+                let mut lines = BufReader::new(stdout).lines();
+                for line in lines.by_ref() {
+                    let Ok(line) = line else { break };
+                    if let Some(url) = line.strip_prefix("ferrophp listening on ") {
+                        let _ = tx.send(url.to_owned());
+                    }
+                }
+            });
+        }
+        let mut server = Server {
+            child,
+            addr: "127.0.0.1:1".parse().unwrap(),
+            root: root.to_path_buf(),
+            scheme: "http",
+            stderr,
+            exited: None,
+        };
+        let url = match rx.recv_timeout(STARTUP_TIMEOUT) {
+            Ok(url) => url,
+            Err(_) => panic!(
+                "ferrophp did not print its listening line; stderr:\n{}",
+                server.stderr()
+            ),
+        };
+        let (scheme, hostport) = url.split_once("://").expect("url has a scheme");
+        server.scheme = if scheme == "https" { "https" } else { "http" };
+        server.addr = hostport.parse().expect("listening address");
+        server
+    }
+
+    pub fn port(&self) -> u16 {
+        self.addr.port()
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// `http://127.0.0.1:PORT{path}` (or https).
+    pub fn url(&self, path: &str) -> String {
+        format!("{}://{}{}", self.scheme, self.addr, path)
+    }
+
+    /// Everything the server wrote to stderr so far.
+    pub fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.stderr.lock().unwrap()).into_owned()
+    }
+
+    /// Waits until stderr contains `needle`; false on timeout.
+    pub fn wait_for_stderr(&self, needle: &str, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if self.stderr().contains(needle) {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Resident set size of the server process, in KiB.
+    pub fn rss_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()))
+            .expect("server process status");
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .expect("VmRSS line")
+    }
+
+    /// Sends SIGTERM through the `kill` command (no libc needed).
+    pub fn sigterm(&self) {
+        let status = Command::new("kill")
+            .arg("-TERM")
+            .arg(self.pid().to_string())
+            .status()
+            .expect("kill runs");
+        assert!(status.success(), "kill -TERM failed");
+    }
+
+    /// Waits for the process to exit; None on timeout.
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                self.exited = Some(status);
+                return Some(status);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Whether the process is still alive.
+    pub fn is_running(&mut self) -> bool {
+        self.exited.is_none() && self.child.try_wait().ok().flatten().is_none()
+    }
+
+    /// GET `path` over a fresh raw connection.
+    pub fn get(&self, path: &str) -> RawResponse {
+        self.raw(
+            format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+                .as_bytes(),
+        )
+    }
+
+    /// Sends `request` bytes on a fresh connection, reads until the server closes it and
+    /// parses the response. Panics if no response could be parsed.
+    pub fn raw(&self, request: &[u8]) -> RawResponse {
+        let bytes = exchange(self.addr, request, IO_TIMEOUT).expect("raw exchange");
+        parse_response(&bytes).unwrap_or_else(|| {
+            panic!(
+                "unparsable response to {:?}: {:?}",
+                String::from_utf8_lossy(&request[..request.len().min(200)]),
+                String::from_utf8_lossy(&bytes)
+            )
+        })
+    }
+
+    /// Asserts the server still answers a plain request.
+    pub fn assert_alive(&self) {
+        let r = self.get("/hello.php");
+        assert_eq!(r.status, 200, "server no longer serving: {r:?}");
+        assert_eq!(r.body, b"Hello, World!");
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if self.exited.is_none() && self.child.try_wait().ok().flatten().is_none() {
+            // Child::kill sends SIGKILL to this child's PID only.
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// A blocking reqwest client for tests: no proxy, bounded timeouts, any certificate.
+pub fn client() -> reqwest::blocking::Client {
+    client_builder().build().expect("client")
+}
+
+pub fn client_builder() -> reqwest::blocking::ClientBuilder {
+    reqwest::blocking::Client::builder()
+        .no_proxy()
+        .timeout(Duration::from_secs(30))
+        .connect_timeout(Duration::from_secs(5))
+        .danger_accept_invalid_certs(true)
+        .redirect(reqwest::redirect::Policy::none())
+}
+
+/// Connects with read/write timeouts set.
+pub fn connect(addr: SocketAddr) -> TcpStream {
+    let stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).expect("connect");
+    stream.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
+    stream.set_write_timeout(Some(IO_TIMEOUT)).unwrap();
+    stream
+}
+
+/// Writes `request`, then reads until EOF (or a reset after some bytes) or `timeout`.
+pub fn exchange(addr: SocketAddr, request: &[u8], timeout: Duration) -> io::Result<Vec<u8>> {
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
+    stream.set_read_timeout(Some(timeout))?;
+    stream.set_write_timeout(Some(timeout))?;
+    // The server may answer (and close) before taking the whole request: not an error.
+    let _ = stream.write_all(request);
+    let mut out = Vec::new();
+    let mut buf = [0u8; 65536];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(e) if !out.is_empty() && e.kind() == io::ErrorKind::ConnectionReset => break,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(out)
+}
+
+/// A parsed HTTP/1.x response.
+#[derive(Debug, Clone)]
+pub struct RawResponse {
+    pub status: u16,
+    /// Names lower-cased, in order.
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl RawResponse {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        let name = name.to_ascii_lowercase();
+        self.headers
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn headers_all(&self, name: &str) -> Vec<&str> {
+        let name = name.to_ascii_lowercase();
+        self.headers
+            .iter()
+            .filter(|(n, _)| *n == name)
+            .map(|(_, v)| v.as_str())
+            .collect()
+    }
+
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+}
+
+/// Parses a complete response read until EOF: Content-Length, chunked, or to-the-end body.
+pub fn parse_response(bytes: &[u8]) -> Option<RawResponse> {
+    let mut reader = BufReader::new(bytes);
+    read_response(&mut reader, false).ok()
+}
+
+/// Reads one response from a keep-alive connection. `head_request`: no body follows.
+pub fn read_response<R: BufRead>(reader: &mut R, head_request: bool) -> io::Result<RawResponse> {
+    let (status, headers) = read_head(reader)?;
+    let find = |name: &str| {
+        headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.clone())
+    };
+    let mut body = Vec::new();
+    let bodiless = head_request || status == 204 || status == 304 || (100..200).contains(&status);
+    if bodiless {
+    } else if find("transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked")) {
+        loop {
+            let mut line = String::new();
+            reader.read_line(&mut line)?;
+            let size_text = line.trim().split(';').next().unwrap_or("");
+            let size = usize::from_str_radix(size_text, 16)
+                .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "bad chunk size"))?;
+            if size == 0 {
+                // Trailers, then the blank line.
+                loop {
+                    let mut t = String::new();
+                    if reader.read_line(&mut t)? == 0 || t == "\r\n" || t == "\n" {
+                        break;
+                    }
+                }
+                break;
+            }
+            let start = body.len();
+            body.resize(start + size, 0);
+            reader.read_exact(&mut body[start..])?;
+            let mut crlf = [0u8; 2];
+            reader.read_exact(&mut crlf)?;
+        }
+    } else if let Some(len) = find("content-length") {
+        let len: usize = len
+            .trim()
+            .parse()
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "bad content-length"))?;
+        body.resize(len, 0);
+        reader.read_exact(&mut body)?;
+    } else {
+        reader.read_to_end(&mut body)?;
+    }
+    Ok(RawResponse {
+        status,
+        headers,
+        body,
+    })
+}
+
+/// Reads a status line and headers.
+pub fn read_head<R: BufRead>(reader: &mut R) -> io::Result<(u16, Vec<(String, String)>)> {
+    let mut line = String::new();
+    if reader.read_line(&mut line)? == 0 {
+        return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "no response"));
+    }
+    let mut parts = line.split_whitespace();
+    let version = parts.next().unwrap_or("");
+    if !version.starts_with("HTTP/1.") {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("bad status line {line:?}"),
+        ));
+    }
+    let status: u16 = parts
+        .next()
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "bad status"))?;
+    let mut headers = Vec::new();
+    loop {
+        let mut h = String::new();
+        if reader.read_line(&mut h)? == 0 {
+            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "eof in head"));
+        }
+        let h = h.trim_end_matches(['\r', '\n']);
+        if h.is_empty() {
+            break;
+        }
+        if let Some((n, v)) = h.split_once(':') {
+            headers.push((n.trim().to_ascii_lowercase(), v.trim().to_owned()));
+        }
+    }
+    Ok((status, headers))
+}
+
+/// Percent-encodes a query value (paths of temp files, mostly).
+pub fn encode(value: &str) -> String {
+    let mut out = String::new();
+    for b in value.bytes() {
+        if b.is_ascii_alphanumeric() || b"-_.~/".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// Polls `cond` every 20 ms until it holds or `timeout` passes.
+pub fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if cond() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

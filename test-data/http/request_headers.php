@@ -1,0 +1,6 @@
+<?php
+header('Content-Type: application/json');
+echo json_encode([
+    'getallheaders' => getallheaders(),
+    'apache_request_headers' => apache_request_headers(),
+]);

@@ -1,0 +1,4 @@
+<?php
+// Proves the script ran: writes ?marker=.
+file_put_contents($_GET['marker'], 'ran');
+echo 'touched';

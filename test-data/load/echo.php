@@ -1,0 +1,4 @@
+<?php
+// Echoes the request body (classic mode).
+header('Content-Type: text/plain');
+echo file_get_contents('php://input');

@@ -1,0 +1,6 @@
+<?php
+$handler = static function (): void {
+    echo 'Hello, World!';
+};
+while (ferrophp_handle_request($handler)) {
+}
