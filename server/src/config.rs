@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::workers::WorkerSpec;
+
 /// Command-line flags (each also readable from its `FERROPHP_*` environment variable).
 #[derive(clap::Args, Debug, Default)]
 pub struct ServeArgs {
@@ -72,6 +74,19 @@ pub struct ServeArgs {
     /// Log filter (tracing EnvFilter syntax) [default: info]
     #[arg(long, env = "FERROPHP_LOG", value_name = "FILTER")]
     pub log: Option<String>,
+    /// Worker script, booted once per thread, serving requests routed to it in a loop:
+    /// `path/to/worker.php` or `path/to/worker.php,THREADS`. Repeatable.
+    #[arg(long = "worker", value_name = "SCRIPT[,THREADS]")]
+    pub workers: Vec<String>,
+    /// Requests a worker thread serves before its PHP state is rebuilt [default: unlimited]
+    #[arg(long, env = "FERROPHP_MAX_REQUESTS", value_name = "N")]
+    pub max_requests: Option<u64>,
+    /// Restart workers gracefully when a file matching this glob changes. Repeatable.
+    #[arg(long = "watch", value_name = "GLOB")]
+    pub watch: Vec<String>,
+    /// Admin listener (POST /workers/restart, GET /health); off unless set.
+    #[arg(long, env = "FERROPHP_ADMIN", value_name = "ADDR")]
+    pub admin: Option<SocketAddr>,
 }
 
 /// The same settings as a TOML file; every key is optional.
@@ -94,6 +109,9 @@ struct FileConfig {
     php_ini: Option<PathBuf>,
     server_name: Option<String>,
     log: Option<String>,
+    worker: Option<Vec<WorkerSpec>>,
+    watch: Option<Vec<String>>,
+    admin: Option<SocketAddr>,
 }
 
 /// Resolved settings.
@@ -114,6 +132,9 @@ pub struct ServeConfig {
     pub php_ini: Option<PathBuf>,
     pub server_name: Option<String>,
     pub log: String,
+    pub workers: Vec<WorkerSpec>,
+    pub watch: Vec<String>,
+    pub admin: Option<SocketAddr>,
 }
 
 impl ServeConfig {
@@ -157,7 +178,18 @@ impl ServeConfig {
         for kv in &args.ini {
             ini.push(split_key_value(kv, "-d")?);
         }
+        let mut workers = file.worker.unwrap_or_default();
+        for spec in &args.workers {
+            let mut spec = WorkerSpec::parse_flag(spec)?;
+            spec.max_requests = args.max_requests;
+            workers.push(spec);
+        }
+        let mut watch = file.watch.unwrap_or_default();
+        watch.extend(args.watch);
         Ok(ServeConfig {
+            workers,
+            watch,
+            admin: args.admin.or(file.admin),
             root,
             listen: args
                 .listen

@@ -1,5 +1,6 @@
 //! The `ferrophp` binary: command-line entry point. Each subcommand lives in its own module.
 
+mod admin;
 mod body;
 mod config;
 mod php_bridge;
@@ -8,6 +9,7 @@ mod routing;
 mod serve;
 mod static_files;
 mod tls;
+mod workers;
 
 use clap::{Parser, Subcommand};
 

@@ -19,7 +19,7 @@ use http::{HeaderName, HeaderValue, Request, Response, StatusCode};
 use http_body_util::{BodyExt, StreamBody};
 use hyper::body::{Frame, Incoming};
 use tokio::sync::{mpsc, oneshot, Semaphore};
-use worker::{CgiRequest, Disconnected, Engine, ResponseHead, ResponseSink, ScriptRequest};
+use worker::{CgiRequest, Target, Disconnected, Engine, ResponseHead, ResponseSink, ScriptRequest};
 
 use crate::body::{self, ResponseBody};
 
@@ -33,14 +33,25 @@ const BODY_DEPTH: usize = 4;
 /// What every PHP request shares: the engine, the thread permits and the limits.
 pub struct PhpRunner {
     pub engine: Engine,
-    /// One permit per PHP thread: a request waits here (up to `max_wait`) rather than
-    /// in the engine's queue, so a timeout can answer 503.
-    pub permits: Arc<Semaphore>,
+    /// One permit per PHP thread, per pool (classic first, then each worker): a request
+    /// waits here (up to `max_wait`) rather than in the engine's queue, so a timeout can
+    /// answer 503.
+    pub permits: Vec<Arc<Semaphore>>,
     pub max_wait: Duration,
     pub max_body_size: u64,
     pub document_root: Arc<str>,
     pub env: Arc<[(std::ffi::CString, std::ffi::CString)]>,
     pub server_name: Option<String>,
+}
+
+impl PhpRunner {
+    fn permits_for(&self, target: Target) -> Arc<Semaphore> {
+        let index = match target {
+            Target::Classic => 0,
+            Target::Worker(i) => i + 1,
+        };
+        self.permits[index].clone()
+    }
 }
 
 /// Where the request came from and how.
@@ -64,6 +75,7 @@ impl PhpRunner {
         req: Request<Incoming>,
         conn: &Connection,
         script: Script,
+        target: Target,
     ) -> Response<ResponseBody> {
         let declared_length = req
             .headers()
@@ -75,7 +87,7 @@ impl PhpRunner {
         }
 
         let permit =
-            match tokio::time::timeout(self.max_wait, self.permits.clone().acquire_owned()).await {
+            match tokio::time::timeout(self.max_wait, self.permits_for(target).acquire_owned()).await {
                 Ok(Ok(permit)) => permit,
                 _ => {
                     let mut resp = body::text_response(
@@ -156,7 +168,7 @@ impl PhpRunner {
         let mut request = ScriptRequest::new(script.filename, Box::new(sink));
         request.cgi = Some(cgi);
         request.body = body;
-        let Ok(done) = self.engine.submit(request) else {
+        let Ok(done) = self.engine.submit_to(target, request) else {
             return body::text_response(StatusCode::SERVICE_UNAVAILABLE, "Service Unavailable");
         };
         // The permit is the PHP thread: release it when the script ends, which can be long

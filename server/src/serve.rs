@@ -15,13 +15,14 @@ use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
-use worker::{Engine, EngineConfig, LogTarget};
+use worker::{Engine, EngineConfig, LogTarget, Target};
 
 use crate::body::{self, ResponseBody};
 use crate::config::{ServeArgs, ServeConfig};
 use crate::php_bridge::{Connection, PhpRunner, Script};
 use crate::routing::{Route, Router};
-use crate::{static_files, tls};
+use crate::workers::{self, WorkerRouter};
+use crate::{admin, static_files, tls};
 
 /// ini defaults for serving, the values of PHP's php.ini-production (which Debian's
 /// php-fpm uses); a php.ini may override them. Errors go to the log, never into responses.
@@ -39,6 +40,7 @@ const SERVER_INI_DEFAULTS: &[(&str, &str)] = &[
 /// Everything a request handler needs, shared by all connections.
 struct App {
     router: Router,
+    workers: WorkerRouter,
     php: PhpRunner,
     access_log: bool,
 }
@@ -94,6 +96,14 @@ async fn serve(config: ServeConfig) -> Result<(), String> {
         .map_err(|e| format!("cannot listen on {}: {e}", config.listen))?;
     let local = listener.local_addr().map_err(|e| e.to_string())?;
 
+    let worker_configs = config
+        .workers
+        .iter()
+        .map(|spec| spec.to_config(config.threads))
+        .collect::<Result<Vec<_>, _>>()?;
+    let worker_router = WorkerRouter::new(&worker_configs, &config.workers)?;
+    let mut permits = vec![Arc::new(Semaphore::new(config.threads))];
+    permits.extend(worker_configs.iter().map(|w| Arc::new(Semaphore::new(w.threads))));
     let engine = Engine::start(EngineConfig {
         threads: config.threads,
         ini: config.ini.clone(),
@@ -103,10 +113,21 @@ async fn serve(config: ServeConfig) -> Result<(), String> {
             .collect(),
         php_ini: config.php_ini.clone(),
         no_php_ini: false,
-        workers: Vec::new(),
+        workers: worker_configs,
         log_target: LogTarget::Tracing,
     })
     .map_err(|e| e.to_string())?;
+    let control = engine.control();
+    workers::restart_on_sigusr1(control.clone());
+    // Dropping the watcher stops it: keep it for the life of the server.
+    let _watcher = if config.watch.is_empty() {
+        None
+    } else {
+        Some(workers::watch(control.clone(), &config.watch)?)
+    };
+    if let Some(addr) = config.admin {
+        admin::serve(addr, control.clone()).await?;
+    }
 
     let env: Vec<(CString, CString)> = config
         .env
@@ -122,7 +143,7 @@ async fn serve(config: ServeConfig) -> Result<(), String> {
     let app = Arc::new(App {
         php: PhpRunner {
             engine,
-            permits: Arc::new(Semaphore::new(config.threads)),
+            permits,
             max_wait: config.max_wait,
             max_body_size: config.max_body_size,
             document_root,
@@ -130,6 +151,7 @@ async fn serve(config: ServeConfig) -> Result<(), String> {
             server_name: config.server_name.clone(),
         },
         router,
+        workers: worker_router,
         access_log: config.access_log,
     });
 
@@ -291,13 +313,18 @@ async fn dispatch(app: &App, req: Request<Incoming>, conn: &Connection) -> Respo
             path_info,
             document_uri,
         } => {
+            let target = app
+                .workers
+                .by_path(req.uri().path())
+                .or_else(|| app.workers.by_script(&script_filename))
+                .map_or(Target::Classic, Target::Worker);
             let script = Script {
                 filename: script_filename,
                 script_name,
                 path_info,
                 document_uri,
             };
-            app.php.run(req, conn, script).await
+            app.php.run(req, conn, script, target).await
         }
         Route::RedirectToSlash => {
             let mut location = format!("{}/", req.uri().path());
@@ -312,7 +339,19 @@ async fn dispatch(app: &App, req: Request<Incoming>, conn: &Connection) -> Respo
             }
             resp
         }
-        Route::NotFound => body::text_response(StatusCode::NOT_FOUND, "Not Found"),
+        Route::NotFound => match app.workers.by_path(req.uri().path()) {
+            // A worker with a `match` pattern serves paths that name no file.
+            Some(i) => {
+                let script = Script {
+                    filename: app.workers.script(i).to_path_buf(),
+                    script_name: String::new(),
+                    path_info: String::new(),
+                    document_uri: req.uri().path().to_owned(),
+                };
+                app.php.run(req, conn, script, Target::Worker(i)).await
+            }
+            None => body::text_response(StatusCode::NOT_FOUND, "Not Found"),
+        },
         Route::BadRequest(why) => {
             tracing::debug!(path = req.uri().path(), "bad request: {why}");
             body::text_response(StatusCode::BAD_REQUEST, "Bad Request")

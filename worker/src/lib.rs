@@ -85,6 +85,27 @@ pub struct EngineStopped;
 
 static STARTED: AtomicBool = AtomicBool::new(false);
 
+/// Restarts and observes the worker scripts of a running engine.
+#[derive(Clone)]
+pub struct EngineControl {
+    workers: Vec<std::sync::Arc<worker_mode::WorkerPool>>,
+}
+
+impl EngineControl {
+    /// Reboots every worker script after its current request, without dropping any:
+    /// queued requests wait for the rebooted scripts.
+    pub fn restart_workers(&self) {
+        for pool in &self.workers {
+            pool.restart();
+        }
+    }
+
+    /// Requests served so far by each worker.
+    pub fn worker_requests_served(&self) -> Vec<u64> {
+        self.workers.iter().map(|p| p.requests_served()).collect()
+    }
+}
+
 /// Which PHP threads run a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Target {
@@ -242,19 +263,17 @@ impl Engine {
             .map_err(|_| EngineStopped)
     }
 
-    /// Reboots every worker script after its current request, without dropping any:
-    /// queued requests wait for the rebooted scripts.
-    pub fn restart_workers(&self) {
-        for (pool, _) in &self.workers {
-            pool.restart();
+    /// A handle for restarting and observing workers from elsewhere (signal handlers,
+    /// the admin endpoint, the file watcher) without owning the engine.
+    pub fn control(&self) -> EngineControl {
+        EngineControl {
+            workers: self.workers.iter().map(|(p, _)| p.clone()).collect(),
         }
     }
 
-    /// Requests served so far by worker `index`.
-    pub fn worker_requests_served(&self, index: usize) -> u64 {
-        self.workers
-            .get(index)
-            .map_or(0, |(p, _)| p.requests_served())
+    /// Reboots every worker script after its current request; see [`EngineControl`].
+    pub fn restart_workers(&self) {
+        self.control().restart_workers();
     }
 
     /// Lets running scripts finish, stops every PHP thread and shuts PHP down.

@@ -1,0 +1,59 @@
+//! The admin listener: a separate address (never the public one) for operators.
+//!
+//! - `POST /workers/restart`: graceful restart of every worker script.
+//! - `GET /health`: 200 while serving, with worker request counts as JSON.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+
+use http::{Method, Request, Response, StatusCode};
+use hyper::body::Incoming;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpListener;
+use worker::EngineControl;
+
+use crate::body::{self, ResponseBody};
+
+pub async fn serve(addr: SocketAddr, engine: EngineControl) -> Result<SocketAddr, String> {
+    let listener = TcpListener::bind(addr).await.map_err(|e| format!("cannot listen on {addr} (admin): {e}"))?;
+    let local = listener.local_addr().map_err(|e| e.to_string())?;
+    tracing::info!("admin endpoint on http://{local}");
+    tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else { continue };
+            let engine = engine.clone();
+            let service = service_fn(move |req| {
+                let engine = engine.clone();
+                async move { Ok::<_, Infallible>(handle(&engine, req)) }
+            });
+            tokio::spawn(async move {
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+    Ok(local)
+}
+
+fn handle(engine: &EngineControl, req: Request<Incoming>) -> Response<ResponseBody> {
+    match (req.method(), req.uri().path()) {
+        (&Method::POST, "/workers/restart") => {
+            engine.restart_workers();
+            tracing::info!("admin: restarting workers");
+            body::text_response(StatusCode::OK, "restarting workers")
+        }
+        (&Method::GET, "/health") => {
+            let served: Vec<String> =
+                engine.worker_requests_served().iter().map(u64::to_string).collect();
+            let json = format!(r#"{{"status":"ok","worker_requests":[{}]}}"#, served.join(","));
+            let mut resp = body::text_response(StatusCode::OK, "");
+            *resp.body_mut() = body::full(json);
+            resp.headers_mut().insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
+            resp.headers_mut().remove(http::header::CONTENT_LENGTH);
+            resp
+        }
+        _ => body::text_response(StatusCode::NOT_FOUND, "Not Found"),
+    }
+}

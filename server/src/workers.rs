@@ -1,0 +1,171 @@
+//! Worker scripts on the HTTP side: parsing `--worker` specs and `[[worker]]` tables,
+//! deciding which requests a worker serves, and the three ways to restart workers
+//! gracefully (SIGUSR1, the admin endpoint, `--watch` file changes).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use globset::{Glob, GlobMatcher, GlobSet, GlobSetBuilder};
+use serde::Deserialize;
+use worker::{EngineControl, WorkerConfig};
+
+/// One worker as configured (command line or file).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkerSpec {
+    /// The worker script, relative to the current directory.
+    pub script: PathBuf,
+    /// PHP threads for this worker [default: 2 x CPUs].
+    pub threads: Option<usize>,
+    /// Extra environment for this worker's boot and requests.
+    #[serde(default)]
+    pub env: std::collections::BTreeMap<String, String>,
+    /// URL path pattern (`*` wildcards) this worker serves regardless of routing, e.g.
+    /// `/api/*`. Without it, the worker serves requests routed to its script file.
+    #[serde(rename = "match")]
+    pub match_path: Option<String>,
+    /// Requests per thread before its PHP state is rebuilt [default: unlimited].
+    pub max_requests: Option<u64>,
+}
+
+impl WorkerSpec {
+    /// `path/to/worker.php` or `path/to/worker.php,N`.
+    pub fn parse_flag(spec: &str) -> Result<WorkerSpec, String> {
+        let (path, threads) = match spec.rsplit_once(',') {
+            Some((path, n)) => {
+                let n: usize = n.trim().parse().map_err(|_| format!("--worker {spec}: thread count must be a number"))?;
+                (path, Some(n))
+            }
+            None => (spec, None),
+        };
+        Ok(WorkerSpec {
+            script: PathBuf::from(path),
+            threads,
+            env: Default::default(),
+            match_path: None,
+            max_requests: None,
+        })
+    }
+
+    pub fn to_config(&self, default_threads: usize) -> Result<WorkerConfig, String> {
+        let script = std::fs::canonicalize(&self.script)
+            .map_err(|e| format!("worker script {}: {e}", self.script.display()))?;
+        let mut config = WorkerConfig::new(script, self.threads.unwrap_or(default_threads).max(1));
+        config.env = self.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        config.max_requests = self.max_requests.unwrap_or(0);
+        Ok(config)
+    }
+}
+
+/// Picks the worker for a request.
+pub struct WorkerRouter {
+    workers: Vec<(PathBuf, Option<GlobMatcher>)>,
+}
+
+impl WorkerRouter {
+    pub fn new(configs: &[WorkerConfig], specs: &[WorkerSpec]) -> Result<WorkerRouter, String> {
+        let workers = configs
+            .iter()
+            .zip(specs)
+            .map(|(config, spec)| {
+                let matcher = match &spec.match_path {
+                    Some(pattern) => Some(
+                        Glob::new(pattern)
+                            .map_err(|e| format!("worker match {pattern:?}: {e}"))?
+                            .compile_matcher(),
+                    ),
+                    None => None,
+                };
+                Ok((config.script.clone(), matcher))
+            })
+            .collect::<Result<_, String>>()?;
+        Ok(WorkerRouter { workers })
+    }
+
+    /// The worker whose `match` pattern covers `path`.
+    pub fn by_path(&self, path: &str) -> Option<usize> {
+        self.workers.iter().position(|(_, m)| m.as_ref().is_some_and(|m| m.is_match(path)))
+    }
+
+    pub fn script(&self, index: usize) -> &Path {
+        &self.workers[index].0
+    }
+
+    /// The worker whose script is the routed script file.
+    pub fn by_script(&self, script: &Path) -> Option<usize> {
+        self.workers.iter().position(|(s, m)| m.is_none() && s == script)
+    }
+}
+
+/// Restarts workers on SIGUSR1 until the process ends.
+pub fn restart_on_sigusr1(engine: EngineControl) {
+    tokio::spawn(async move {
+        let Ok(mut usr1) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::user_defined1()) else {
+            return;
+        };
+        while usr1.recv().await.is_some() {
+            tracing::info!("SIGUSR1: restarting workers");
+            engine.restart_workers();
+        }
+    });
+}
+
+/// Restarts workers when a file matching one of `patterns` changes (debounced), until
+/// the returned watcher is dropped.
+pub fn watch(engine: EngineControl, patterns: &[String]) -> Result<notify::RecommendedWatcher, String> {
+    use notify::{RecursiveMode, Watcher};
+    let mut builder = GlobSetBuilder::new();
+    let mut roots: Vec<PathBuf> = Vec::new();
+    for pattern in patterns {
+        let absolute = if Path::new(pattern).is_absolute() {
+            pattern.clone()
+        } else {
+            format!("{}/{pattern}", std::env::current_dir().map_err(|e| e.to_string())?.display())
+        };
+        builder.add(Glob::new(&absolute).map_err(|e| format!("--watch {pattern:?}: {e}"))?);
+        roots.push(glob_root(&absolute));
+    }
+    let set: GlobSet = builder.build().map_err(|e| e.to_string())?;
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+        if let Ok(event) = event {
+            if event.paths.iter().any(|p| set.is_match(p)) {
+                let _ = tx.send(());
+            }
+        }
+    })
+    .map_err(|e| format!("cannot watch files: {e}"))?;
+    for root in roots {
+        watcher
+            .watch(&root, RecursiveMode::Recursive)
+            .map_err(|e| format!("cannot watch {}: {e}", root.display()))?;
+    }
+    std::thread::Builder::new()
+        .name("watch".into())
+        .spawn(move || {
+            while rx.recv().is_ok() {
+                // Editors write in bursts: wait for quiet before restarting once.
+                while rx.recv_timeout(Duration::from_millis(200)).is_ok() {}
+                tracing::info!("files changed: restarting workers");
+                engine.restart_workers();
+            }
+        })
+        .map_err(|e| e.to_string())?;
+    Ok(watcher)
+}
+
+/// The longest leading directory of a glob with no wildcard in it.
+fn glob_root(pattern: &str) -> PathBuf {
+    let mut root = PathBuf::new();
+    for part in Path::new(pattern).components() {
+        let s = part.as_os_str().to_string_lossy();
+        if s.contains(['*', '?', '[', '{']) {
+            break;
+        }
+        root.push(part);
+    }
+    if root.is_file() {
+        root.pop();
+    }
+    root
+}
