@@ -73,6 +73,7 @@ http {
     keepalive_requests 100000;
     server {
         listen 127.0.0.1:$port;
+        server_name localhost;
         root $root;
         index index.php index.html;
         location / { try_files \$uri \$uri/ /index.php\$is_args\$args; }

@@ -16,12 +16,16 @@ use worker::EngineControl;
 use crate::body::{self, ResponseBody};
 
 pub async fn serve(addr: SocketAddr, engine: EngineControl) -> Result<SocketAddr, String> {
-    let listener = TcpListener::bind(addr).await.map_err(|e| format!("cannot listen on {addr} (admin): {e}"))?;
+    let listener = TcpListener::bind(addr)
+        .await
+        .map_err(|e| format!("cannot listen on {addr} (admin): {e}"))?;
     let local = listener.local_addr().map_err(|e| e.to_string())?;
     tracing::info!("admin endpoint on http://{local}");
     tokio::spawn(async move {
         loop {
-            let Ok((stream, _)) = listener.accept().await else { continue };
+            let Ok((stream, _)) = listener.accept().await else {
+                continue;
+            };
             let engine = engine.clone();
             let service = service_fn(move |req| {
                 let engine = engine.clone();
@@ -45,12 +49,21 @@ fn handle(engine: &EngineControl, req: Request<Incoming>) -> Response<ResponseBo
             body::text_response(StatusCode::OK, "restarting workers")
         }
         (&Method::GET, "/health") => {
-            let served: Vec<String> =
-                engine.worker_requests_served().iter().map(u64::to_string).collect();
-            let json = format!(r#"{{"status":"ok","worker_requests":[{}]}}"#, served.join(","));
+            let served: Vec<String> = engine
+                .worker_requests_served()
+                .iter()
+                .map(u64::to_string)
+                .collect();
+            let json = format!(
+                r#"{{"status":"ok","worker_requests":[{}]}}"#,
+                served.join(",")
+            );
             let mut resp = body::text_response(StatusCode::OK, "");
             *resp.body_mut() = body::full(json);
-            resp.headers_mut().insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
+            resp.headers_mut().insert(
+                http::header::CONTENT_TYPE,
+                http::HeaderValue::from_static("application/json"),
+            );
             resp.headers_mut().remove(http::header::CONTENT_LENGTH);
             resp
         }

@@ -19,7 +19,7 @@ use http::{HeaderName, HeaderValue, Request, Response, StatusCode};
 use http_body_util::{BodyExt, StreamBody};
 use hyper::body::{Frame, Incoming};
 use tokio::sync::{mpsc, oneshot, Semaphore};
-use worker::{CgiRequest, Target, Disconnected, Engine, ResponseHead, ResponseSink, ScriptRequest};
+use worker::{CgiRequest, Disconnected, Engine, ResponseHead, ResponseSink, ScriptRequest, Target};
 
 use crate::body::{self, ResponseBody};
 
@@ -87,7 +87,9 @@ impl PhpRunner {
         }
 
         let permit =
-            match tokio::time::timeout(self.max_wait, self.permits_for(target).acquire_owned()).await {
+            match tokio::time::timeout(self.max_wait, self.permits_for(target).acquire_owned())
+                .await
+            {
                 Ok(Ok(permit)) => permit,
                 _ => {
                     let mut resp = body::text_response(

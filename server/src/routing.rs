@@ -27,8 +27,9 @@ pub enum Route {
     Static(PathBuf),
     /// Run a PHP script. `script_filename` is the absolute canonical path of the .php file,
     /// `script_name` its URL path ("/blog/index.php"), `path_info` the decoded remainder
-    /// after the script ("/foo/bar" or ""). `document_uri` is the decoded, normalized URL
-    /// path (nginx's `$uri`).
+    /// after the script ("/foo/bar" or ""). `document_uri` is what nginx + php-fpm give
+    /// as DOCUMENT_URI in the usual setup (`try_files $fastcgi_script_name` rewrites
+    /// `$uri`): the script's URL path.
     Php {
         script_filename: PathBuf,
         script_name: String,
@@ -100,7 +101,7 @@ impl Router {
             }
             match fs::metadata(&fs_path) {
                 Ok(meta) if meta.is_file() => {
-                    return self.php(&fs_path, &uri[..end], &uri[end..], &uri);
+                    return self.php(&fs_path, &uri[..end], &uri[end..]);
                 }
                 Ok(meta) if meta.is_dir() => {}
                 // Nothing below a missing or special file can exist.
@@ -122,7 +123,7 @@ impl Router {
                     }
                 } else if is_file(&index_php) {
                     let script_name = format!("{uri}index.php");
-                    return self.php(&index_php, &script_name, "", &script_name);
+                    return self.php(&index_php, &script_name, "");
                 } else if is_file(&index_html) {
                     return self.static_file(&index_html);
                 }
@@ -133,18 +134,18 @@ impl Router {
         // 4. Front controller.
         let front = self.root.join("index.php");
         if is_file(&front) {
-            return self.php(&front, "/index.php", "", &uri);
+            return self.php(&front, "/index.php", "");
         }
         Route::NotFound
     }
 
-    fn php(&self, file: &Path, script_name: &str, path_info: &str, document_uri: &str) -> Route {
+    fn php(&self, file: &Path, script_name: &str, path_info: &str) -> Route {
         match self.contained(file) {
             Some(script_filename) => Route::Php {
                 script_filename,
                 script_name: script_name.to_owned(),
                 path_info: path_info.to_owned(),
-                document_uri: document_uri.to_owned(),
+                document_uri: script_name.to_owned(),
             },
             None => Route::NotFound,
         }
@@ -304,12 +305,14 @@ mod tests {
             self.router.document_root()
         }
 
-        fn php(&self, script: &str, name: &str, info: &str, uri: &str) -> Route {
+        /// The expected route; `_uri` names the request for readability (DOCUMENT_URI is
+        /// always the script's URL path).
+        fn php(&self, script: &str, name: &str, info: &str, _uri: &str) -> Route {
             Route::Php {
                 script_filename: self.root().join(script),
                 script_name: name.into(),
                 path_info: info.into(),
-                document_uri: uri.into(),
+                document_uri: name.into(),
             }
         }
 

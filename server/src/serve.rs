@@ -103,7 +103,11 @@ async fn serve(config: ServeConfig) -> Result<(), String> {
         .collect::<Result<Vec<_>, _>>()?;
     let worker_router = WorkerRouter::new(&worker_configs, &config.workers)?;
     let mut permits = vec![Arc::new(Semaphore::new(config.threads))];
-    permits.extend(worker_configs.iter().map(|w| Arc::new(Semaphore::new(w.threads))));
+    permits.extend(
+        worker_configs
+            .iter()
+            .map(|w| Arc::new(Semaphore::new(w.threads))),
+    );
     let engine = Engine::start(EngineConfig {
         threads: config.threads,
         ini: config.ini.clone(),

@@ -33,7 +33,10 @@ impl WorkerSpec {
     pub fn parse_flag(spec: &str) -> Result<WorkerSpec, String> {
         let (path, threads) = match spec.rsplit_once(',') {
             Some((path, n)) => {
-                let n: usize = n.trim().parse().map_err(|_| format!("--worker {spec}: thread count must be a number"))?;
+                let n: usize = n
+                    .trim()
+                    .parse()
+                    .map_err(|_| format!("--worker {spec}: thread count must be a number"))?;
                 (path, Some(n))
             }
             None => (spec, None),
@@ -51,7 +54,11 @@ impl WorkerSpec {
         let script = std::fs::canonicalize(&self.script)
             .map_err(|e| format!("worker script {}: {e}", self.script.display()))?;
         let mut config = WorkerConfig::new(script, self.threads.unwrap_or(default_threads).max(1));
-        config.env = self.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        config.env = self
+            .env
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
         config.max_requests = self.max_requests.unwrap_or(0);
         Ok(config)
     }
@@ -84,7 +91,9 @@ impl WorkerRouter {
 
     /// The worker whose `match` pattern covers `path`.
     pub fn by_path(&self, path: &str) -> Option<usize> {
-        self.workers.iter().position(|(_, m)| m.as_ref().is_some_and(|m| m.is_match(path)))
+        self.workers
+            .iter()
+            .position(|(_, m)| m.as_ref().is_some_and(|m| m.is_match(path)))
     }
 
     pub fn script(&self, index: usize) -> &Path {
@@ -93,14 +102,18 @@ impl WorkerRouter {
 
     /// The worker whose script is the routed script file.
     pub fn by_script(&self, script: &Path) -> Option<usize> {
-        self.workers.iter().position(|(s, m)| m.is_none() && s == script)
+        self.workers
+            .iter()
+            .position(|(s, m)| m.is_none() && s == script)
     }
 }
 
 /// Restarts workers on SIGUSR1 until the process ends.
 pub fn restart_on_sigusr1(engine: EngineControl) {
     tokio::spawn(async move {
-        let Ok(mut usr1) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::user_defined1()) else {
+        let Ok(mut usr1) =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::user_defined1())
+        else {
             return;
         };
         while usr1.recv().await.is_some() {
@@ -112,7 +125,10 @@ pub fn restart_on_sigusr1(engine: EngineControl) {
 
 /// Restarts workers when a file matching one of `patterns` changes (debounced), until
 /// the returned watcher is dropped.
-pub fn watch(engine: EngineControl, patterns: &[String]) -> Result<notify::RecommendedWatcher, String> {
+pub fn watch(
+    engine: EngineControl,
+    patterns: &[String],
+) -> Result<notify::RecommendedWatcher, String> {
     use notify::{RecursiveMode, Watcher};
     let mut builder = GlobSetBuilder::new();
     let mut roots: Vec<PathBuf> = Vec::new();
@@ -120,7 +136,12 @@ pub fn watch(engine: EngineControl, patterns: &[String]) -> Result<notify::Recom
         let absolute = if Path::new(pattern).is_absolute() {
             pattern.clone()
         } else {
-            format!("{}/{pattern}", std::env::current_dir().map_err(|e| e.to_string())?.display())
+            format!(
+                "{}/{pattern}",
+                std::env::current_dir()
+                    .map_err(|e| e.to_string())?
+                    .display()
+            )
         };
         builder.add(Glob::new(&absolute).map_err(|e| format!("--watch {pattern:?}: {e}"))?);
         roots.push(glob_root(&absolute));
