@@ -4,5 +4,6 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
 scripts/setup.sh >/dev/null
+scripts/install-test-deps.sh
 cargo build --workspace --all-targets
 cargo test --workspace --no-fail-fast
