@@ -13,7 +13,14 @@ use std::process::Command;
 fn main() {
     println!("cargo:rerun-if-env-changed=PHP_CONFIG");
     println!("cargo:rerun-if-env-changed=FERROPHP_CACHE");
-    for f in ["wrapper.h", "shim.h", "shim.c", "../scripts/build-php.sh"] {
+    for f in [
+        "wrapper.h",
+        "shim.h",
+        "shim.c",
+        "usercache.h",
+        "usercache.c",
+        "../scripts/build-php.sh",
+    ] {
         println!("cargo:rerun-if-changed={f}");
     }
 
@@ -162,6 +169,7 @@ fn compile_shim(includes: &[String]) {
     let mut build = cc::Build::new();
     build
         .file("shim.c")
+        .file("usercache.c")
         .include(".")
         .warnings(false)
         .flag_if_supported("-std=gnu11");
@@ -188,6 +196,9 @@ fn generate_bindings(includes: &[String]) {
         .allowlist_function("zval_.*|_zval_.*|rc_dtor_func|array_init_size|add_assoc_.*|add_next_index_.*|add_index_.*|_array_init|object_init_ex|convert_to_.*")
         .allowlist_var("ferrophp_.*|php_import_environment_variables|sapi_module|zend_ce_.*|zend_empty_string|zend_one_char_string|zend_known_strings|zend_new_interned_string|zend_string_init_interned")
         .allowlist_var("(sapi|core|executor|compiler)_globals_offset")
+        // UserCache (worker/src/cache): values, objects and errors.
+        .allowlist_function("object_init_ex|object_properties_load|_zend_new_array|zend_new_array|zend_array_destroy|zend_array_count|zend_lookup_class|zend_enum_get_case|zend_std_get_properties|zend_type_error|zend_value_error|zend_argument_(type|value)_error|zend_throw_error")
+        .allowlist_var("zend_empty_array|zend_standard_class_def")
         .allowlist_var("(PARSE|IS|E|ZEND|PHP|SAPI|TRACK_VARS|GC|IS_STR|IS_ARRAY|HASH|CONST|ZEND_ACC)_.*")
         .allowlist_type("sapi_.*|zend_.*|php_.*|zval|HashTable|Bucket|_zend_.*|_sapi_.*|_php_.*")
         .derive_default(true)

@@ -11,3 +11,4 @@
 #include "TSRM.h"
 #include "ext/standard/head.h"
 #include "shim.h"
+#include "usercache.h"

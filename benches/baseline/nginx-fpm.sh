@@ -5,8 +5,11 @@
 #
 #   nginx-fpm.sh start RUN_DIR DOC_ROOT PORT [FPM_CHILDREN] [NGINX_WORKERS]
 #   nginx-fpm.sh stop RUN_DIR
+#   nginx-fpm.sh config RUN_DIR DOC_ROOT PORT [FPM_CHILDREN] [NGINX_WORKERS]
 #
-# `start` returns once both answer; the pids are in RUN_DIR/{nginx,fpm}.pid.
+# `start` returns once both answer; the pids are in RUN_DIR/{nginx,fpm}.pid. `config`
+# only writes the files and prints the two foreground commands (one per line), for a
+# harness that runs them as its own children to measure their CPU time.
 set -euo pipefail
 
 cmd=${1:?usage: nginx-fpm.sh start|stop RUN_DIR ...}
@@ -25,7 +28,7 @@ stop() {
 
 case "$cmd" in
 stop) stop; exit 0 ;;
-start) ;;
+start | config) ;;
 *) echo "unknown command $cmd" >&2; exit 2 ;;
 esac
 
@@ -90,6 +93,14 @@ http {
     }
 }
 CONF
+
+if [[ $cmd == config ]]; then
+  sed -i 's/^daemonize = yes/daemonize = no/' "$run/php-fpm.conf"
+  sed -i 's/^daemon on;/daemon off;/' "$run/nginx.conf"
+  echo "$fpm -R -F -y $run/php-fpm.conf -c /etc/php/8.2/fpm/php.ini"
+  echo "nginx -c $run/nginx.conf -p $run -e $run/nginx-error.log"
+  exit 0
+fi
 
 # -R: these are throwaway instances owned by whoever runs the tests (root in CI).
 "$fpm" -R -y "$run/php-fpm.conf" -c /etc/php/8.2/fpm/php.ini

@@ -21,6 +21,8 @@ pub async fn serve(addr: SocketAddr, engine: EngineControl) -> Result<SocketAddr
         .map_err(|e| format!("cannot listen on {addr} (admin): {e}"))?;
     let local = listener.local_addr().map_err(|e| e.to_string())?;
     tracing::info!("admin endpoint on http://{local}");
+    // Tests and scripts read this line to learn the port when listening on :0.
+    println!("ferrophp admin on http://{local}");
     tokio::spawn(async move {
         loop {
             let Ok((stream, _)) = listener.accept().await else {

@@ -84,6 +84,10 @@ pub struct ServeArgs {
     /// Restart workers gracefully when a file matching this glob changes. Repeatable.
     #[arg(long = "watch", value_name = "GLOB")]
     pub watch: Vec<String>,
+    /// How long a routing decision (which file serves a path) is reused, in milliseconds;
+    /// 0 resolves every request afresh [default: 1000]
+    #[arg(long, env = "FERROPHP_ROUTE_CACHE_MS", value_name = "MS")]
+    pub route_cache_ms: Option<u64>,
     /// Admin listener (POST /workers/restart, GET /health); off unless set.
     #[arg(long, env = "FERROPHP_ADMIN", value_name = "ADDR")]
     pub admin: Option<SocketAddr>,
@@ -111,6 +115,7 @@ struct FileConfig {
     log: Option<String>,
     worker: Option<Vec<WorkerSpec>>,
     watch: Option<Vec<String>>,
+    route_cache_ms: Option<u64>,
     admin: Option<SocketAddr>,
 }
 
@@ -134,6 +139,7 @@ pub struct ServeConfig {
     pub log: String,
     pub workers: Vec<WorkerSpec>,
     pub watch: Vec<String>,
+    pub route_cache: Duration,
     pub admin: Option<SocketAddr>,
 }
 
@@ -189,6 +195,9 @@ impl ServeConfig {
         Ok(ServeConfig {
             workers,
             watch,
+            route_cache: Duration::from_millis(
+                args.route_cache_ms.or(file.route_cache_ms).unwrap_or(1000),
+            ),
             admin: args.admin.or(file.admin),
             root,
             listen: args

@@ -30,14 +30,14 @@ enum Command {
     #[command(name = "php-cli")]
     PhpCli(php_cli::Args),
     /// Serve a PHP application over HTTP (classic mode: each request runs a script).
-    Serve(config::ServeArgs),
+    Serve(Box<config::ServeArgs>),
 }
 
 fn main() {
     let cli = Cli::parse();
     let code = match cli.command {
         Command::PhpCli(args) => php_cli::run(args),
-        Command::Serve(args) => serve::run(args),
+        Command::Serve(args) => serve::run(*args),
     };
     std::process::exit(code);
 }

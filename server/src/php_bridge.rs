@@ -18,7 +18,7 @@ use bytes::{Bytes, BytesMut};
 use http::{HeaderName, HeaderValue, Request, Response, StatusCode};
 use http_body_util::{BodyExt, StreamBody};
 use hyper::body::{Frame, Incoming};
-use tokio::sync::{mpsc, oneshot, Semaphore};
+use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
 use worker::{CgiRequest, Disconnected, Engine, ResponseHead, ResponseSink, ScriptRequest, Target};
 
 use crate::body::{self, ResponseBody};
@@ -86,21 +86,27 @@ impl PhpRunner {
             return body::text_response(StatusCode::PAYLOAD_TOO_LARGE, "Payload Too Large");
         }
 
-        let permit =
-            match tokio::time::timeout(self.max_wait, self.permits_for(target).acquire_owned())
-                .await
-            {
-                Ok(Ok(permit)) => permit,
-                _ => {
-                    let mut resp = body::text_response(
-                        StatusCode::SERVICE_UNAVAILABLE,
-                        "Service Unavailable: all PHP threads are busy",
-                    );
-                    resp.headers_mut()
-                        .insert(http::header::RETRY_AFTER, HeaderValue::from_static("1"));
-                    return resp;
-                }
-            };
+        // A free thread is the common case: take it without arming a timer.
+        let semaphore = self.permits_for(target);
+        let permit = match semaphore.clone().try_acquire_owned() {
+            Ok(permit) => Ok(permit),
+            Err(_) => match tokio::time::timeout(self.max_wait, semaphore.acquire_owned()).await {
+                Ok(Ok(permit)) => Ok(permit),
+                _ => Err(()),
+            },
+        };
+        let permit = match permit {
+            Ok(permit) => permit,
+            Err(()) => {
+                let mut resp = body::text_response(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "Service Unavailable: all PHP threads are busy",
+                );
+                resp.headers_mut()
+                    .insert(http::header::RETRY_AFTER, HeaderValue::from_static("1"));
+                return resp;
+            }
+        };
 
         let (parts, incoming) = req.into_parts();
         // Set when a body without Content-Length turns out to exceed the limit: PHP then
@@ -166,19 +172,14 @@ impl PhpRunner {
                 reply: reply_tx,
             },
             buf: BytesMut::new(),
+            _permit: permit,
         };
         let mut request = ScriptRequest::new(script.filename, Box::new(sink));
         request.cgi = Some(cgi);
         request.body = body;
-        let Ok(done) = self.engine.submit_to(target, request) else {
+        if self.engine.submit_to(target, request).is_err() {
             return body::text_response(StatusCode::SERVICE_UNAVAILABLE, "Service Unavailable");
-        };
-        // The permit is the PHP thread: release it when the script ends, which can be long
-        // after the response (fastcgi_finish_request) or before it has been read.
-        tokio::spawn(async move {
-            let _ = done.await;
-            drop(permit);
-        });
+        }
 
         match reply_rx.await {
             // The script read the body up to the limit and answered: refuse the request.
@@ -326,6 +327,10 @@ impl Read for BodyReader {
 struct HttpSink {
     state: SinkState,
     buf: BytesMut,
+    /// The PHP thread this request holds. The sink lives on that thread until the script
+    /// ends (which can be long after the response, with fastcgi_finish_request), so
+    /// dropping it there frees the thread for the next request without another task.
+    _permit: OwnedSemaphorePermit,
 }
 
 enum SinkState {

@@ -6,18 +6,36 @@
 //! `php_server` (as used by FrankenPHP).
 //!
 //! Routing touches the filesystem with blocking `std::fs` calls (a few `stat`s and one
-//! `canonicalize` per request). Callers on the async runtime must run [`Router::route`]
-//! inside `tokio::task::spawn_blocking` or knowingly accept that cost.
+//! `canonicalize`, which is a `readlink` per path component). With a route cache
+//! ([`Router::with_cache`]) a decision is reused for a short time, like PHP's own
+//! realpath cache, so a hot path costs no system call; without one, every call resolves
+//! afresh. Callers on the async runtime accept that cost knowingly: it is a few
+//! microseconds, less than a hop to the blocking pool.
 
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use dashmap::DashMap;
 
 /// Maps request paths onto one canonical document root.
 #[derive(Debug, Clone)]
 pub struct Router {
     root: PathBuf,
+    cache: Option<Arc<RouteCache>>,
 }
+
+/// Recent routing decisions by raw request path.
+#[derive(Debug)]
+struct RouteCache {
+    ttl: Duration,
+    entries: DashMap<Box<str>, (Route, Instant)>,
+}
+
+/// Beyond this many cached paths (a scan of random URLs), start over rather than grow.
+const ROUTE_CACHE_MAX_ENTRIES: usize = 16 * 1024;
 
 /// What serves a request path; see [`Router::route`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,7 +80,19 @@ impl Router {
                 format!("document root {} is not a directory", root.display()),
             ));
         }
-        Ok(Router { root })
+        Ok(Router { root, cache: None })
+    }
+
+    /// Reuses each routing decision for `ttl` (zero: no cache). A file created, removed or
+    /// re-linked is seen after at most `ttl`.
+    pub fn with_cache(mut self, ttl: Duration) -> Router {
+        self.cache = (!ttl.is_zero()).then(|| {
+            Arc::new(RouteCache {
+                ttl,
+                entries: DashMap::new(),
+            })
+        });
+        self
     }
 
     /// The canonical document root.
@@ -73,6 +103,25 @@ impl Router {
     /// Routes `raw_path`, the path component of the request target exactly as received
     /// (percent-encoded, without the query string). Blocking: see the module docs.
     pub fn route(&self, raw_path: &str) -> Route {
+        let Some(cache) = &self.cache else {
+            return self.resolve(raw_path);
+        };
+        if let Some(entry) = cache.entries.get(raw_path) {
+            if entry.1.elapsed() < cache.ttl {
+                return entry.0.clone();
+            }
+        }
+        let route = self.resolve(raw_path);
+        if cache.entries.len() >= ROUTE_CACHE_MAX_ENTRIES {
+            cache.entries.clear();
+        }
+        cache
+            .entries
+            .insert(raw_path.into(), (route.clone(), Instant::now()));
+        route
+    }
+
+    fn resolve(&self, raw_path: &str) -> Route {
         let uri = match normalize(raw_path) {
             Ok(uri) => uri,
             Err(why) => return Route::BadRequest(why),
@@ -173,7 +222,7 @@ impl Router {
 
 /// Strictly percent-decodes `raw` and normalizes it: empty segments collapsed, a trailing
 /// slash kept. Rejects anything that could change which file a path names once decoded.
-fn normalize(raw: &str) -> Result<String, &'static str> {
+pub fn normalize(raw: &str) -> Result<String, &'static str> {
     if !raw.starts_with('/') {
         return Err("path does not start with '/'");
     }

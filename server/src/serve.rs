@@ -86,7 +86,8 @@ fn init_logging(filter: &str) {
 
 async fn serve(config: ServeConfig) -> Result<(), String> {
     let router = Router::new(&config.root)
-        .map_err(|e| format!("document root {}: {e}", config.root.display()))?;
+        .map_err(|e| format!("document root {}: {e}", config.root.display()))?
+        .with_cache(config.route_cache);
     let tls = match &config.tls {
         Some((cert, key)) => Some(tls::acceptor(cert, key)?),
         None => None,
@@ -96,11 +97,23 @@ async fn serve(config: ServeConfig) -> Result<(), String> {
         .map_err(|e| format!("cannot listen on {}: {e}", config.listen))?;
     let local = listener.local_addr().map_err(|e| e.to_string())?;
 
-    let worker_configs = config
+    let mut worker_configs = config
         .workers
         .iter()
         .map(|spec| spec.to_config(config.threads))
         .collect::<Result<Vec<_>, _>>()?;
+    // The server's environment reaches worker boot code too (a kernel reads APP_ENV while
+    // booting); a worker's own env wins over it.
+    for worker in &mut worker_configs {
+        let own = std::mem::take(&mut worker.env);
+        worker.env = config
+            .env
+            .iter()
+            .filter(|(k, _)| !own.iter().any(|(o, _)| o == k))
+            .cloned()
+            .collect();
+        worker.env.extend(own);
+    }
     let worker_router = WorkerRouter::new(&worker_configs, &config.workers)?;
     let mut permits = vec![Arc::new(Semaphore::new(config.threads))];
     permits.extend(

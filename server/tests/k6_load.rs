@@ -35,15 +35,27 @@ fn assert_all_checks_passed(summary: &serde_json::Value, mode: &str) {
     let fails = checks["fails"].as_u64().unwrap_or(u64::MAX);
     assert_eq!(fails, 0, "{mode}: {fails} failed checks");
     assert!(passes > 1000, "{mode}: only {passes} checks ran");
-    let rate = summary["metrics"]["http_reqs"]["rate"].as_f64().unwrap_or(0.0);
+    let rate = summary["metrics"]["http_reqs"]["rate"]
+        .as_f64()
+        .unwrap_or(0.0);
     eprintln!("{mode}: {passes} checks passed, {rate:.0} req/s");
 }
 
 #[test]
 fn k6_classic_and_worker_mode_pass_every_check() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../test-data/load").canonicalize().unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../test-data/load")
+        .canonicalize()
+        .unwrap();
     let worker = root.join("echo-worker.php");
-    let server = Server::start(&root, &["--no-access-log", "--worker", &format!("{},2", worker.display())]);
+    let server = Server::start(
+        &root,
+        &[
+            "--no-access-log",
+            "--worker",
+            &format!("{},2", worker.display()),
+        ],
+    );
     let classic = run_k6(&server.url("/echo.php"));
     assert_all_checks_passed(&classic, "classic");
     let worker = run_k6(&server.url("/echo-worker.php"));

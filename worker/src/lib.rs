@@ -5,6 +5,7 @@
 //! Layout: [`sapi`] is the SAPI module and request lifecycle, `pool` the PHP threads,
 //! [`request`] the plain types crossing the boundary, `php` the FFI edge helpers.
 
+mod cache;
 pub mod diagnostics;
 mod functions;
 mod module;

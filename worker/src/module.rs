@@ -1,13 +1,17 @@
 //! ferrophp's own PHP extension, registered at engine start-up: the place where classes
 //! (such as `UserCache\Cache`) and ini entries join the engine. The module entry itself is
-//! a C table in the shim; these are its lifecycle callbacks.
+//! a C table in the shim; these are its lifecycle callbacks. The shared cache
+//! (`crate::cache`) hooks in here: MINIT registers `UserCache\Cache`, its ini entries and
+//! the optional apcu_* functions; RINIT/RSHUTDOWN and a post-deactivate hook track when a
+//! thread may hold cached values.
 
 use std::ffi::c_int;
 
 use php_sys as sys;
 
 #[no_mangle]
-pub extern "C" fn ferrophp_module_minit(_type: c_int, _module_number: c_int) -> sys::zend_result {
+pub extern "C" fn ferrophp_module_minit(_type: c_int, module_number: c_int) -> sys::zend_result {
+    crate::cache::module_startup(module_number);
     sys::ZEND_RESULT_CODE_SUCCESS
 }
 
@@ -16,11 +20,13 @@ pub extern "C" fn ferrophp_module_mshutdown(
     _type: c_int,
     _module_number: c_int,
 ) -> sys::zend_result {
+    crate::cache::module_shutdown();
     sys::ZEND_RESULT_CODE_SUCCESS
 }
 
 #[no_mangle]
 pub extern "C" fn ferrophp_module_rinit(_type: c_int, _module_number: c_int) -> sys::zend_result {
+    crate::cache::request_startup();
     sys::ZEND_RESULT_CODE_SUCCESS
 }
 
@@ -29,6 +35,7 @@ pub extern "C" fn ferrophp_module_rshutdown(
     _type: c_int,
     _module_number: c_int,
 ) -> sys::zend_result {
+    crate::cache::request_shutdown();
     sys::ZEND_RESULT_CODE_SUCCESS
 }
 

@@ -17,9 +17,7 @@ use bumpalo::Bump;
 use php_sys as sys;
 
 use crate::php;
-use crate::request::{
-    CgiRequest, ResponseHead, ResponseSink, ScriptOutcome, ScriptRequest,
-};
+use crate::request::{CgiRequest, ResponseHead, ResponseSink, ScriptOutcome, ScriptRequest};
 use crate::server_vars;
 
 /// Our SAPI name: `php_sapi_name()` and `PHP_SAPI`. OPcache only runs under SAPI names on
@@ -506,7 +504,9 @@ fn client_gone() {
 }
 
 unsafe extern "C" fn on_flush(_server_context: *mut c_void) {
-    let Some(ctx) = RequestContext::current() else { return };
+    let Some(ctx) = RequestContext::current() else {
+        return;
+    };
     if ctx.finished.get() {
         return;
     }
@@ -564,7 +564,9 @@ pub(crate) unsafe fn response_head(headers: &sys::sapi_headers_struct) -> Respon
 }
 
 unsafe extern "C" fn on_read_post(buffer: *mut c_char, count: usize) -> usize {
-    let Some(ctx) = RequestContext::current() else { return 0 };
+    let Some(ctx) = RequestContext::current() else {
+        return 0;
+    };
     // SAFETY: PHP passes a writable buffer of `count` bytes.
     let buf = unsafe { std::slice::from_raw_parts_mut(buffer.cast::<u8>(), count) };
     let mut filled = 0;

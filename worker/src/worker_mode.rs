@@ -15,6 +15,7 @@
 //! throws its PHP state away entirely: a new OS thread with a new TSRM context.
 
 use std::cell::{Cell, RefCell};
+use std::ffi::CString;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -27,7 +28,9 @@ use php_sys as sys;
 
 use crate::php;
 use crate::pool::{Job, PHP_THREAD_STACK_SIZE};
-use crate::request::{Disconnected, ResponseHead, ResponseSink, ScriptOutcome, ScriptRequest};
+use crate::request::{
+    CgiRequest, Disconnected, ResponseHead, ResponseSink, ScriptOutcome, ScriptRequest,
+};
 use crate::sapi::{self, PreparedRequest};
 
 /// One worker script and how to run it.
@@ -36,8 +39,8 @@ pub struct WorkerConfig {
     pub script: PathBuf,
     /// PHP threads running this script.
     pub threads: usize,
-    /// Extra `$_SERVER` entries for the boot request (and `getenv()` through the server's
-    /// own env for requests).
+    /// Extra environment: `$_SERVER` entries of the boot request, and `$_SERVER` entries and
+    /// `getenv()` values of every request it serves (over the server's env of the same name).
     pub env: Vec<(String, String)>,
     /// Requests one PHP thread serves before its PHP state is rebuilt (0: no limit).
     pub max_requests: u64,
@@ -76,9 +79,14 @@ enum RunEnd {
     Ended,
 }
 
+/// An environment list as `CgiRequest::env` holds it.
+type EnvList = Arc<[(CString, CString)]>;
+
 /// State shared by the threads of one worker script.
 pub(crate) struct WorkerPool {
     config: WorkerConfig,
+    /// `config.env` as C strings, for the requests' `$_SERVER` and `getenv()`.
+    env: Vec<(CString, CString)>,
     jobs: Receiver<Job>,
     controls: Mutex<Vec<Sender<Control>>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
@@ -107,7 +115,18 @@ impl WorkerPool {
         }
         let threads = config.threads.max(1);
         let (tx, rx) = crossbeam_channel::bounded(threads * 64);
+        let env = config
+            .env
+            .iter()
+            .filter_map(|(k, v)| {
+                Some((
+                    CString::new(k.as_str()).ok()?,
+                    CString::new(v.as_str()).ok()?,
+                ))
+            })
+            .collect();
         let pool = Arc::new(WorkerPool {
+            env,
             config,
             jobs: rx,
             controls: Mutex::new(Vec::new()),
@@ -217,8 +236,15 @@ fn slot_main(pool: Arc<WorkerPool>, slot: usize, control: Receiver<Control>) {
             ready: Cell::new(false),
             handling: Cell::new(false),
             end: Cell::new(RunEnd::Ended),
+            env_cache: RefCell::new(None),
         };
         CURRENT.with(|c| c.set(&thread as *const WorkerThread as *const ()));
+        // As FrankenPHP does for workers: a client that goes away must not end the worker
+        // script (PHP's abort is a bailout, which would reboot it for every dropped
+        // connection); the handler sees connection_aborted() instead. The script may still
+        // call ignore_user_abort(false) itself.
+        // SAFETY: this thread is attached to PHP; PG is its own, and no request runs yet.
+        unsafe { (*sys::ferrophp_core_globals()).ignore_user_abort = true };
         let outcome = sapi::run_script(boot_request(&pool.config), &boot_arena);
         CURRENT.with(|c| c.set(std::ptr::null()));
         let reached_loop = thread.ready.get();
@@ -309,6 +335,8 @@ struct WorkerThread<'a> {
     ready: Cell<bool>,
     handling: Cell<bool>,
     end: Cell<RunEnd>,
+    /// The last server env seen and that env with the worker's env merged in.
+    env_cache: RefCell<Option<(EnvList, EnvList)>>,
 }
 
 thread_local! {
@@ -337,6 +365,12 @@ impl WorkerThread<'_> {
             self.end.set(RunEnd::MaxRequests);
             return None;
         }
+        // Cache values this script fetched stay pinned while it lives; when too much
+        // retired cache memory is pinned, a reboot of the script releases it.
+        if self.served.get() > 0 && crate::cache::worker_restart_recommended() {
+            self.end.set(RunEnd::Restart);
+            return None;
+        }
         // Control first: a restart requested while busy applies before the next job.
         let control = |c: Control| match c {
             Control::Stop => RunEnd::Stop,
@@ -361,6 +395,34 @@ impl WorkerThread<'_> {
         }
     }
 
+    /// Gives a request the worker's `env` (in `$_SERVER` and for `getenv()`), ahead of
+    /// and overriding the server's own env. The merged list is cached per server env.
+    fn add_worker_env(&self, cgi: &mut CgiRequest) {
+        let worker_env = &self.pool.env;
+        if worker_env.is_empty() {
+            return;
+        }
+        let mut cache = self.env_cache.borrow_mut();
+        if let Some((server, merged)) = cache.as_ref() {
+            if Arc::ptr_eq(server, &cgi.env) {
+                cgi.env = merged.clone();
+                return;
+            }
+        }
+        let merged: EnvList = worker_env
+            .iter()
+            .cloned()
+            .chain(
+                cgi.env
+                    .iter()
+                    .filter(|(k, _)| !worker_env.iter().any(|(w, _)| w == k))
+                    .cloned(),
+            )
+            .collect();
+        *cache = Some((cgi.env.clone(), merged.clone()));
+        cgi.env = merged;
+    }
+
     /// Serves one job; true when the worker script must end (exit or fatal error).
     fn serve(
         &self,
@@ -368,7 +430,10 @@ impl WorkerThread<'_> {
         fci: &mut sys::zend_fcall_info,
         fcc: &mut sys::zend_fcall_info_cache,
     ) -> bool {
-        let Job { request, done } = job;
+        let Job { mut request, done } = job;
+        if let Some(cgi) = request.cgi.as_mut() {
+            self.add_worker_env(cgi);
+        }
         let mut arena = self.request_arena.borrow_mut();
         let mut prepared = match PreparedRequest::new(request, &arena) {
             Ok(p) => p,
@@ -403,6 +468,10 @@ impl WorkerThread<'_> {
             php::set_response_code(500);
         }
         let shutdown_bailed = unsafe { sys::ferrophp_worker_request_shutdown() };
+        // Counted before the response completes, so a client that has its response also
+        // sees it in the counts (the admin /health endpoint).
+        self.served.set(self.served.get() + 1);
+        self.pool.requests_served.fetch_add(1, Ordering::Relaxed);
         prepared.ctx.finish_response();
         let finish_bailed = unsafe { sys::ferrophp_worker_request_finish() };
         let exit_status = if ends_script { php::exit_status() } else { 0 };
@@ -416,8 +485,7 @@ impl WorkerThread<'_> {
             exit_status,
             not_found: false,
         });
-        self.served.set(self.served.get() + 1);
-        self.pool.requests_served.fetch_add(1, Ordering::Relaxed);
+        crate::cache::on_request_end();
         ends_script || flush_bailed || shutdown_bailed || finish_bailed
     }
 }

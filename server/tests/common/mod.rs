@@ -32,6 +32,8 @@ pub struct Server {
     pub scheme: &'static str,
     stderr: Arc<Mutex<Vec<u8>>>,
     exited: Option<ExitStatus>,
+    /// Lines the server printed on stdout so far.
+    stdout_lines: Arc<Mutex<Vec<String>>>,
 }
 
 impl Server {
@@ -80,12 +82,15 @@ impl Server {
             });
         }
         let (tx, rx) = mpsc::channel();
+        let stdout_lines = Arc::new(Mutex::new(Vec::new()));
         {
             let stdout = child.stdout.take().unwrap();
+            let stdout_lines = stdout_lines.clone();
             std::thread::spawn(move || {
                 let mut lines = BufReader::new(stdout).lines();
                 for line in lines.by_ref() {
                     let Ok(line) = line else { break };
+                    stdout_lines.lock().unwrap().push(line.clone());
                     if let Some(url) = line.strip_prefix("ferrophp listening on ") {
                         let _ = tx.send(url.to_owned());
                     }
@@ -99,6 +104,7 @@ impl Server {
             scheme: "http",
             stderr,
             exited: None,
+            stdout_lines,
         };
         let url = match rx.recv_timeout(STARTUP_TIMEOUT) {
             Ok(url) => url,
@@ -115,6 +121,20 @@ impl Server {
 
     pub fn port(&self) -> u16 {
         self.addr.port()
+    }
+
+    /// Lines the server printed on stdout so far.
+    pub fn stdout_lines(&self) -> Vec<String> {
+        self.stdout_lines.lock().unwrap().clone()
+    }
+
+    /// The admin listener's address, from its `ferrophp admin on http://ADDR` line (printed
+    /// before the listening line, so known once `start` returns).
+    pub fn admin_addr(&self) -> Option<SocketAddr> {
+        self.stdout_lines()
+            .iter()
+            .find_map(|l| l.strip_prefix("ferrophp admin on http://"))
+            .and_then(|a| a.trim().parse().ok())
     }
 
     pub fn pid(&self) -> u32 {
@@ -416,5 +436,99 @@ pub fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
             return false;
         }
         std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// What a `ferrophp serve` run that was expected to end left behind.
+#[derive(Debug)]
+pub struct Exited {
+    /// None when it was still running at the deadline (it is then killed).
+    pub status: Option<ExitStatus>,
+    pub stdout: String,
+    pub stderr: String,
+    pub elapsed: Duration,
+}
+
+/// Runs `ferrophp serve --root ROOT --listen 127.0.0.1:0 [--threads 2] ARGS...` and waits
+/// up to `timeout` for it to exit by itself (start-up failures), killing it (by PID, through
+/// `Child::kill`) if it is still running then.
+pub fn serve_until_exit(root: &Path, args: &[&str], timeout: Duration) -> Exited {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ferrophp"));
+    cmd.arg("serve")
+        .arg("--root")
+        .arg(root)
+        .arg("--listen")
+        .arg("127.0.0.1:0");
+    if !args.contains(&"--threads") {
+        cmd.args(["--threads", "2"]);
+    }
+    cmd.args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (key, _) in std::env::vars_os() {
+        if key.to_string_lossy().starts_with("FERROPHP_") {
+            cmd.env_remove(key);
+        }
+    }
+    let started = Instant::now();
+    let mut child = cmd.spawn().expect("ferrophp starts");
+    let drain = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut out = Vec::new();
+            let _ = pipe.read_to_end(&mut out);
+            String::from_utf8_lossy(&out).into_owned()
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().unwrap()));
+    let stderr = drain(Box::new(child.stderr.take().unwrap()));
+    let deadline = started + timeout;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            break Some(status);
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let elapsed = started.elapsed();
+    Exited {
+        status,
+        stdout: stdout.join().unwrap_or_default(),
+        stderr: stderr.join().unwrap_or_default(),
+        elapsed,
+    }
+}
+
+/// One keep-alive HTTP/1.1 connection: requests go out one at a time on it.
+pub struct KeepAlive {
+    reader: BufReader<TcpStream>,
+    writer: TcpStream,
+}
+
+impl KeepAlive {
+    pub fn connect(addr: SocketAddr) -> io::Result<KeepAlive> {
+        let stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
+        stream.set_read_timeout(Some(IO_TIMEOUT))?;
+        stream.set_write_timeout(Some(IO_TIMEOUT))?;
+        let _ = stream.set_nodelay(true);
+        Ok(KeepAlive {
+            writer: stream.try_clone()?,
+            reader: BufReader::new(stream),
+        })
+    }
+
+    /// Writes one complete request (head and body) and reads its response.
+    pub fn send(&mut self, request: &[u8]) -> io::Result<RawResponse> {
+        self.writer.write_all(request)?;
+        read_response(&mut self.reader, false)
+    }
+
+    /// `GET path` with `Host: localhost` on this connection.
+    pub fn get(&mut self, path: &str) -> io::Result<RawResponse> {
+        self.send(format!("GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n").as_bytes())
     }
 }

@@ -1,0 +1,251 @@
+/* See usercache.h: tables and one small function per macro; no cache logic here. */
+#include "php.h"
+#include "zend_exceptions.h"
+#include "zend_enum.h"
+#include "zend_interfaces.h"
+#include "ext/spl/spl_exceptions.h"
+#include "usercache.h"
+
+zend_class_entry *ferrophp_uc_cache_ce;
+zend_class_entry *ferrophp_uc_exception_ce;
+
+/* ---- UserCache\Cache arginfo (matches worker/stubs/UserCache.php) ---- */
+
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_uc_store, 0, 2, _IS_BOOL, 0)
+    ZEND_ARG_TYPE_INFO(0, key, IS_STRING, 0)
+    ZEND_ARG_TYPE_INFO(0, value, IS_MIXED, 0)
+    ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(0, ttl, IS_LONG, 0, "0")
+ZEND_END_ARG_INFO()
+
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_uc_fetch, 0, 1, IS_MIXED, 0)
+    ZEND_ARG_TYPE_INFO(0, key, IS_STRING, 0)
+    ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(0, default, IS_MIXED, 0, "null")
+    ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(1, found, _IS_BOOL, 1, "null")
+ZEND_END_ARG_INFO()
+
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_uc_fetch_copy, 0, 1, IS_MIXED, 0)
+    ZEND_ARG_TYPE_INFO(0, key, IS_STRING, 0)
+    ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(0, default, IS_MIXED, 0, "null")
+ZEND_END_ARG_INFO()
+
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_uc_fetch_multiple, 0, 1, IS_ARRAY, 0)
+    ZEND_ARG_TYPE_INFO(0, keys, IS_ARRAY, 0)
+ZEND_END_ARG_INFO()
+
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_uc_store_multiple, 0, 1, IS_ARRAY, 0)
+    ZEND_ARG_TYPE_INFO(0, values, IS_ARRAY, 0)
+    ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(0, ttl, IS_LONG, 0, "0")
+ZEND_END_ARG_INFO()
+
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_uc_exists, 0, 1, _IS_BOOL, 0)
+    ZEND_ARG_TYPE_INFO(0, key, IS_STRING, 0)
+ZEND_END_ARG_INFO()
+
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_MASK_EX(arginfo_uc_delete, 0, 1, MAY_BE_BOOL|MAY_BE_ARRAY)
+    ZEND_ARG_TYPE_MASK(0, key, MAY_BE_STRING|MAY_BE_ARRAY, NULL)
+ZEND_END_ARG_INFO()
+
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_MASK_EX(arginfo_uc_increment, 0, 1, MAY_BE_LONG|MAY_BE_FALSE)
+    ZEND_ARG_TYPE_INFO(0, key, IS_STRING, 0)
+    ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(0, step, IS_LONG, 0, "1")
+    ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(0, ttl, IS_LONG, 0, "0")
+ZEND_END_ARG_INFO()
+
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_uc_cas, 0, 3, _IS_BOOL, 0)
+    ZEND_ARG_TYPE_INFO(0, key, IS_STRING, 0)
+    ZEND_ARG_TYPE_INFO(0, old, IS_LONG, 0)
+    ZEND_ARG_TYPE_INFO(0, new, IS_LONG, 0)
+ZEND_END_ARG_INFO()
+
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_uc_remember, 0, 2, IS_MIXED, 0)
+    ZEND_ARG_TYPE_INFO(0, key, IS_STRING, 0)
+    ZEND_ARG_TYPE_INFO(0, producer, IS_CALLABLE, 0)
+    ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(0, ttl, IS_LONG, 0, "0")
+ZEND_END_ARG_INFO()
+
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_uc_clear, 0, 0, _IS_BOOL, 0)
+ZEND_END_ARG_INFO()
+
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_uc_info, 0, 0, IS_ARRAY, 0)
+ZEND_END_ARG_INFO()
+
+#define UC_ME(name, fn, arginfo) ZEND_RAW_FENTRY(name, fn, arginfo, ZEND_ACC_PUBLIC | ZEND_ACC_STATIC)
+
+static const zend_function_entry ferrophp_uc_cache_methods[] = {
+    UC_ME("store", ferrophp_uc_store, arginfo_uc_store)
+    UC_ME("add", ferrophp_uc_add, arginfo_uc_store)
+    UC_ME("fetch", ferrophp_uc_fetch, arginfo_uc_fetch)
+    UC_ME("fetchCopy", ferrophp_uc_fetch_copy, arginfo_uc_fetch_copy)
+    UC_ME("fetchMultiple", ferrophp_uc_fetch_multiple, arginfo_uc_fetch_multiple)
+    UC_ME("storeMultiple", ferrophp_uc_store_multiple, arginfo_uc_store_multiple)
+    UC_ME("exists", ferrophp_uc_exists, arginfo_uc_exists)
+    UC_ME("delete", ferrophp_uc_delete, arginfo_uc_delete)
+    UC_ME("increment", ferrophp_uc_increment, arginfo_uc_increment)
+    UC_ME("decrement", ferrophp_uc_decrement, arginfo_uc_increment)
+    UC_ME("cas", ferrophp_uc_cas, arginfo_uc_cas)
+    UC_ME("remember", ferrophp_uc_remember, arginfo_uc_remember)
+    UC_ME("clear", ferrophp_uc_clear, arginfo_uc_clear)
+    UC_ME("info", ferrophp_uc_info, arginfo_uc_info)
+    ZEND_FE_END
+};
+
+/* ---- apcu_* compatibility arginfo (APCu 5.1 signatures) ---- */
+
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_apcu_fetch, 0, 1, IS_MIXED, 0)
+    ZEND_ARG_TYPE_INFO(0, key, IS_MIXED, 0)
+    ZEND_ARG_INFO_WITH_DEFAULT_VALUE(1, success, "null")
+ZEND_END_ARG_INFO()
+
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_apcu_store, 0, 1, IS_MIXED, 0)
+    ZEND_ARG_TYPE_INFO(0, key, IS_MIXED, 0)
+    ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(0, value, IS_MIXED, 0, "UNKNOWN")
+    ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(0, ttl, IS_LONG, 0, "0")
+ZEND_END_ARG_INFO()
+
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_apcu_delete, 0, 1, IS_MIXED, 0)
+    ZEND_ARG_TYPE_INFO(0, key, IS_MIXED, 0)
+ZEND_END_ARG_INFO()
+
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_MASK_EX(arginfo_apcu_exists, 0, 1, MAY_BE_BOOL|MAY_BE_ARRAY)
+    ZEND_ARG_TYPE_MASK(0, key, MAY_BE_STRING|MAY_BE_ARRAY, NULL)
+ZEND_END_ARG_INFO()
+
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_MASK_EX(arginfo_apcu_inc, 0, 1, MAY_BE_LONG|MAY_BE_FALSE)
+    ZEND_ARG_TYPE_INFO(0, key, IS_STRING, 0)
+    ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(0, step, IS_LONG, 0, "1")
+    ZEND_ARG_INFO_WITH_DEFAULT_VALUE(1, success, "null")
+    ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(0, ttl, IS_LONG, 0, "0")
+ZEND_END_ARG_INFO()
+
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_apcu_cas, 0, 3, _IS_BOOL, 0)
+    ZEND_ARG_TYPE_INFO(0, key, IS_STRING, 0)
+    ZEND_ARG_TYPE_INFO(0, old, IS_LONG, 0)
+    ZEND_ARG_TYPE_INFO(0, new, IS_LONG, 0)
+ZEND_END_ARG_INFO()
+
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_apcu_entry, 0, 2, IS_MIXED, 0)
+    ZEND_ARG_TYPE_INFO(0, key, IS_STRING, 0)
+    ZEND_ARG_TYPE_INFO(0, callback, IS_CALLABLE, 0)
+    ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(0, ttl, IS_LONG, 0, "0")
+ZEND_END_ARG_INFO()
+
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_apcu_clear_cache, 0, 0, _IS_BOOL, 0)
+ZEND_END_ARG_INFO()
+
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_MASK_EX(arginfo_apcu_cache_info, 0, 0, MAY_BE_ARRAY|MAY_BE_FALSE)
+    ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(0, limited, _IS_BOOL, 0, "false")
+ZEND_END_ARG_INFO()
+
+#define arginfo_apcu_enabled arginfo_apcu_clear_cache
+#define arginfo_apcu_add arginfo_apcu_store
+#define arginfo_apcu_dec arginfo_apcu_inc
+#define arginfo_apcu_sma_info arginfo_apcu_cache_info
+
+const zend_function_entry ferrophp_uc_apcu_functions[] = {
+    ZEND_RAW_FENTRY("apcu_fetch", ferrophp_apcu_fetch, arginfo_apcu_fetch, 0)
+    ZEND_RAW_FENTRY("apcu_store", ferrophp_apcu_store, arginfo_apcu_store, 0)
+    ZEND_RAW_FENTRY("apcu_add", ferrophp_apcu_add, arginfo_apcu_add, 0)
+    ZEND_RAW_FENTRY("apcu_delete", ferrophp_apcu_delete, arginfo_apcu_delete, 0)
+    ZEND_RAW_FENTRY("apcu_exists", ferrophp_apcu_exists, arginfo_apcu_exists, 0)
+    ZEND_RAW_FENTRY("apcu_inc", ferrophp_apcu_inc, arginfo_apcu_inc, 0)
+    ZEND_RAW_FENTRY("apcu_dec", ferrophp_apcu_dec, arginfo_apcu_dec, 0)
+    ZEND_RAW_FENTRY("apcu_cas", ferrophp_apcu_cas, arginfo_apcu_cas, 0)
+    ZEND_RAW_FENTRY("apcu_entry", ferrophp_apcu_entry, arginfo_apcu_entry, 0)
+    ZEND_RAW_FENTRY("apcu_clear_cache", ferrophp_apcu_clear_cache, arginfo_apcu_clear_cache, 0)
+    ZEND_RAW_FENTRY("apcu_cache_info", ferrophp_apcu_cache_info, arginfo_apcu_cache_info, 0)
+    ZEND_RAW_FENTRY("apcu_sma_info", ferrophp_apcu_sma_info, arginfo_apcu_sma_info, 0)
+    ZEND_RAW_FENTRY("apcu_enabled", ferrophp_apcu_enabled, arginfo_apcu_enabled, 0)
+    ZEND_FE_END
+};
+
+void ferrophp_uc_register_classes(void) {
+    zend_class_entry ce;
+    INIT_NS_CLASS_ENTRY(ce, "UserCache", "Exception", NULL);
+    ferrophp_uc_exception_ce = zend_register_internal_class_ex(&ce, spl_ce_RuntimeException);
+    INIT_NS_CLASS_ENTRY(ce, "UserCache", "Cache", ferrophp_uc_cache_methods);
+    ferrophp_uc_cache_ce = zend_register_internal_class_ex(&ce, NULL);
+    ferrophp_uc_cache_ce->ce_flags |= ZEND_ACC_FINAL | ZEND_ACC_NO_DYNAMIC_PROPERTIES | ZEND_ACC_NOT_SERIALIZABLE;
+}
+
+zend_result ferrophp_uc_register_functions(const zend_function_entry *fns) {
+    return zend_register_functions(NULL, fns, NULL, MODULE_PERSISTENT);
+}
+
+zend_module_entry *ferrophp_uc_find_module(const char *name, size_t len) {
+    return zend_hash_str_find_ptr(&module_registry, name, len);
+}
+
+HashTable *ferrophp_uc_persistent_array(uint32_t size, bool packed) {
+    HashTable *ht = pemalloc(sizeof(HashTable), 1);
+    zend_hash_init(ht, size, NULL, ZVAL_PTR_DTOR, 1);
+    if (packed) {
+        zend_hash_real_init_packed(ht);
+    } else {
+        zend_hash_real_init_mixed(ht);
+    }
+    return ht;
+}
+
+void ferrophp_uc_array_make_immutable(HashTable *ht) {
+    HT_FLAGS(ht) |= HASH_FLAG_STATIC_KEYS;
+    GC_SET_REFCOUNT(ht, 2);
+    GC_TYPE_INFO(ht) = GC_ARRAY | ((IS_ARRAY_IMMUTABLE | GC_NOT_COLLECTABLE) << GC_FLAGS_SHIFT);
+}
+
+void ferrophp_uc_persistent_array_free(HashTable *ht) {
+    if (!(HT_FLAGS(ht) & HASH_FLAG_UNINITIALIZED)) {
+        pefree(HT_GET_DATA_ADDR(ht), 1);
+    }
+    pefree(ht, 1);
+}
+
+bool ferrophp_uc_array_is_packed(const HashTable *ht) { return HT_IS_PACKED(ht); }
+
+zend_string *ferrophp_uc_permanent_string(const char *str, size_t len) {
+    zend_string *s = zend_string_init(str, len, 1);
+    zend_string_hash_val(s);
+    GC_SET_REFCOUNT(s, 1);
+    GC_TYPE_INFO(s) = GC_STRING | ((IS_STR_INTERNED | IS_STR_PERSISTENT | IS_STR_PERMANENT) << GC_FLAGS_SHIFT);
+    return s;
+}
+
+void ferrophp_uc_permanent_string_free(zend_string *s) { pefree(s, 1); }
+
+zend_string *ferrophp_uc_request_string(const char *str, size_t len) {
+    return zend_string_init(str, len, 0);
+}
+
+bool ferrophp_uc_numeric_key(const char *str, size_t len, zend_ulong *idx) {
+    return ZEND_HANDLE_NUMERIC_STR(str, len, *idx);
+}
+
+void ferrophp_uc_assign_ref_bool(zval *ref, bool value) { ZEND_TRY_ASSIGN_REF_BOOL(ref, value); }
+
+bool ferrophp_uc_call(zval *fn, zval *ret, uint32_t argc, zval *argv) {
+    return call_user_function(NULL, NULL, fn, ret, argc, argv) == SUCCESS;
+}
+
+bool ferrophp_uc_is_callable(zval *zv) { return zend_is_callable(zv, 0, NULL); }
+
+HashTable *ferrophp_uc_object_properties(zend_object *obj) { return obj->handlers->get_properties(obj); }
+
+zend_string *ferrophp_uc_enum_case_name(zend_object *obj) { return Z_STR_P(zend_enum_fetch_case_name(obj)); }
+
+bool ferrophp_uc_class_has_method(zend_class_entry *ce, const char *lcname, size_t len) {
+    return zend_hash_str_exists(&ce->function_table, lcname, len);
+}
+
+void ferrophp_uc_try_addref(zval *zv) { Z_TRY_ADDREF_P(zv); }
+
+void ferrophp_uc_zval_dtor(zval *zv) { zval_ptr_dtor(zv); }
+
+bool ferrophp_uc_has_exception(void) { return EG(exception) != NULL; }
+
+PHP_INI_BEGIN()
+    PHP_INI_ENTRY("usercache.memory_limit", "64M", PHP_INI_SYSTEM, NULL)
+    PHP_INI_ENTRY("usercache.retired_limit", "0", PHP_INI_SYSTEM, NULL)
+    PHP_INI_ENTRY("usercache.entries_hint", "0", PHP_INI_SYSTEM, NULL)
+    PHP_INI_ENTRY("usercache.apcu_compat", "1", PHP_INI_SYSTEM, NULL)
+PHP_INI_END()
+
+void ferrophp_uc_register_ini(int module_number) { int type = MODULE_PERSISTENT; REGISTER_INI_ENTRIES(); }

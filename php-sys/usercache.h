@@ -1,0 +1,98 @@
+/*
+ * C side of UserCache\Cache (worker/src/cache): the class and method arginfo tables,
+ * the apcu_* compatibility function table, and one small function per zval / hash /
+ * object macro or static inline the Rust side needs. No cache logic lives here.
+ */
+#ifndef FERROPHP_USERCACHE_H
+#define FERROPHP_USERCACHE_H
+
+#include "php.h"
+#include "zend_enum.h"
+
+/* Method bodies live in Rust (worker/src/cache/api.rs). */
+#define FERROPHP_UC_HANDLER(name) void name(zend_execute_data *execute_data, zval *return_value)
+FERROPHP_UC_HANDLER(ferrophp_uc_store);
+FERROPHP_UC_HANDLER(ferrophp_uc_add);
+FERROPHP_UC_HANDLER(ferrophp_uc_fetch);
+FERROPHP_UC_HANDLER(ferrophp_uc_fetch_copy);
+FERROPHP_UC_HANDLER(ferrophp_uc_fetch_multiple);
+FERROPHP_UC_HANDLER(ferrophp_uc_store_multiple);
+FERROPHP_UC_HANDLER(ferrophp_uc_exists);
+FERROPHP_UC_HANDLER(ferrophp_uc_delete);
+FERROPHP_UC_HANDLER(ferrophp_uc_increment);
+FERROPHP_UC_HANDLER(ferrophp_uc_decrement);
+FERROPHP_UC_HANDLER(ferrophp_uc_cas);
+FERROPHP_UC_HANDLER(ferrophp_uc_remember);
+FERROPHP_UC_HANDLER(ferrophp_uc_clear);
+FERROPHP_UC_HANDLER(ferrophp_uc_info);
+/* apcu_* compatibility (worker/src/cache/apcu.rs). */
+FERROPHP_UC_HANDLER(ferrophp_apcu_fetch);
+FERROPHP_UC_HANDLER(ferrophp_apcu_store);
+FERROPHP_UC_HANDLER(ferrophp_apcu_add);
+FERROPHP_UC_HANDLER(ferrophp_apcu_delete);
+FERROPHP_UC_HANDLER(ferrophp_apcu_exists);
+FERROPHP_UC_HANDLER(ferrophp_apcu_inc);
+FERROPHP_UC_HANDLER(ferrophp_apcu_dec);
+FERROPHP_UC_HANDLER(ferrophp_apcu_cas);
+FERROPHP_UC_HANDLER(ferrophp_apcu_entry);
+FERROPHP_UC_HANDLER(ferrophp_apcu_clear_cache);
+FERROPHP_UC_HANDLER(ferrophp_apcu_cache_info);
+FERROPHP_UC_HANDLER(ferrophp_apcu_sma_info);
+FERROPHP_UC_HANDLER(ferrophp_apcu_enabled);
+
+extern zend_class_entry *ferrophp_uc_cache_ce;
+extern zend_class_entry *ferrophp_uc_exception_ce;
+extern const zend_function_entry ferrophp_uc_apcu_functions[];
+
+/* INIT_NS_CLASS_ENTRY + zend_register_internal_class_ex for UserCache\Cache and
+ * UserCache\Exception (extends RuntimeException); sets the two pointers above. */
+void ferrophp_uc_register_classes(void);
+/* zend_register_functions(NULL, fns, NULL, MODULE_PERSISTENT). */
+zend_result ferrophp_uc_register_functions(const zend_function_entry *fns);
+/* zend_hash_str_find_ptr(&module_registry, name, len): the registered copy of a module. */
+zend_module_entry *ferrophp_uc_find_module(const char *name, size_t len);
+
+/* Persistent (malloc) hash table: pemalloc + zend_hash_init(persistent) + real init. */
+HashTable *ferrophp_uc_persistent_array(uint32_t size, bool packed);
+/* GC_SET_REFCOUNT(ht, 2); GC_TYPE_INFO = GC_ARRAY | (IS_ARRAY_IMMUTABLE|GC_NOT_COLLECTABLE);
+ * HT_FLAGS |= HASH_FLAG_STATIC_KEYS. The engine then never writes to it. */
+void ferrophp_uc_array_make_immutable(HashTable *ht);
+/* pefree(HT_GET_DATA_ADDR(ht), 1) unless uninitialised, then pefree(ht, 1). Elements are
+ * the caller's business. */
+void ferrophp_uc_persistent_array_free(HashTable *ht);
+/* HT_IS_PACKED(ht). */
+bool ferrophp_uc_array_is_packed(const HashTable *ht);
+/* zend_string_init(persistent) + zend_string_hash_val + flags interned|persistent|permanent. */
+zend_string *ferrophp_uc_permanent_string(const char *str, size_t len);
+/* pefree(s, 1). */
+void ferrophp_uc_permanent_string_free(zend_string *s);
+/* zend_string_init(str, len, 0). */
+zend_string *ferrophp_uc_request_string(const char *str, size_t len);
+/* ZEND_HANDLE_NUMERIC_STR: true (and *idx set) when the key is a canonical integer. */
+bool ferrophp_uc_numeric_key(const char *str, size_t len, zend_ulong *idx);
+
+/* ZEND_TRY_ASSIGN_REF_BOOL. */
+void ferrophp_uc_assign_ref_bool(zval *ref, bool value);
+/* call_user_function(NULL, NULL, fn, ret, argc, argv) == SUCCESS. */
+bool ferrophp_uc_call(zval *fn, zval *ret, uint32_t argc, zval *argv);
+/* zend_is_callable(zv, 0, NULL). */
+bool ferrophp_uc_is_callable(zval *zv);
+/* Z_OBJPROP: obj->handlers->get_properties(obj). */
+HashTable *ferrophp_uc_object_properties(zend_object *obj);
+/* zend_enum_fetch_case_name. */
+zend_string *ferrophp_uc_enum_case_name(zend_object *obj);
+/* zend_hash_str_exists(&ce->function_table, lcname, len). */
+bool ferrophp_uc_class_has_method(zend_class_entry *ce, const char *lcname, size_t len);
+/* GC_ADDREF for any refcounted zval (Z_TRY_ADDREF). */
+void ferrophp_uc_try_addref(zval *zv);
+/* zval_ptr_dtor. */
+void ferrophp_uc_zval_dtor(zval *zv);
+/* EG(exception) != NULL. */
+bool ferrophp_uc_has_exception(void);
+
+/* PHP_INI_BEGIN table (usercache.*) + REGISTER_INI_ENTRIES for module_number. */
+void ferrophp_uc_register_ini(int module_number);
+/* zend_post_deactivate hook: body in Rust. */
+zend_result ferrophp_uc_post_deactivate(void);
+
+#endif

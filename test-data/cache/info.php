@@ -1,0 +1,2 @@
+<?php
+echo json_encode(UserCache\Cache::info());

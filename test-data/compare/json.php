@@ -1,0 +1,4 @@
+<?php
+require __DIR__ . '/app/records.php';
+header('Content-Type: application/json');
+echo json_encode(records());

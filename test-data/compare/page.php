@@ -1,0 +1,3 @@
+<?php
+require __DIR__ . '/app/bootstrap.php';
+echo render_page();

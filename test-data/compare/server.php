@@ -1,0 +1,2 @@
+<?php
+print_r($_SERVER);

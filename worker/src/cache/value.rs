@@ -1,0 +1,736 @@
+//! Stored values: how a PHP value becomes a [`Block`] (freeze, on store) and how a block
+//! becomes a PHP value again (thaw, on fetch).
+//!
+//! A block owns persistent (malloc) PHP structures that any thread may read once the
+//! block is published: strings flagged interned + persistent + permanent with their hash
+//! computed, and arrays flagged `IS_ARRAY_IMMUTABLE` whose elements are all such values.
+//! The engine never writes to either and never touches their refcounts; it copies an
+//! immutable array (one level) on the first write. Fetching such a value is a 16-byte
+//! zval copy, whatever its size.
+//!
+//! Values containing objects cannot be shared (object handles are per request): they are
+//! stored as a recipe ([`GNode`]) rebuilt per fetch, whose object-free parts are still
+//! immutable arrays shared zero-copy. Objects keep their identity and cycles inside one
+//! value through ids. Enums are stored as class + case; classes with their own
+//! serialization (`__serialize`, `__sleep`/`__wakeup`, `Serializable`) go through
+//! `serialize()`/`unserialize()`; closures, resources and internal objects that cannot be
+//! rebuilt are refused with the path of the offending part.
+
+use std::collections::HashMap;
+use std::ffi::c_char;
+use std::fmt::Write as _;
+use std::sync::atomic::AtomicU64;
+
+use php_sys as sys;
+
+use super::zv::{self, HKey};
+
+/// Nesting deeper than this is refused (it is also how recursive references end).
+const MAX_DEPTH: usize = 512;
+
+/// A stored key of an array or object property table.
+pub(crate) enum Key {
+    Index(i64),
+    Str(*mut sys::zend_string),
+}
+
+/// A value containing objects, rebuilt per fetch.
+pub(crate) enum GNode {
+    /// A value needing no rebuild (scalar, shared string, immutable array).
+    Plain(sys::zval),
+    Array(Vec<(Key, GNode)>),
+    Object {
+        id: u32,
+        class: *mut sys::zend_string,
+        props: Vec<(Key, GNode)>,
+    },
+    /// The object with this id, already built earlier in the same value.
+    Ref(u32),
+    Enum {
+        class: *mut sys::zend_string,
+        case: *mut sys::zend_string,
+    },
+    /// `serialize()` output of an object with its own serialization protocol.
+    Serialized {
+        id: u32,
+        data: *mut sys::zend_string,
+    },
+}
+
+pub(crate) enum Root {
+    Plain(sys::zval),
+    Graph(GNode),
+}
+
+/// An immutable stored value and the persistent memory it owns.
+pub(crate) struct Block {
+    pub(crate) root: Root,
+    strings: Vec<*mut sys::zend_string>,
+    arrays: Vec<*mut sys::HashTable>,
+    /// Approximate bytes owned (what the memory limit counts).
+    pub(crate) bytes: usize,
+    /// Thread slots (see epoch.rs) that handed this block out zero-copy. Each bit is set
+    /// once per thread for the block's whole life, never per fetch.
+    pub(crate) readers: AtomicU64,
+    /// The object count (ids) a rebuild needs.
+    objects: u32,
+}
+
+// SAFETY: after construction a block is never written (except `readers`, an atomic); the
+// persistent PHP structures it points to are immutable and flagged so that the engine
+// never writes to them or touches their refcounts, from any thread.
+unsafe impl Send for Block {}
+// SAFETY: as above.
+unsafe impl Sync for Block {}
+
+impl Drop for Block {
+    fn drop(&mut self) {
+        // SAFETY: the block exclusively owns these allocations (made by the freezer), and
+        // dropping it means no thread can reach them any more (see epoch.rs).
+        unsafe {
+            for &ht in &self.arrays {
+                sys::ferrophp_uc_persistent_array_free(ht);
+            }
+            for &s in &self.strings {
+                sys::ferrophp_uc_permanent_string_free(s);
+            }
+        }
+    }
+}
+
+/// One step of the path to a value inside the stored value, for error messages.
+enum Seg {
+    Index(i64),
+    Key(Vec<u8>),
+    Prop(Vec<u8>),
+}
+
+/// Why a value cannot be stored.
+pub(crate) enum FreezeError {
+    /// Refused (closure, resource, ...): the message names the path.
+    Refused(String),
+    /// A PHP exception is pending (thrown by `__serialize`, `__sleep`, ...).
+    Thrown,
+}
+
+/// What a store produced: a scalar inline in the index, or a block.
+pub(crate) enum Frozen {
+    Scalar(sys::zval),
+    Block(Box<Block>),
+}
+
+/// Builds a block from a request value.
+struct Freezer {
+    strings: Vec<*mut sys::zend_string>,
+    arrays: Vec<*mut sys::HashTable>,
+    bytes: usize,
+    /// Short strings already copied into this block (mostly repeated keys).
+    dedup: HashMap<Vec<u8>, *mut sys::zend_string>,
+    /// Object handle → id, for identity and cycles.
+    seen: HashMap<u32, u32>,
+    next_id: u32,
+    path: Vec<Seg>,
+}
+
+/// Freezes `value` (a live request zval) for storage.
+///
+/// # Safety
+/// On a PHP thread inside a request; `value` is live for the call.
+pub(crate) unsafe fn freeze(value: *const sys::zval) -> Result<Frozen, FreezeError> {
+    // SAFETY: guaranteed by the caller.
+    let value = unsafe { zv::deref(value) };
+    // SAFETY: as above; scalars are plain 16-byte values.
+    unsafe {
+        if matches!(
+            zv::ztype(value),
+            zv::IS_NULL | zv::IS_FALSE | zv::IS_TRUE | zv::IS_LONG | zv::IS_DOUBLE
+        ) {
+            return Ok(Frozen::Scalar(*value));
+        }
+    }
+    let mut f = Freezer {
+        strings: Vec::new(),
+        arrays: Vec::new(),
+        bytes: std::mem::size_of::<Block>(),
+        dedup: HashMap::new(),
+        seen: HashMap::new(),
+        next_id: 0,
+        path: Vec::new(),
+    };
+    // SAFETY: as above.
+    let node = unsafe { f.node(value, 0) };
+    let root = match node {
+        Ok(GNode::Plain(z)) => Root::Plain(z),
+        Ok(g) => Root::Graph(g),
+        Err(e) => {
+            // Nothing was published: free what was built (Block's Drop does it).
+            drop(f.finish(Root::Plain(zv::null())));
+            return Err(e);
+        }
+    };
+    Ok(Frozen::Block(f.finish(root)))
+}
+
+impl Freezer {
+    fn finish(self, root: Root) -> Box<Block> {
+        Box::new(Block {
+            root,
+            strings: self.strings,
+            arrays: self.arrays,
+            bytes: self.bytes,
+            readers: AtomicU64::new(0),
+            objects: self.next_id,
+        })
+    }
+
+    fn path_string(&self) -> String {
+        let mut out = String::from("$value");
+        for seg in &self.path {
+            match seg {
+                Seg::Index(i) => {
+                    let _ = write!(out, "[{i}]");
+                }
+                Seg::Key(k) => {
+                    let _ = write!(out, "['{}']", String::from_utf8_lossy(k));
+                }
+                Seg::Prop(p) => {
+                    let _ = write!(out, "->{}", String::from_utf8_lossy(p));
+                }
+            }
+        }
+        out
+    }
+
+    fn refuse(&self, what: &str) -> FreezeError {
+        FreezeError::Refused(format!("cannot store {what} at {}", self.path_string()))
+    }
+
+    /// A permanent copy of `bytes` owned by this block.
+    fn string(&mut self, bytes: &[u8]) -> *mut sys::zend_string {
+        if bytes.len() <= 64 {
+            if let Some(&s) = self.dedup.get(bytes) {
+                return s;
+            }
+        }
+        // SAFETY: the shim copies `bytes` into a new persistent string.
+        let s = unsafe {
+            sys::ferrophp_uc_permanent_string(bytes.as_ptr().cast::<c_char>(), bytes.len())
+        };
+        self.strings.push(s);
+        self.bytes += (24 + bytes.len() + 1 + 7) & !7;
+        if bytes.len() <= 64 {
+            self.dedup.insert(bytes.to_vec(), s);
+        }
+        s
+    }
+
+    /// # Safety
+    /// `zv` is a live request zval.
+    unsafe fn node(&mut self, zv: *const sys::zval, depth: usize) -> Result<GNode, FreezeError> {
+        if depth > MAX_DEPTH {
+            return Err(self.refuse("a value nested too deep (or a recursive reference)"));
+        }
+        // SAFETY: guaranteed by the caller.
+        let zv = unsafe { zv::deref(zv) };
+        // SAFETY: as above, for every read below.
+        unsafe {
+            match zv::ztype(zv) {
+                zv::IS_UNDEF
+                | zv::IS_NULL
+                | zv::IS_FALSE
+                | zv::IS_TRUE
+                | zv::IS_LONG
+                | zv::IS_DOUBLE => Ok(GNode::Plain(*zv)),
+                zv::IS_STRING => {
+                    let s = self.string(zv::str_bytes((*zv).value.str_));
+                    Ok(GNode::Plain(zv::interned_str(s)))
+                }
+                zv::IS_ARRAY => self.array((*zv).value.arr, depth),
+                zv::IS_OBJECT => self.object((*zv).value.obj, depth),
+                zv::IS_RESOURCE => Err(self.refuse("a resource")),
+                _ => Err(self.refuse("a value of this type")),
+            }
+        }
+    }
+
+    /// # Safety
+    /// `ht` is a live request (or immutable) array.
+    unsafe fn array(
+        &mut self,
+        ht: *mut sys::HashTable,
+        depth: usize,
+    ) -> Result<GNode, FreezeError> {
+        // SAFETY: guaranteed by the caller.
+        let n = unsafe { zv::count(ht) };
+        if n == 0 {
+            return Ok(GNode::Plain(zv::empty_arr()));
+        }
+        let mut items: Vec<(Key, GNode)> = Vec::with_capacity(n as usize);
+        let mut plain = true;
+        let mut is_list = true;
+        // SAFETY: we only read `ht`; element zvals are live while it is.
+        unsafe {
+            zv::for_each(ht, |key, val| {
+                let key = match key {
+                    HKey::Index(i) => {
+                        is_list &= i == items.len() as i64;
+                        self.path.push(Seg::Index(i));
+                        Key::Index(i)
+                    }
+                    HKey::Str(s) => {
+                        is_list = false;
+                        let bytes = zv::str_bytes(s);
+                        self.path.push(Seg::Key(bytes.to_vec()));
+                        Key::Str(self.string(bytes))
+                    }
+                };
+                let node = self.node(val, depth + 1)?;
+                self.path.pop();
+                plain &= matches!(node, GNode::Plain(_));
+                items.push((key, node));
+                Ok(())
+            })?;
+        }
+        if !plain {
+            return Ok(GNode::Array(items));
+        }
+        // Every element is shareable: build the immutable array.
+        // SAFETY: the shim allocates a persistent hash table of the right kind; we insert
+        // plain zvals (no refcount) under permanent keys, then flag it immutable.
+        let arr = unsafe {
+            let arr = sys::ferrophp_uc_persistent_array(n, is_list);
+            for (key, node) in &items {
+                let GNode::Plain(z) = node else {
+                    unreachable!()
+                };
+                let mut z = *z;
+                match key {
+                    Key::Index(i) => {
+                        sys::zend_hash_index_add_new(arr, *i as sys::zend_ulong, &mut z);
+                    }
+                    Key::Str(s) => {
+                        sys::zend_hash_add_new(arr, *s, &mut z);
+                    }
+                }
+            }
+            sys::ferrophp_uc_array_make_immutable(arr);
+            self.bytes += 56 + (*arr).nTableSize as usize * if is_list { 16 } else { 32 + 8 };
+            arr
+        };
+        self.arrays.push(arr);
+        Ok(GNode::Plain(zv::immutable_arr(arr)))
+    }
+
+    /// # Safety
+    /// `obj` is a live object of this request.
+    unsafe fn object(
+        &mut self,
+        obj: *mut sys::zend_object,
+        depth: usize,
+    ) -> Result<GNode, FreezeError> {
+        // SAFETY: guaranteed by the caller, for every read below.
+        unsafe {
+            let handle = (*obj).handle;
+            if let Some(&id) = self.seen.get(&handle) {
+                return Ok(GNode::Ref(id));
+            }
+            let ce = (*obj).ce;
+            let flags = (*ce).ce_flags;
+            let class_name = zv::str_bytes((*ce).name).to_vec();
+            if flags & zv::ZEND_ACC_ENUM != 0 {
+                let case = zv::str_bytes(sys::ferrophp_uc_enum_case_name(obj)).to_vec();
+                return Ok(GNode::Enum {
+                    class: self.string(&class_name),
+                    case: self.string(&case),
+                });
+            }
+            let name = String::from_utf8_lossy(&class_name).into_owned();
+            if flags & zv::ZEND_ACC_NOT_SERIALIZABLE != 0 {
+                let what = if name == "Closure" {
+                    "a Closure".to_owned()
+                } else {
+                    format!("an object of class {name}")
+                };
+                return Err(self.refuse(&what));
+            }
+            let id = self.next_id;
+            self.next_id += 1;
+            self.seen.insert(handle, id);
+            if has_custom_serialization(ce) {
+                return self.serialized(obj, id);
+            }
+            if !rebuildable(ce) {
+                return Err(self.refuse(&format!(
+                    "an object of internal class {name} (it cannot be rebuilt)"
+                )));
+            }
+            let props_ht = sys::ferrophp_uc_object_properties(obj);
+            let mut props = Vec::new();
+            if !props_ht.is_null() {
+                zv::for_each(props_ht, |key, val| {
+                    let val = zv::deref(val);
+                    if zv::ztype(val) == zv::IS_UNDEF {
+                        return Ok(()); // uninitialised typed property
+                    }
+                    let key = match key {
+                        HKey::Index(i) => {
+                            self.path.push(Seg::Prop(i.to_string().into_bytes()));
+                            Key::Index(i)
+                        }
+                        HKey::Str(s) => {
+                            let bytes = zv::str_bytes(s);
+                            let shown = bytes.rsplit(|&b| b == 0).next().unwrap_or(bytes);
+                            self.path.push(Seg::Prop(shown.to_vec()));
+                            Key::Str(self.string(bytes))
+                        }
+                    };
+                    let node = self.node(val, depth + 1)?;
+                    self.path.pop();
+                    props.push((key, node));
+                    Ok(())
+                })?;
+            }
+            self.bytes += 32;
+            Ok(GNode::Object {
+                id,
+                class: self.string(&class_name),
+                props,
+            })
+        }
+    }
+
+    /// # Safety
+    /// `obj` is a live object of this request.
+    unsafe fn serialized(
+        &mut self,
+        obj: *mut sys::zend_object,
+        id: u32,
+    ) -> Result<GNode, FreezeError> {
+        let mut arg = sys::zval::default();
+        let mut out = sys::zval::default();
+        // SAFETY: arg borrows the object with its own reference for the call; PHP's
+        // serialize() runs the class's protocol; we release everything we got back.
+        unsafe {
+            zv::set_object_copy(&mut arg, obj);
+            let ok = call_function(c"serialize", &mut out, std::slice::from_mut(&mut arg));
+            sys::ferrophp_uc_zval_dtor(&mut arg);
+            if !ok || zv::has_exception() || zv::ztype(&out) != zv::IS_STRING {
+                sys::ferrophp_uc_zval_dtor(&mut out);
+                if zv::has_exception() {
+                    return Err(FreezeError::Thrown);
+                }
+                return Err(self.refuse("an object whose serialization failed"));
+            }
+            let data = self.string(zv::str_bytes(out.value.str_));
+            sys::ferrophp_uc_zval_dtor(&mut out);
+            Ok(GNode::Serialized { id, data })
+        }
+    }
+}
+
+/// A class with its own (un)serialization protocol.
+///
+/// # Safety
+/// `ce` is a live class entry.
+unsafe fn has_custom_serialization(ce: *mut sys::zend_class_entry) -> bool {
+    // SAFETY: guaranteed by the caller; plain reads of the class entry.
+    unsafe {
+        !(*ce).__serialize.is_null()
+            || !(*ce).__unserialize.is_null()
+            || (*ce).serialize.is_some()
+            || (*ce).unserialize.is_some()
+            || sys::ferrophp_uc_class_has_method(ce, c"__sleep".as_ptr(), 7)
+            || sys::ferrophp_uc_class_has_method(ce, c"__wakeup".as_ptr(), 8)
+    }
+}
+
+/// User classes (and stdClass) whose ancestors are all user classes: rebuilt from
+/// their property table by `object_init_ex` + `object_properties_load`.
+///
+/// # Safety
+/// `ce` is a live class entry.
+unsafe fn rebuildable(mut ce: *mut sys::zend_class_entry) -> bool {
+    // SAFETY: guaranteed by the caller; parents of a live class are live.
+    unsafe {
+        let std_class = std::ptr::addr_of!(sys::zend_standard_class_def).read();
+        while !ce.is_null() {
+            if (*ce).type_ as u8 == zv::ZEND_INTERNAL_CLASS && ce != std_class {
+                return false;
+            }
+            ce = (*ce).__bindgen_anon_1.parent;
+        }
+    }
+    true
+}
+
+/// Calls the global PHP function `name` with `args`; false when the call failed.
+///
+/// # Safety
+/// On a PHP thread inside a request; `ret` receives an owned value.
+pub(crate) unsafe fn call_function(
+    name: &std::ffi::CStr,
+    ret: *mut sys::zval,
+    args: &mut [sys::zval],
+) -> bool {
+    let mut f = sys::zval::default();
+    // SAFETY: the function name is a fresh request string released below.
+    unsafe {
+        zv::set_request_string(&mut f, name.to_bytes());
+        let ok = sys::ferrophp_uc_call(&mut f, ret, args.len() as u32, args.as_mut_ptr());
+        sys::ferrophp_uc_zval_dtor(&mut f);
+        ok
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Thaw: block → PHP value.
+// ---------------------------------------------------------------------------------------
+
+/// Whether fetching this block hands out pointers into it (anything but a scalar copy).
+pub(crate) fn shares_memory(block: &Block) -> bool {
+    match &block.root {
+        Root::Plain(z) => matches!(zv::type_of(z), zv::IS_STRING | zv::IS_ARRAY),
+        Root::Graph(_) => true,
+    }
+}
+
+/// Writes the stored value into `dst`: zero-copy for strings and arrays, a rebuild for
+/// values with objects. False when a PHP exception was thrown (class not found, ...).
+///
+/// # Safety
+/// On a PHP thread inside a request; `dst` writable; the block stays alive for as long
+/// as the request can reach the value (see epoch.rs).
+pub(crate) unsafe fn thaw(block: &Block, dst: *mut sys::zval) -> bool {
+    match &block.root {
+        Root::Plain(z) => {
+            // SAFETY: a plain root needs no refcounting.
+            unsafe { zv::copy_plain(dst, z) };
+            true
+        }
+        Root::Graph(g) => {
+            let mut cx = Rebuild::new(block.objects);
+            // SAFETY: guaranteed by the caller.
+            unsafe { build(g, dst, &mut cx, false) }
+        }
+    }
+}
+
+/// One rebuild: the objects built so far (by id) and the classes looked up so far (a value
+/// with 100 objects of one class looks the class up once).
+struct Rebuild {
+    objects: Vec<*mut sys::zend_object>,
+    classes: Vec<(*mut sys::zend_string, *mut sys::zend_class_entry)>,
+}
+
+impl Rebuild {
+    fn new(objects: u32) -> Rebuild {
+        Rebuild {
+            objects: vec![std::ptr::null_mut(); objects as usize],
+            classes: Vec::new(),
+        }
+    }
+
+    /// `zend_lookup_class` (may autoload), memoised per stored class name.
+    ///
+    /// # Safety
+    /// On a PHP thread inside a request; `name` is a live string.
+    unsafe fn class(&mut self, name: *mut sys::zend_string) -> *mut sys::zend_class_entry {
+        if let Some(&(_, ce)) = self.classes.iter().find(|(n, _)| *n == name) {
+            return ce;
+        }
+        // SAFETY: guaranteed by the caller.
+        let ce = unsafe { sys::zend_lookup_class(name) };
+        if !ce.is_null() {
+            self.classes.push((name, ce));
+        }
+        ce
+    }
+}
+
+/// Builds `node` into `dst`; with `copy`, shared parts are deep-copied into the request.
+///
+/// # Safety
+/// As for [`thaw`].
+unsafe fn build(node: &GNode, dst: *mut sys::zval, cx: &mut Rebuild, copy: bool) -> bool {
+    // SAFETY: guaranteed by the caller for every FFI call below; all zvals written are
+    // owned by `dst` (or released on failure).
+    unsafe {
+        match node {
+            GNode::Plain(z) if copy => {
+                deep_copy(z, dst);
+                true
+            }
+            GNode::Plain(z) => {
+                zv::copy_plain(dst, z);
+                true
+            }
+            GNode::Array(items) => {
+                let ht = zv::set_new_array(dst, items.len() as u32);
+                for (key, item) in items {
+                    let mut v = sys::zval::default();
+                    if !build(item, &mut v, cx, copy) {
+                        return false; // dst (owning ht) is released by the caller
+                    }
+                    insert_key(ht, key, &mut v, copy);
+                }
+                true
+            }
+            GNode::Object { id, class, props } => {
+                *dst = zv::null();
+                let ce = cx.class(*class);
+                if ce.is_null() {
+                    if !zv::has_exception() {
+                        super::api::throw(&format!(
+                            "cannot rebuild a cached object: class {} not found",
+                            String::from_utf8_lossy(zv::str_bytes(*class))
+                        ));
+                    }
+                    return false;
+                }
+                if sys::object_init_ex(dst, ce) != sys::ZEND_RESULT_CODE_SUCCESS {
+                    *dst = zv::null();
+                    return false;
+                }
+                let obj = (*dst).value.obj;
+                cx.objects[*id as usize] = obj;
+                let mut tmp = sys::zval::default();
+                let ht = zv::set_new_array(&mut tmp, props.len() as u32);
+                for (key, item) in props {
+                    let mut v = sys::zval::default();
+                    if !build(item, &mut v, cx, copy) {
+                        sys::ferrophp_uc_zval_dtor(&mut tmp);
+                        return false;
+                    }
+                    insert_key(ht, key, &mut v, copy);
+                }
+                // Protected properties are only visible from the class's own scope.
+                let eg = crate::php::executor_globals().as_ptr();
+                let prev_scope = (*eg).fake_scope;
+                (*eg).fake_scope = ce;
+                sys::object_properties_load(obj, ht);
+                (*eg).fake_scope = prev_scope;
+                sys::ferrophp_uc_zval_dtor(&mut tmp);
+                !zv::has_exception()
+            }
+            GNode::Ref(id) => {
+                let obj = cx.objects[*id as usize];
+                if obj.is_null() {
+                    *dst = zv::null();
+                } else {
+                    zv::set_object_copy(dst, obj);
+                }
+                true
+            }
+            GNode::Enum { class, case } => {
+                *dst = zv::null();
+                let ce = cx.class(*class);
+                if ce.is_null() {
+                    if !zv::has_exception() {
+                        super::api::throw(&format!(
+                            "cannot rebuild a cached enum: {} not found",
+                            String::from_utf8_lossy(zv::str_bytes(*class))
+                        ));
+                    }
+                    return false;
+                }
+                let obj = sys::zend_enum_get_case(ce, *case);
+                if obj.is_null() {
+                    return false;
+                }
+                zv::set_object_copy(dst, obj);
+                true
+            }
+            GNode::Serialized { id, data } => {
+                *dst = zv::null();
+                let mut arg = zv::interned_str(*data);
+                if !call_function(c"unserialize", dst, std::slice::from_mut(&mut arg))
+                    || zv::has_exception()
+                {
+                    return false;
+                }
+                if zv::ztype(dst) == zv::IS_OBJECT {
+                    cx.objects[*id as usize] = (*dst).value.obj;
+                }
+                true
+            }
+        }
+    }
+}
+
+/// `ht[key] = v`; with `copy`, a string key is first copied into request memory.
+///
+/// # Safety
+/// `ht` is a writable request array; `v`'s reference moves into it.
+unsafe fn insert_key(ht: *mut sys::HashTable, key: &Key, v: *mut sys::zval, copy: bool) {
+    // SAFETY: guaranteed by the caller; the request key copy is released after PHP took
+    // its own reference.
+    unsafe {
+        match key {
+            Key::Index(i) => zv::insert(ht, &HKey::Index(*i), v),
+            Key::Str(s) if copy => {
+                let mut k = sys::zval::default();
+                zv::set_request_string(&mut k, zv::str_bytes(*s));
+                zv::insert(ht, &HKey::Str(k.value.str_), v);
+                sys::ferrophp_uc_zval_dtor(&mut k);
+            }
+            Key::Str(s) => zv::insert(ht, &HKey::Str(*s), v),
+        }
+    }
+}
+
+/// Writes a deep copy of the stored value into request memory: nothing in the result
+/// points into the block (the copy-on-read path and the fallback when retired memory is
+/// over its cap).
+///
+/// # Safety
+/// As for [`thaw`], but the block need only stay alive during the call.
+pub(crate) unsafe fn thaw_copy(block: &Block, dst: *mut sys::zval) -> bool {
+    // SAFETY: guaranteed by the caller.
+    unsafe {
+        match &block.root {
+            Root::Plain(z) => {
+                deep_copy(z, dst);
+                true
+            }
+            Root::Graph(g) => {
+                let mut cx = Rebuild::new(block.objects);
+                build(g, dst, &mut cx, true)
+            }
+        }
+    }
+}
+
+/// Copies a shareable value (scalar, cache string, immutable array) into request memory.
+///
+/// # Safety
+/// On a PHP thread inside a request; `src` live, `dst` writable.
+unsafe fn deep_copy(src: *const sys::zval, dst: *mut sys::zval) {
+    // SAFETY: guaranteed by the caller, recursively.
+    unsafe {
+        match zv::ztype(src) {
+            zv::IS_STRING => zv::set_request_string(dst, zv::str_bytes((*src).value.str_)),
+            zv::IS_ARRAY => {
+                let src_ht = (*src).value.arr;
+                let ht = zv::set_new_array(dst, zv::count(src_ht));
+                let _ = zv::for_each::<()>(src_ht, |key, val| {
+                    let mut v = sys::zval::default();
+                    deep_copy(val, &mut v);
+                    match key {
+                        HKey::Index(i) => zv::insert(ht, &HKey::Index(i), &mut v),
+                        HKey::Str(s) => {
+                            let mut k = sys::zval::default();
+                            zv::set_request_string(&mut k, zv::str_bytes(s));
+                            zv::insert(ht, &HKey::Str(k.value.str_), &mut v);
+                            sys::ferrophp_uc_zval_dtor(&mut k);
+                        }
+                    }
+                    Ok(())
+                });
+            }
+            _ => {
+                *dst = *src;
+                sys::ferrophp_uc_try_addref(dst);
+            }
+        }
+    }
+}

@@ -1,0 +1,279 @@
+//! The FFI edge of the cache: reading and writing `zval`s, PHP strings and hash tables.
+//! These are the `Z_*`/`ZVAL_*` macros of `zend_types.h` spelled in Rust, each a small
+//! function whose safety contract is "the pointer is a live zval/string/array".
+
+use std::ffi::c_char;
+
+use php_sys as sys;
+
+// zend_types.h type tags (the low byte of `u1.type_info`).
+pub(crate) const IS_UNDEF: u8 = 0;
+pub(crate) const IS_NULL: u8 = 1;
+pub(crate) const IS_FALSE: u8 = 2;
+pub(crate) const IS_TRUE: u8 = 3;
+pub(crate) const IS_LONG: u8 = 4;
+pub(crate) const IS_DOUBLE: u8 = 5;
+pub(crate) const IS_STRING: u8 = 6;
+pub(crate) const IS_ARRAY: u8 = 7;
+pub(crate) const IS_OBJECT: u8 = 8;
+pub(crate) const IS_RESOURCE: u8 = 9;
+pub(crate) const IS_REFERENCE: u8 = 10;
+pub(crate) const IS_INDIRECT: u8 = 12;
+
+/// `IS_TYPE_REFCOUNTED << Z_TYPE_FLAGS_SHIFT`.
+const REFCOUNTED: u32 = 1 << 8;
+/// `IS_STRING_EX`: a refcounted (request) string.
+const IS_STRING_EX: u32 = IS_STRING as u32 | REFCOUNTED;
+/// `IS_OBJECT_EX`: refcounted and collectable.
+const IS_OBJECT_EX: u32 = IS_OBJECT as u32 | REFCOUNTED | (1 << 9);
+
+/// `ZEND_ACC_*` class flags (zend_compile.h).
+pub(crate) const ZEND_ACC_ENUM: u32 = 1 << 28;
+pub(crate) const ZEND_ACC_NOT_SERIALIZABLE: u32 = 1 << 29;
+/// `ZEND_INTERNAL_CLASS` (`zend_class_entry.type`).
+pub(crate) const ZEND_INTERNAL_CLASS: u8 = 1;
+
+/// `Z_TYPE_P`.
+///
+/// # Safety
+/// `zv` points to a live zval.
+#[inline]
+pub(crate) unsafe fn ztype(zv: *const sys::zval) -> u8 {
+    // SAFETY: guaranteed by the caller.
+    unsafe { (*zv).u1.type_info as u8 }
+}
+
+/// The type tag of a zval we hold by reference (every zval has `type_info` set).
+#[inline]
+pub(crate) fn type_of(zv: &sys::zval) -> u8 {
+    // SAFETY: `u1.type_info` is the whole of `u1`, initialised for every zval.
+    unsafe { zv.u1.type_info as u8 }
+}
+
+/// `ZVAL_DEREF` + `ZVAL_DEINDIRECT`: the zval a reference or indirect slot points to.
+///
+/// # Safety
+/// `zv` points to a live zval.
+#[inline]
+pub(crate) unsafe fn deref(mut zv: *const sys::zval) -> *const sys::zval {
+    // SAFETY: a reference's `val` and an indirect's target are live zvals while `zv` is.
+    unsafe {
+        if ztype(zv) == IS_INDIRECT {
+            zv = (*zv).value.zv;
+        }
+        if ztype(zv) == IS_REFERENCE {
+            zv = &(*(*zv).value.ref_).val;
+        }
+    }
+    zv
+}
+
+/// Writes a zval that needs no reference counting (scalar, interned string, immutable
+/// array): a plain copy of the 16 bytes, like `ZVAL_COPY_VALUE` on such a value.
+///
+/// # Safety
+/// `dst` is writable; `src` is not refcounted.
+#[inline]
+pub(crate) unsafe fn copy_plain(dst: *mut sys::zval, src: &sys::zval) {
+    // SAFETY: guaranteed by the caller; zval is plain old data.
+    unsafe {
+        (*dst).value = src.value;
+        (*dst).u1.type_info = src.u1.type_info;
+    }
+}
+
+/// A zval value for a scalar.
+pub(crate) fn scalar(type_: u8, value: sys::zend_value) -> sys::zval {
+    sys::zval {
+        value,
+        u1: sys::_zval_struct__bindgen_ty_1 {
+            type_info: type_ as u32,
+        },
+        ..Default::default()
+    }
+}
+
+pub(crate) fn null() -> sys::zval {
+    scalar(IS_NULL, sys::zend_value { lval: 0 })
+}
+
+pub(crate) fn bool_(b: bool) -> sys::zval {
+    scalar(
+        if b { IS_TRUE } else { IS_FALSE },
+        sys::zend_value { lval: 0 },
+    )
+}
+
+pub(crate) fn long(v: i64) -> sys::zval {
+    scalar(IS_LONG, sys::zend_value { lval: v })
+}
+
+#[allow(dead_code)]
+pub(crate) fn double(v: f64) -> sys::zval {
+    scalar(IS_DOUBLE, sys::zend_value { dval: v })
+}
+
+/// `ZVAL_INTERNED_STR`: a non-refcounted string zval (the string must be interned-flagged).
+pub(crate) fn interned_str(s: *mut sys::zend_string) -> sys::zval {
+    scalar(IS_STRING, sys::zend_value { str_: s })
+}
+
+/// An immutable array zval (`ZVAL_ARR` without the refcounted flag, as OPcache does).
+pub(crate) fn immutable_arr(ht: *mut sys::HashTable) -> sys::zval {
+    scalar(IS_ARRAY, sys::zend_value { arr: ht })
+}
+
+/// The empty immutable array (`ZVAL_EMPTY_ARRAY`).
+pub(crate) fn empty_arr() -> sys::zval {
+    // zend_empty_array is a process-wide immutable constant; we only take its address.
+    immutable_arr(std::ptr::addr_of!(sys::zend_empty_array) as *mut sys::HashTable)
+}
+
+/// `ZVAL_STR` of a fresh request string (refcount 1, owned by the zval).
+///
+/// # Safety
+/// On a PHP thread inside a request; `dst` writable.
+pub(crate) unsafe fn set_request_string(dst: *mut sys::zval, bytes: &[u8]) {
+    // SAFETY: zend_string_init copies `bytes` into request memory.
+    unsafe {
+        let s = sys::ferrophp_uc_request_string(bytes.as_ptr().cast::<c_char>(), bytes.len());
+        (*dst).value.str_ = s;
+        (*dst).u1.type_info = IS_STRING_EX;
+    }
+}
+
+/// `ZVAL_ARR` of a fresh request array of `size` elements.
+///
+/// # Safety
+/// On a PHP thread inside a request; `dst` writable.
+pub(crate) unsafe fn set_new_array(dst: *mut sys::zval, size: u32) -> *mut sys::HashTable {
+    // SAFETY: _zend_new_array allocates a refcount-1 array in request memory.
+    unsafe {
+        let ht = sys::_zend_new_array(size);
+        (*dst).value.arr = ht;
+        (*dst).u1.type_info = IS_ARRAY as u32 | REFCOUNTED | (1 << 9);
+        ht
+    }
+}
+
+/// `ZVAL_OBJ_COPY`.
+///
+/// # Safety
+/// `obj` is a live object; `dst` writable.
+pub(crate) unsafe fn set_object_copy(dst: *mut sys::zval, obj: *mut sys::zend_object) {
+    // SAFETY: guaranteed by the caller; the new zval owns one more reference.
+    unsafe {
+        (*obj).gc.refcount += 1;
+        (*dst).value.obj = obj;
+        (*dst).u1.type_info = IS_OBJECT_EX;
+    }
+}
+
+/// The bytes of a zend_string.
+///
+/// # Safety
+/// `s` is a live string and outlives `'a`.
+#[inline]
+pub(crate) unsafe fn str_bytes<'a>(s: *const sys::zend_string) -> &'a [u8] {
+    // SAFETY: a zend_string holds `len` bytes inline from `val`.
+    unsafe { std::slice::from_raw_parts((*s).val.as_ptr().cast::<u8>(), (*s).len) }
+}
+
+/// `ZSTR_H` after `zend_string_hash_val` (computes and caches it when missing, which
+/// writes only to this request's own string or an already-hashed interned one).
+///
+/// # Safety
+/// `s` is a live string owned by this thread's request or interned.
+#[inline]
+pub(crate) unsafe fn str_hash(s: *mut sys::zend_string) -> u64 {
+    // SAFETY: guaranteed by the caller.
+    unsafe {
+        if (*s).h == 0 {
+            sys::zend_string_hash_func(s);
+        }
+        (*s).h
+    }
+}
+
+/// One element of a hash table: its key (integer or string) and value slot.
+pub(crate) enum HKey {
+    Index(i64),
+    Str(*mut sys::zend_string),
+}
+
+/// Calls `f` on every element of `ht` in order (ZEND_HASH_FOREACH_KEY_VAL), packed or not.
+///
+/// # Safety
+/// `ht` is a live array that `f` does not modify.
+pub(crate) unsafe fn for_each<E>(
+    ht: *const sys::HashTable,
+    mut f: impl FnMut(HKey, *const sys::zval) -> Result<(), E>,
+) -> Result<(), E> {
+    // SAFETY: we only read the first nNumUsed slots of the data part, skipping UNDEF
+    // holes, exactly as the ZEND_HASH_FOREACH macros do.
+    unsafe {
+        let used = (*ht).nNumUsed as usize;
+        if sys::ferrophp_uc_array_is_packed(ht) {
+            let data = (*ht).__bindgen_anon_1.arPacked;
+            for i in 0..used {
+                let zv = data.add(i);
+                if ztype(zv) != IS_UNDEF {
+                    f(HKey::Index(i as i64), zv)?;
+                }
+            }
+        } else {
+            let data = (*ht).__bindgen_anon_1.arData;
+            for i in 0..used {
+                let b = data.add(i);
+                if ztype(&(*b).val) == IS_UNDEF {
+                    continue;
+                }
+                let key = if (*b).key.is_null() {
+                    HKey::Index((*b).h as i64)
+                } else {
+                    HKey::Str((*b).key)
+                };
+                f(key, &(*b).val)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Number of elements (`zend_hash_num_elements`).
+///
+/// # Safety
+/// `ht` is a live array.
+pub(crate) unsafe fn count(ht: *const sys::HashTable) -> u32 {
+    // SAFETY: guaranteed by the caller.
+    unsafe { (*ht).nNumOfElements }
+}
+
+/// `ht[key] = *val`, taking over `val`'s reference (zend_hash_(index_)update).
+///
+/// # Safety
+/// `ht` is a live, writable request array; `val` a zval whose reference moves into it.
+pub(crate) unsafe fn insert(ht: *mut sys::HashTable, key: &HKey, val: *mut sys::zval) {
+    // SAFETY: guaranteed by the caller. Interned keys are not addref'd by PHP; request
+    // keys are.
+    unsafe {
+        match key {
+            HKey::Index(i) => {
+                sys::zend_hash_index_update(ht, *i as sys::zend_ulong, val);
+            }
+            HKey::Str(s) => {
+                sys::zend_hash_update(ht, *s, val);
+            }
+        }
+    }
+}
+
+/// The calling thread's pending exception, if any.
+pub(crate) fn has_exception() -> bool {
+    // SAFETY: plain read of this PHP thread's executor globals.
+    unsafe {
+        !(*crate::php::executor_globals().as_ptr())
+            .exception
+            .is_null()
+    }
+}
