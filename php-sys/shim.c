@@ -2,6 +2,7 @@
 #define ZEND_ENABLE_STATIC_TSRMLS_CACHE 1
 #include "shim.h"
 #include "zend_exceptions.h"
+#include "php_variables.h"
 
 ZEND_TSRMLS_CACHE_DEFINE()
 
@@ -207,9 +208,14 @@ bool ferrophp_worker_request_startup(void) {
         } else if (PG(implicit_flush)) {
             php_output_set_implicit_flush(1);
         }
-        /* PHP creates $_FILES only when it is unset: drop the previous request's. */
-        zval_ptr_dtor(&PG(http_globals)[TRACK_VARS_FILES]);
-        ZVAL_UNDEF(&PG(http_globals)[TRACK_VARS_FILES]);
+        /* php_hash_environment() zeroes PG(http_globals) without releasing it (it expects
+         * php_request_shutdown to have done so): drop the previous request's arrays, or
+         * each request would leak them. The symbol table keeps its own references until
+         * the new arrays replace them. */
+        for (int i = 0; i < NUM_TRACK_VARS; i++) {
+            zval_ptr_dtor(&PG(http_globals)[i]);
+            ZVAL_UNDEF(&PG(http_globals)[i]);
+        }
         /* $_GET, $_POST, $_COOKIE, $_FILES now; the JIT ones ($_SERVER, $_REQUEST) are only
          * armed, and the handler is already compiled, so build them explicitly. */
         php_hash_environment();

@@ -13,6 +13,7 @@ const COUNTER: Target = Target::Worker(0);
 const ISOLATION: Target = Target::Worker(1);
 const FAILURES: Target = Target::Worker(2);
 const MAXREQ: Target = Target::Worker(3);
+const MEMORY: Target = Target::Worker(4);
 const MAX_REQUESTS: u64 = 5;
 
 fn root() -> String {
@@ -31,6 +32,7 @@ fn engine() -> &'static Engine {
                 WorkerConfig::new(format!("{}/isolation.php", root()), 1),
                 WorkerConfig::new(format!("{}/failures.php", root()), 1),
                 maxreq,
+                WorkerConfig::new(format!("{}/memory.php", root()), 1),
             ],
             ini: vec![
                 ("display_errors".into(), "0".into()),
@@ -239,4 +241,23 @@ fn max_requests_rebuilds_the_thread_without_failing_a_request() {
         boots.insert(boot.to_string(), served);
     }
     assert!(boots.len() >= 4, "expected at least 4 boots, got {boots:?}");
+}
+
+#[test]
+fn worker_requests_do_not_leak_php_memory() {
+    let usage = |i: usize| -> i64 {
+        let r = request(MEMORY, "memory.php", &format!("i={i}&list[]=a&list[]=b"), &[("cookie", "c=1; d=2")]);
+        assert_eq!(r.head.status, 200);
+        r.body.parse().unwrap()
+    };
+    for i in 0..20 {
+        usage(i);
+    }
+    let before = usage(20);
+    for i in 0..500 {
+        usage(i);
+    }
+    let after = usage(521);
+    // Superglobals are rebuilt every request; the previous ones must be freed.
+    assert!(after - before < 4096, "PHP memory grew by {} bytes over 500 requests", after - before);
 }
