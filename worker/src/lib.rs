@@ -11,6 +11,7 @@ mod functions;
 mod module;
 mod php;
 mod pool;
+mod queue;
 pub mod request;
 pub mod sapi;
 mod server_vars;
@@ -118,22 +119,16 @@ pub enum Target {
 
 /// The running PHP engine and its threads. Dropping it shuts PHP down cleanly.
 pub struct Engine {
-    jobs: crossbeam_channel::Sender<pool::Job>,
-    workers: Vec<(
-        std::sync::Arc<worker_mode::WorkerPool>,
-        crossbeam_channel::Sender<pool::Job>,
-    )>,
+    jobs: std::sync::Arc<queue::JobQueue>,
+    workers: Vec<std::sync::Arc<worker_mode::WorkerPool>>,
     stop: Option<std::sync::mpsc::Sender<()>>,
     main: Option<JoinHandle<()>>,
 }
 
 type Ready = Result<
     (
-        crossbeam_channel::Sender<pool::Job>,
-        Vec<(
-            std::sync::Arc<worker_mode::WorkerPool>,
-            crossbeam_channel::Sender<pool::Job>,
-        )>,
+        std::sync::Arc<queue::JobQueue>,
+        Vec<std::sync::Arc<worker_mode::WorkerPool>>,
     ),
     String,
 >;
@@ -192,8 +187,8 @@ impl Engine {
                 }
                 match failure {
                     None => {
-                        let pools: Vec<_> = workers.iter().map(|(p, _)| p.clone()).collect();
-                        let _ = ready_tx.send(Ok((pool.sender().clone(), workers)));
+                        let pools = workers.clone();
+                        let _ = ready_tx.send(Ok((pool.queue(), workers)));
                         // Park until the Engine is dropped or shut down.
                         let _ = stop_rx.recv();
                         for p in &pools {
@@ -201,7 +196,7 @@ impl Engine {
                         }
                     }
                     Some(e) => {
-                        for (p, _) in &workers {
+                        for p in &workers {
                             p.stop();
                         }
                         let _ = ready_tx.send(Err(e));
@@ -240,7 +235,8 @@ impl Engine {
     }
 
     /// Queues a request for `target`; the receiver yields its outcome once it has been
-    /// served. Blocks while that queue is full.
+    /// served. Never blocks: callers bound what is in flight (the HTTP side holds one
+    /// permit per PHP thread).
     pub fn submit_to(
         &self,
         target: Target,
@@ -248,11 +244,11 @@ impl Engine {
     ) -> Result<tokio::sync::oneshot::Receiver<ScriptOutcome>, EngineStopped> {
         let (done, rx) = tokio::sync::oneshot::channel();
         let queue = match target {
-            Target::Classic => &self.jobs,
-            Target::Worker(i) => &self.workers.get(i).ok_or(EngineStopped)?.1,
+            Target::Classic => &*self.jobs,
+            Target::Worker(i) => &self.workers.get(i).ok_or(EngineStopped)?.queue,
         };
         queue
-            .send(pool::Job { request, done })
+            .push(pool::Job { request, done })
             .map_err(|_| EngineStopped)?;
         Ok(rx)
     }
@@ -268,7 +264,7 @@ impl Engine {
     /// the admin endpoint, the file watcher) without owning the engine.
     pub fn control(&self) -> EngineControl {
         EngineControl {
-            workers: self.workers.iter().map(|(p, _)| p.clone()).collect(),
+            workers: self.workers.clone(),
         }
     }
 
@@ -283,9 +279,8 @@ impl Engine {
     }
 
     fn stop_and_join(&mut self) {
-        // Closing our senders lets the pools drain; the stop signal wakes the main thread.
-        let (closed, _) = crossbeam_channel::bounded(0);
-        self.jobs = closed;
+        // The stop signal wakes the main thread, which stops the workers, drains and joins
+        // the classic pool, and shuts PHP down.
         self.workers.clear();
         self.stop = None;
         if let Some(main) = self.main.take() {

@@ -6,8 +6,9 @@
 
 use std::thread::JoinHandle;
 
-use crossbeam_channel::{Receiver, Sender};
+use std::sync::Arc;
 
+use crate::queue::JobQueue;
 use crate::request::{ScriptOutcome, ScriptRequest};
 use crate::sapi;
 
@@ -22,51 +23,50 @@ pub(crate) struct Job {
 }
 
 pub(crate) struct ThreadPool {
-    jobs: Option<Sender<Job>>,
+    jobs: Arc<JobQueue>,
     threads: Vec<JoinHandle<()>>,
 }
 
 impl ThreadPool {
     /// Spawns `count` PHP threads. The engine must be started.
     pub fn spawn(count: usize) -> std::io::Result<ThreadPool> {
-        // Bounded so a flood of requests queues in the caller (which can time out and
-        // answer 503) rather than growing without limit here.
-        let (tx, rx) = crossbeam_channel::bounded::<Job>(count * 64);
+        // Unbounded here: the HTTP side bounds what is in flight with one permit per thread.
+        let queue = Arc::new(JobQueue::new());
         let mut threads = Vec::with_capacity(count);
         for i in 0..count {
-            let rx = rx.clone();
+            let queue = queue.clone();
             let handle = std::thread::Builder::new()
                 .name(format!("php-{i}"))
                 .stack_size(PHP_THREAD_STACK_SIZE)
-                .spawn(move || thread_main(rx))?;
+                .spawn(move || thread_main(&queue))?;
             threads.push(handle);
         }
         Ok(ThreadPool {
-            jobs: Some(tx),
+            jobs: queue,
             threads,
         })
     }
 
-    pub fn sender(&self) -> &Sender<Job> {
-        self.jobs.as_ref().expect("pool is running")
+    pub fn queue(&self) -> Arc<JobQueue> {
+        self.jobs.clone()
     }
 
     /// Closes the queue and waits for every thread to finish its current job and release
     /// its PHP context.
     pub fn join(mut self) {
-        self.jobs = None;
+        self.jobs.close();
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
     }
 }
 
-fn thread_main(jobs: Receiver<Job>) {
+fn thread_main(jobs: &JobQueue) {
     sapi::attach_thread();
     // Per-request strings ($_SERVER and request_info): reset, not freed, between requests,
     // so a steady stream of similar requests allocates nothing here.
     let mut arena = bumpalo::Bump::with_capacity(16 * 1024);
-    while let Ok(job) = jobs.recv() {
+    while let Some(job) = jobs.pop() {
         let outcome = sapi::run_script(job.request, &arena);
         arena.reset();
         let _ = job.done.send(outcome);

@@ -23,11 +23,11 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use bumpalo::Bump;
-use crossbeam_channel::{Receiver, Sender};
 use php_sys as sys;
 
 use crate::php;
 use crate::pool::{Job, PHP_THREAD_STACK_SIZE};
+use crate::queue::{JobQueue, Next};
 use crate::request::{
     CgiRequest, Disconnected, ResponseHead, ResponseSink, ScriptOutcome, ScriptRequest,
 };
@@ -60,15 +60,6 @@ impl WorkerConfig {
     }
 }
 
-/// Messages to one worker thread.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Control {
-    /// Finish the current request, let the script end, boot it again.
-    Restart,
-    /// Finish the current request and exit.
-    Stop,
-}
-
 /// Why a worker script's run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum RunEnd {
@@ -87,8 +78,8 @@ pub(crate) struct WorkerPool {
     config: WorkerConfig,
     /// `config.env` as C strings, for the requests' `$_SERVER` and `getenv()`.
     env: Vec<(CString, CString)>,
-    jobs: Receiver<Job>,
-    controls: Mutex<Vec<Sender<Control>>>,
+    /// Jobs for this worker; its epoch moves on at every restart.
+    pub(crate) queue: JobQueue,
     threads: Mutex<Vec<JoinHandle<()>>>,
     stopping: AtomicBool,
     startup: Mutex<Startup>,
@@ -106,7 +97,7 @@ struct Startup {
 impl WorkerPool {
     /// Spawns the worker's threads and waits until each has reached the request loop, or
     /// one has failed `max_startup_failures` times in a row.
-    pub(crate) fn start(config: WorkerConfig) -> Result<(Arc<WorkerPool>, Sender<Job>), String> {
+    pub(crate) fn start(config: WorkerConfig) -> Result<Arc<WorkerPool>, String> {
         if !config.script.is_file() {
             return Err(format!(
                 "worker script {} does not exist",
@@ -114,7 +105,6 @@ impl WorkerPool {
             ));
         }
         let threads = config.threads.max(1);
-        let (tx, rx) = crossbeam_channel::bounded(threads * 64);
         let env = config
             .env
             .iter()
@@ -128,8 +118,7 @@ impl WorkerPool {
         let pool = Arc::new(WorkerPool {
             env,
             config,
-            jobs: rx,
-            controls: Mutex::new(Vec::new()),
+            queue: JobQueue::new(),
             threads: Mutex::new(Vec::new()),
             stopping: AtomicBool::new(false),
             startup: Mutex::new(Startup::default()),
@@ -138,9 +127,7 @@ impl WorkerPool {
             restarts: AtomicU64::new(0),
         });
         for slot in 0..threads {
-            let (control_tx, control_rx) = crossbeam_channel::unbounded();
-            pool.controls.lock().unwrap().push(control_tx);
-            spawn_slot(pool.clone(), slot, control_rx)
+            spawn_slot(pool.clone(), slot)
                 .map_err(|e| format!("cannot spawn a worker thread: {e}"))?;
         }
         let mut startup = pool.startup.lock().unwrap();
@@ -153,24 +140,20 @@ impl WorkerPool {
             return Err(why);
         }
         drop(startup);
-        Ok((pool, tx))
+        Ok(pool)
     }
 
     /// Restarts every thread's script after its current request (no request is dropped:
     /// queued jobs wait for the rebooted scripts).
     pub(crate) fn restart(&self) {
         self.restarts.fetch_add(1, Ordering::Relaxed);
-        for control in self.controls.lock().unwrap().iter() {
-            let _ = control.send(Control::Restart);
-        }
+        self.queue.bump_epoch();
     }
 
     /// Stops every thread after its current request and waits for them.
     pub(crate) fn stop(&self) {
         self.stopping.store(true, Ordering::SeqCst);
-        for control in self.controls.lock().unwrap().iter() {
-            let _ = control.send(Control::Stop);
-        }
+        self.queue.close();
         // Threads may hand over to replacements while we join: drain until none is left.
         loop {
             let handles: Vec<_> = self.threads.lock().unwrap().drain(..).collect();
@@ -201,25 +184,21 @@ impl WorkerPool {
     }
 }
 
-fn spawn_slot(
-    pool: Arc<WorkerPool>,
-    slot: usize,
-    control: Receiver<Control>,
-) -> std::io::Result<()> {
+fn spawn_slot(pool: Arc<WorkerPool>, slot: usize) -> std::io::Result<()> {
     let name = format!("php-worker-{slot}");
     let handle = std::thread::Builder::new()
         .name(name)
         .stack_size(PHP_THREAD_STACK_SIZE)
         .spawn({
             let pool = pool.clone();
-            move || slot_main(pool, slot, control)
+            move || slot_main(pool, slot)
         })?;
     pool.threads.lock().unwrap().push(handle);
     Ok(())
 }
 
 /// The life of one PHP thread of a worker: boot the script, serve, reboot as needed.
-fn slot_main(pool: Arc<WorkerPool>, slot: usize, control: Receiver<Control>) {
+fn slot_main(pool: Arc<WorkerPool>, slot: usize) {
     sapi::attach_thread();
     let boot_arena = Bump::new();
     let mut failures: u32 = 0;
@@ -230,7 +209,7 @@ fn slot_main(pool: Arc<WorkerPool>, slot: usize, control: Receiver<Control>) {
         }
         let thread = WorkerThread {
             pool: &pool,
-            control: &control,
+            epoch: pool.queue.epoch(),
             request_arena: RefCell::new(Bump::with_capacity(16 * 1024)),
             served: Cell::new(0),
             ready: Cell::new(false),
@@ -279,7 +258,7 @@ fn slot_main(pool: Arc<WorkerPool>, slot: usize, control: Receiver<Control>) {
                     break RunEnd::Stop;
                 }
                 let backoff = Duration::from_millis(50u64 << failures.min(7));
-                if control.recv_timeout(backoff) == Ok(Control::Stop) {
+                if pool.queue.wait_closed(backoff) {
                     break RunEnd::Stop;
                 }
             }
@@ -288,7 +267,7 @@ fn slot_main(pool: Arc<WorkerPool>, slot: usize, control: Receiver<Control>) {
     sapi::detach_thread();
     if end == RunEnd::MaxRequests && !pool.stopping.load(Ordering::SeqCst) {
         // A fresh OS thread, hence a fresh TSRM context: the only cure for leaks.
-        if let Err(e) = spawn_slot(pool.clone(), slot, control) {
+        if let Err(e) = spawn_slot(pool.clone(), slot) {
             tracing::error!("cannot replace a worker thread: {e}");
         }
     }
@@ -329,7 +308,8 @@ impl ResponseSink for LogSink {
 /// What `ferrophp_handle_request` needs, for the worker script running on this thread.
 struct WorkerThread<'a> {
     pool: &'a Arc<WorkerPool>,
-    control: &'a Receiver<Control>,
+    /// The queue's epoch when this run of the script booted; a newer one means restart.
+    epoch: u64,
     request_arena: RefCell<Bump>,
     served: Cell<u64>,
     ready: Cell<bool>,
@@ -371,26 +351,15 @@ impl WorkerThread<'_> {
             self.end.set(RunEnd::Restart);
             return None;
         }
-        // Control first: a restart requested while busy applies before the next job.
-        let control = |c: Control| match c {
-            Control::Stop => RunEnd::Stop,
-            Control::Restart => RunEnd::Restart,
-        };
-        if let Ok(c) = self.control.try_recv() {
-            self.end.set(control(c));
-            return None;
-        }
-        crossbeam_channel::select! {
-            recv(self.control) -> c => {
-                self.end.set(c.map_or(RunEnd::Stop, control));
+        match self.pool.queue.next(self.epoch) {
+            Next::Job(job) => Some(job),
+            Next::NewEpoch => {
+                self.end.set(RunEnd::Restart);
                 None
             }
-            recv(self.pool.jobs) -> job => match job {
-                Ok(job) => Some(job),
-                Err(_) => {
-                    self.end.set(RunEnd::Stop);
-                    None
-                }
+            Next::Closed => {
+                self.end.set(RunEnd::Stop);
+                None
             }
         }
     }

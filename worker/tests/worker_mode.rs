@@ -246,7 +246,12 @@ fn max_requests_rebuilds_the_thread_without_failing_a_request() {
 #[test]
 fn worker_requests_do_not_leak_php_memory() {
     let usage = |i: usize| -> i64 {
-        let r = request(MEMORY, "memory.php", &format!("i={i}&list[]=a&list[]=b"), &[("cookie", "c=1; d=2")]);
+        let r = request(
+            MEMORY,
+            "memory.php",
+            &format!("i={i}&list[]=a&list[]=b"),
+            &[("cookie", "c=1; d=2")],
+        );
         assert_eq!(r.head.status, 200);
         r.body.parse().unwrap()
     };
@@ -259,5 +264,9 @@ fn worker_requests_do_not_leak_php_memory() {
     }
     let after = usage(521);
     // Superglobals are rebuilt every request; the previous ones must be freed.
-    assert!(after - before < 4096, "PHP memory grew by {} bytes over 500 requests", after - before);
+    assert!(
+        after - before < 4096,
+        "PHP memory grew by {} bytes over 500 requests",
+        after - before
+    );
 }
