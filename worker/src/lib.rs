@@ -247,9 +247,9 @@ impl Engine {
             Target::Classic => &*self.jobs,
             Target::Worker(i) => &self.workers.get(i).ok_or(EngineStopped)?.queue,
         };
-        queue
-            .push(pool::Job { request, done })
-            .map_err(|_| EngineStopped)?;
+        if !queue.push(Box::new(pool::Job { request, done })) {
+            return Err(EngineStopped);
+        }
         Ok(rx)
     }
 

@@ -17,7 +17,7 @@ pub(crate) struct JobQueue {
 }
 
 struct State {
-    jobs: VecDeque<Job>,
+    jobs: VecDeque<Box<Job>>,
     closed: bool,
     /// Bumped to ask every waiting thread to come back (a worker restart).
     epoch: u64,
@@ -25,7 +25,7 @@ struct State {
 
 /// What a waiting thread got.
 pub(crate) enum Next {
-    Job(Job),
+    Job(Box<Job>),
     /// The epoch moved on since the thread last looked.
     NewEpoch,
     Closed,
@@ -43,20 +43,20 @@ impl JobQueue {
         }
     }
 
-    /// Queues a job; gives it back when the queue is closed.
-    pub(crate) fn push(&self, job: Job) -> Result<(), Job> {
+    /// Queues a job; false when the queue is closed (the job is dropped).
+    pub(crate) fn push(&self, job: Box<Job>) -> bool {
         let mut state = self.state.lock().unwrap();
         if state.closed {
-            return Err(job);
+            return false;
         }
         state.jobs.push_back(job);
         drop(state);
         self.wake.notify_one();
-        Ok(())
+        true
     }
 
     /// The next job, waiting for one; None once the queue is closed and drained.
-    pub(crate) fn pop(&self) -> Option<Job> {
+    pub(crate) fn pop(&self) -> Option<Box<Job>> {
         let mut state = self.state.lock().unwrap();
         loop {
             if let Some(job) = state.jobs.pop_front() {

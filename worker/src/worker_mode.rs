@@ -335,7 +335,7 @@ fn current_worker<'a>() -> Option<&'a WorkerThread<'a>> {
 
 impl WorkerThread<'_> {
     /// Blocks for the next job, or None when the script should end.
-    fn next_job(&self) -> Option<Job> {
+    fn next_job(&self) -> Option<Box<Job>> {
         if !self.ready.get() {
             self.ready.set(true);
             self.pool.report_ready();
@@ -395,11 +395,11 @@ impl WorkerThread<'_> {
     /// Serves one job; true when the worker script must end (exit or fatal error).
     fn serve(
         &self,
-        job: Job,
+        job: Box<Job>,
         fci: &mut sys::zend_fcall_info,
         fcc: &mut sys::zend_fcall_info_cache,
     ) -> bool {
-        let Job { mut request, done } = job;
+        let Job { mut request, done } = *job;
         if let Some(cgi) = request.cgi.as_mut() {
             self.add_worker_env(cgi);
         }
