@@ -255,6 +255,12 @@ bool ferrophp_worker_request_shutdown(void) {
 bool ferrophp_worker_request_finish(void) {
     volatile bool bailed_out = false;
     zend_try {
+        /* The body stream behind php://input is a request resource that only the end of
+         * the engine request would free; sapi_deactivate merely forgets it. */
+        if (SG(request_info).request_body) {
+            php_stream_close(SG(request_info).request_body);
+            SG(request_info).request_body = NULL;
+        }
         /* Drains unread body, frees request_info fields, deletes uploaded temp files. */
         sapi_deactivate();
         /* Output between requests belongs to the worker script again. */

@@ -62,6 +62,16 @@ impl Reply {
 }
 
 fn request(target: Target, script: &str, query: &str, headers: &[(&str, &str)]) -> Reply {
+    request_with_body(target, script, query, headers, Vec::new())
+}
+
+fn request_with_body(
+    target: Target,
+    script: &str,
+    query: &str,
+    headers: &[(&str, &str)],
+    body: Vec<u8>,
+) -> Reply {
     let sink = Arc::new(Mutex::new(BufferSink::default()));
     let mut cgi = browser_request(&root(), &format!("/{script}"));
     cgi.request_uri = format!("/{script}?{query}");
@@ -73,8 +83,13 @@ fn request(target: Target, script: &str, query: &str, headers: &[(&str, &str)]) 
             http::HeaderValue::from_str(value).unwrap(),
         );
     }
+    if !body.is_empty() {
+        cgi.method = http::Method::POST;
+        cgi.headers.insert(http::header::CONTENT_LENGTH, body.len().into());
+    }
     let mut req = ScriptRequest::new(format!("{}/{script}", root()), Box::new(sink.clone()));
     req.cgi = Some(cgi);
+    req.body = Box::new(std::io::Cursor::new(body));
     let outcome = engine()
         .submit_to(target, req)
         .unwrap()
@@ -246,11 +261,12 @@ fn max_requests_rebuilds_the_thread_without_failing_a_request() {
 #[test]
 fn worker_requests_do_not_leak_php_memory() {
     let usage = |i: usize| -> i64 {
-        let r = request(
+        let r = request_with_body(
             MEMORY,
             "memory.php",
             &format!("i={i}&list[]=a&list[]=b"),
-            &[("cookie", "c=1; d=2")],
+            &[("cookie", "c=1; d=2"), ("content-type", "text/plain")],
+            vec![b'x'; 4096],
         );
         assert_eq!(r.head.status, 200);
         r.body.parse().unwrap()
