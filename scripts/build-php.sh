@@ -32,8 +32,8 @@ CONFIGURE_FLAGS=(
   --enable-xmlwriter --with-zlib --enable-bcmath --enable-sockets
   --enable-posix --enable-calendar --enable-exif
 )
-# Our SAPI name must be on OPcache's allow-list (accel_find_sapi); the patch is part of the key.
-PATCH_ID=opcache-sapi-ferrophp-v1
+# Our patches are part of the key: OPcache's SAPI allow-list, per-thread dtoa freelists.
+PATCH_ID=opcache-sapi-ferrophp-v1+dtoa-tls-v2
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 CACHE_ROOT=${FERROPHP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ferrophp}
@@ -92,6 +92,14 @@ cd "$SRC"
 grep -q '"ferrophp"' ext/opcache/ZendAccelerator.c || \
   sed -i 's/"cli-server",/"cli-server",\n\t\t"ferrophp",/' ext/opcache/ZendAccelerator.c
 grep -q '"ferrophp"' ext/opcache/ZendAccelerator.c || { log "opcache patch failed"; exit 1; }
+# ZTS keeps one global freelist of dtoa big integers behind a mutex, taken twice per
+# float formatted (json_encode, var_export, string conversion): with several PHP threads
+# that mutex is the hottest lock in a JSON API. Give each thread its own freelist so the
+# lock is no longer needed (PHP already builds without the shared private pool).
+sed -i 's/^ static Bigint \*freelist\[Kmax+1\];/ ZEND_TLS Bigint *freelist[Kmax+1];/' Zend/zend_strtod.c
+sed -i 's/tsrm_mutex_lock(dtoa_mutex);/\/* ferrophp: per-thread freelist *\//; s/tsrm_mutex_unlock(dtoa_mutex);/\/* ferrophp: per-thread freelist *\//' Zend/zend_strtod_int.h
+grep -q 'ZEND_TLS Bigint \*freelist' Zend/zend_strtod.c && grep -q 'define Omit_Private_Memory' Zend/zend_strtod_int.h \
+  && ! grep -q 'tsrm_mutex_lock(dtoa_mutex)' Zend/zend_strtod_int.h || { log "dtoa patch failed"; exit 1; }
 
 log "configuring into $PREFIX"
 ./configure --prefix="$PREFIX" --with-config-file-path="$PREFIX/etc" \

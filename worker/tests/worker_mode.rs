@@ -85,7 +85,8 @@ fn request_with_body(
     }
     if !body.is_empty() {
         cgi.method = http::Method::POST;
-        cgi.headers.insert(http::header::CONTENT_LENGTH, body.len().into());
+        cgi.headers
+            .insert(http::header::CONTENT_LENGTH, body.len().into());
     }
     let mut req = ScriptRequest::new(format!("{}/{script}", root()), Box::new(sink.clone()));
     req.cgi = Some(cgi);
