@@ -3,7 +3,6 @@
 //! shutdown on SIGTERM/SIGINT.
 
 use std::convert::Infallible;
-use std::ffi::CString;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -146,16 +145,7 @@ async fn serve(config: ServeConfig) -> Result<(), String> {
         admin::serve(addr, control.clone()).await?;
     }
 
-    let env: Vec<(CString, CString)> = config
-        .env
-        .iter()
-        .filter_map(|(k, v)| {
-            Some((
-                CString::new(k.as_str()).ok()?,
-                CString::new(v.as_str()).ok()?,
-            ))
-        })
-        .collect();
+    let env = worker::env_list(&config.env);
     let document_root: Arc<str> = router.document_root().to_string_lossy().into();
     let app = Arc::new(App {
         php: PhpRunner {
@@ -164,7 +154,7 @@ async fn serve(config: ServeConfig) -> Result<(), String> {
             max_wait: config.max_wait,
             max_body_size: config.max_body_size,
             document_root,
-            env: env.into(),
+            env,
             server_name: config.server_name.clone(),
         },
         router,

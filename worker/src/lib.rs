@@ -21,7 +21,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 
 pub use request::{
-    BufferSink, CgiRequest, Disconnected, ResponseHead, ResponseSink, ScriptOutcome, ScriptRequest,
+    env_list, BufferSink, CgiRequest, Disconnected, ResponseHead, ResponseSink, ScriptOutcome,
+    ScriptRequest,
 };
 pub use sapi::{LogTarget, SAPI_NAME};
 pub use worker_mode::WorkerConfig;

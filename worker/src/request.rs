@@ -78,6 +78,19 @@ pub struct CgiRequest {
     pub env: Arc<[(CString, CString)]>,
 }
 
+/// Environment variables as the C strings `$_SERVER` and `getenv()` need, shared by
+/// every request. Entries containing a NUL byte cannot be expressed and are dropped.
+pub fn env_list(vars: &[(String, String)]) -> Arc<[(CString, CString)]> {
+    vars.iter()
+        .filter_map(|(k, v)| {
+            Some((
+                CString::new(k.as_str()).ok()?,
+                CString::new(v.as_str()).ok()?,
+            ))
+        })
+        .collect()
+}
+
 /// Status line and headers exactly as the script set them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResponseHead {

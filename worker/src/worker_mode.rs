@@ -77,7 +77,7 @@ type EnvList = Arc<[(CString, CString)]>;
 pub(crate) struct WorkerPool {
     config: WorkerConfig,
     /// `config.env` as C strings, for the requests' `$_SERVER` and `getenv()`.
-    env: Vec<(CString, CString)>,
+    env: EnvList,
     /// Jobs for this worker; its epoch moves on at every restart.
     pub(crate) queue: JobQueue,
     threads: Mutex<Vec<JoinHandle<()>>>,
@@ -105,16 +105,7 @@ impl WorkerPool {
             ));
         }
         let threads = config.threads.max(1);
-        let env = config
-            .env
-            .iter()
-            .filter_map(|(k, v)| {
-                Some((
-                    CString::new(k.as_str()).ok()?,
-                    CString::new(v.as_str()).ok()?,
-                ))
-            })
-            .collect();
+        let env = crate::request::env_list(&config.env);
         let pool = Arc::new(WorkerPool {
             env,
             config,
