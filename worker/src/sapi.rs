@@ -285,9 +285,15 @@ impl<'a> PreparedRequest<'a> {
         };
         // argv must outlive the request: PHP reads it while building $argv.
         let argv: Vec<CString> = argv.iter().filter_map(|a| c_string(a.as_bytes())).collect();
-        let mut argv_ptrs: Vec<*mut c_char> =
-            argv.iter().map(|a| a.as_ptr() as *mut c_char).collect();
-        argv_ptrs.push(std::ptr::null_mut());
+        // HTTP requests have no argv: no pointer array (and no allocation) for them.
+        let argv_ptrs: Vec<*mut c_char> = if argv.is_empty() {
+            Vec::new()
+        } else {
+            argv.iter()
+                .map(|a| a.as_ptr() as *mut c_char)
+                .chain(std::iter::once(std::ptr::null_mut()))
+                .collect()
+        };
         Ok(PreparedRequest {
             ctx,
             argv,
