@@ -2,7 +2,9 @@
 # Builds the cache anchors for the UserCache benchmark against ferrophp's own ZTS PHP:
 # APCu and igbinary from Debian bookworm's source packages (`apt-get source`), with our
 # phpize/php-config. igbinary is built with APCu serializer support so APCu can run with
-# apc.serializer=igbinary. Yac is attempted and skipped when its source is not fetchable.
+# apc.serializer=igbinary. Yac is built from Debian's php-yac source package when the
+# mirror serves its tarball, else from YAC_SRC (a directory holding Yac's source, e.g. a
+# checkout of the upstream repository), else skipped.
 #
 # Output: ~/.cache/ferrophp/ext-<key>/{apcu.so,igbinary.so,yac.so?} where <key> hashes the
 # PHP prefix and the source package versions. Prints that directory on stdout.
@@ -24,9 +26,18 @@ fetch php-yac
 APCU_TAR=$(ls php-apcu_*.orig.tar.* | head -1)
 IGB_TAR=$(ls php-igbinary_*.orig.tar.* | head -1)
 YAC_TAR=$(ls php-yac_*.orig.tar.* 2>/dev/null | head -1 || true)
-KEY=$(printf '%s\n' "$PHP_PREFIX" "$APCU_TAR" "$IGB_TAR" "$YAC_TAR" | sha256sum | cut -c1-12)
+YAC_SRC="${YAC_SRC:-}"
+if [[ -n "$YAC_SRC" && ! -f "$YAC_SRC/config.m4" ]]; then
+    echo "YAC_SRC=$YAC_SRC holds no config.m4" >&2
+    exit 1
+fi
+YAC_ID="$YAC_TAR"
+if [[ -z "$YAC_TAR" && -n "$YAC_SRC" ]]; then
+    YAC_ID="$YAC_SRC $(grep -h 'define PHP_YAC_VERSION' "$YAC_SRC/php_yac.h")"
+fi
+KEY=$(printf '%s\n' "$PHP_PREFIX" "$APCU_TAR" "$IGB_TAR" "$YAC_ID" | sha256sum | cut -c1-12)
 OUT="$HOME/.cache/ferrophp/ext-$KEY"
-if [[ -f "$OUT/apcu.so" && -f "$OUT/igbinary.so" ]]; then
+if [[ -f "$OUT/apcu.so" && -f "$OUT/igbinary.so" && ( -z "$YAC_ID" || -f "$OUT/yac.so" || -f "$OUT/yac.so.failed" ) ]]; then
     echo "$OUT"
     exit 0
 fi
@@ -54,6 +65,16 @@ cp "$IGB_DIR/modules/igbinary.so" "$OUT/"
 if [[ -n "$YAC_TAR" ]]; then
     tar -C "$WORK" -xf "$SRC/$YAC_TAR"
     YAC_DIR=$(ls -d "$WORK"/yac-* | head -1)
-    if build "$YAC_DIR" --enable-yac; then cp "$YAC_DIR/modules/yac.so" "$OUT/"; fi
+elif [[ -n "$YAC_SRC" ]]; then
+    YAC_DIR="$WORK/yac"
+    cp -r "$YAC_SRC" "$YAC_DIR"
+fi
+if [[ -n "${YAC_DIR:-}" ]]; then
+    if build "$YAC_DIR" --enable-yac; then
+        cp "$YAC_DIR/modules/yac.so" "$OUT/"
+    else
+        echo "Yac did not build against this PHP; benchmarking without it" >&2
+        touch "$OUT/yac.so.failed"
+    fi
 fi
 echo "$OUT"

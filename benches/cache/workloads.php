@@ -1,7 +1,7 @@
 <?php
 // UserCache benchmark workloads, one backend per process. Usage:
 //   ferrophp php-cli [-d extension=apcu.so ...] workloads.php <backend> [workload-filter]
-// backends: usercache | usercache_copy (copy-on-read reference) | apcu (serializer from ini)
+// backends: usercache | usercache_copy (copy-on-read reference) | apcu (serializer from ini) | yac | resident
 // Prints one JSON object: {backend, results: {workload: {ns_per_op, mem_bytes}}}.
 // CLI repeated read: store once, then 2,000 x (fetch + a small access probe) per
 // iteration, 12 measured iterations after 2 warm-ups; the median iteration is reported.
@@ -46,14 +46,34 @@ function probe(mixed $v): int {
 
 $backend = $argv[1] ?? 'usercache';
 $filter = $argv[2] ?? '';
-$api = match ($backend) {
-    'usercache' => [fn($k, $v) => \UserCache\Cache::store($k, $v), fn($k) => \UserCache\Cache::fetch($k), fn(array $ks) => \UserCache\Cache::fetchMultiple($ks)],
-    'usercache_copy' => [fn($k, $v) => \UserCache\Cache::store($k, $v), fn($k) => \UserCache\Cache::fetchCopy($k), null],
-    'apcu' => [fn($k, $v) => apcu_store($k, $v), fn($k) => apcu_fetch($k), fn(array $ks) => apcu_fetch($ks)],
-    'yac' => (function () { $y = new Yac(); return [fn($k, $v) => $y->set($k, $v), fn($k) => $y->get($k), fn(array $ks) => $y->get($ks)]; })(),
-    'resident' => [null, null, null],
+
+// The measured loops call each backend directly, as application code does: they are
+// generated per backend from one template so every backend runs the same loop shape (a
+// closure or callable per fetch would add a userland call to every operation).
+// `$h` is the backend's handle where it has one (Yac's object).
+[$FETCH, $STORE, $MULTI] = match ($backend) {
+    'usercache' => ['\UserCache\Cache::fetch(%s)', '\UserCache\Cache::store(%s, %s)', '\UserCache\Cache::fetchMultiple(%s)'],
+    'usercache_copy' => ['\UserCache\Cache::fetchCopy(%s)', '\UserCache\Cache::store(%s, %s)', null],
+    'apcu' => ['apcu_fetch(%s)', 'apcu_store(%s, %s)', 'apcu_fetch(%s)'],
+    'yac' => ['$h->get(%s)', '$h->set(%s, %s)', '$h->get(%s)'],
+    'resident' => ['%s', null, null],
 };
-[$store, $fetch, $multi] = $api;
+$h = $backend === 'yac' ? new Yac() : null;
+$fetch = fn(string $arg) => sprintf($FETCH, $arg);
+$code = 'function read_loop($h, string $key, int $ops): int { $s = 0; for ($i = 0; $i < $ops; $i++) { $v = ' . $fetch('$key') . '; $s += probe($v); } return $s; }
+    function hot_loop($h, int $ops): int { $s = 0; for ($i = 0; $i < $ops; $i++) { $s += count(' . $fetch("'hot'") . '); } return $s; }
+    function bulk_loop($h, array $keys): int { $s = 0; for ($i = 0; $i < 200; $i++) { foreach ($keys as $k) { $s += count(' . $fetch('$k') . '); } } return $s; }
+    function resident_loop($resident, int $ops): int { $s = 0; for ($i = 0; $i < $ops; $i++) { $v = $resident; $s += probe($v); } return $s; }';
+if ($STORE !== null) {
+    $code .= '
+    function store_one($h, string $key, mixed $value): void { ' . sprintf($STORE, '$key', '$value') . '; }
+    function store_loop($h, mixed $value, int $ops): void { for ($i = 0; $i < $ops; $i++) { ' . sprintf($STORE, "'cyc:' . (\$i & 31)", '$value') . '; } }';
+}
+if ($MULTI !== null) {
+    $code .= '
+    function multi_loop($h, array $keys): int { $s = 0; for ($i = 0; $i < 200; $i++) { $s += count(' . sprintf($MULTI, '$keys') . '); } return $s; }';
+}
+eval($code);
 
 function measure(callable $iteration, int $ops): float {
     $samples = [];
@@ -76,11 +96,10 @@ foreach (payloads() as $name => $value) {
     $mem0 = memory_get_usage();
     if ($backend === 'resident') {
         // The same value already resident in the request: the 1.5x target's baseline.
-        $resident = $value;
-        $ns = measure(function () use (&$sink, $resident, $ops) { for ($i = 0; $i < $ops; $i++) { $v = $resident; $sink += probe($v); } }, $ops);
+        $ns = measure(function () use (&$sink, $value, $ops) { $sink += resident_loop($value, $ops); }, $ops);
     } else {
-        $store($key, $value);
-        $ns = measure(function () use (&$sink, $fetch, $key, $ops) { for ($i = 0; $i < $ops; $i++) { $v = $fetch($key); $sink += probe($v); } }, $ops);
+        store_one($h, $key, $value);
+        $ns = measure(function () use (&$sink, $h, $key, $ops) { $sink += read_loop($h, $key, $ops); }, $ops);
     }
     $results["read:$name"] = ['ns_per_op' => $ns, 'request_mem_bytes' => memory_get_usage() - $mem0];
 }
@@ -89,29 +108,29 @@ if ($backend !== 'resident') {
     foreach (['scalar', 'array_10', 'array_1000'] as $name) {
         if ($filter !== '' && !str_contains("store:$name", $filter)) continue;
         $value = payloads()[$name];
-        $ns = measure(function () use ($store, $value, $ops) { for ($i = 0; $i < $ops; $i++) { $store('cyc:' . ($i & 31), $value); } }, $ops);
+        $ns = measure(function () use ($h, $value, $ops) { store_loop($h, $value, $ops); }, $ops);
         $results["store:$name"] = ['ns_per_op' => $ns];
     }
     // Hot read: 100 fetches of one key (per op = one fetch).
     if ($filter === '' || str_contains('hot_read', $filter)) {
-        $store('hot', payloads()['array_10']);
-        $ns = measure(function () use (&$sink, $fetch, $ops) { for ($i = 0; $i < $ops; $i++) { $sink += count($fetch('hot')); } }, $ops);
+        store_one($h, 'hot', payloads()['array_10']);
+        $ns = measure(function () use (&$sink, $h, $ops) { $sink += hot_loop($h, $ops); }, $ops);
         $results['hot_read:array_10'] = ['ns_per_op' => $ns];
     }
     // Bulk reads of 32 and 128 keys: multi-get and per-key loop (per op = one bulk read).
     foreach ([32, 128] as $n) {
         $keys = [];
-        for ($i = 0; $i < $n; $i++) { $keys[] = "bulk:$i"; $store("bulk:$i", ['id' => $i, 'name' => "item$i", 'tags' => ['a', 'b']]); }
-        if ($multi && ($filter === '' || str_contains("bulk_multi:$n", $filter))) {
-            $ns = measure(function () use (&$sink, $multi, $keys) { for ($i = 0; $i < 200; $i++) { $sink += count($multi($keys)); } }, 200);
+        for ($i = 0; $i < $n; $i++) { $keys[] = "bulk:$i"; store_one($h, "bulk:$i", ['id' => $i, 'name' => "item$i", 'tags' => ['a', 'b']]); }
+        if ($MULTI !== null && ($filter === '' || str_contains("bulk_multi:$n", $filter))) {
+            $ns = measure(function () use (&$sink, $h, $keys) { $sink += multi_loop($h, $keys); }, 200);
             $results["bulk_multi:$n"] = ['ns_per_op' => $ns];
         }
         if ($filter === '' || str_contains("bulk_loop:$n", $filter)) {
-            $ns = measure(function () use (&$sink, $fetch, $keys) { for ($i = 0; $i < 200; $i++) { foreach ($keys as $k) { $sink += count($fetch($k)); } } }, 200);
+            $ns = measure(function () use (&$sink, $h, $keys) { $sink += bulk_loop($h, $keys); }, 200);
             $results["bulk_loop:$n"] = ['ns_per_op' => $ns];
         }
     }
 }
-$info = $backend === 'apcu' ? apcu_sma_info(true) : ($backend === 'resident' ? [] : \UserCache\Cache::info());
+$info = match ($backend) { 'apcu' => apcu_sma_info(true), 'resident' => [], 'yac' => $h->info(), default => \UserCache\Cache::info() };
 echo json_encode(['backend' => $backend, 'serializer' => ini_get('apc.serializer') ?: null, 'results' => $results,
     'cache_memory' => $info['memory_used'] ?? (isset($info['seg_size']) ? $info['seg_size'] - $info['avail_mem'] : null), 'sink' => $sink]), "\n";

@@ -67,6 +67,11 @@ check(throws(fn() => Cache::fetch(str_repeat('k', 4097)), ValueError::class, '40
 check(Cache::store(str_repeat('k', 4096), 1), '4096-byte key accepted');
 check(throws(fn() => Cache::store('k', 1, -1), ValueError::class, 'greater than or equal to 0'), 'negative ttl');
 check(throws(fn() => Cache::store([], 1), TypeError::class), 'array key');
+check(throws(fn() => Cache::fetch(12), TypeError::class), 'int key under strict_types');
+check(throws(fn() => Cache::fetch(), ArgumentCountError::class), 'fetch without a key');
+check(throws(fn() => Cache::fetch('a', 1, $f, 4), ArgumentCountError::class), 'fetch with four arguments');
+check(Cache::fetch('absent', 'dflt', $miss) === 'dflt' && $miss === false, 'miss returns the default and sets $found');
+check(Cache::fetch('absent') === null, 'miss without a default is null');
 check(throws(fn() => Cache::increment('k', 'x'), TypeError::class), 'non-int step');
 check(throws(fn() => Cache::delete(1.5), TypeError::class), 'delete float');
 check(throws(fn() => Cache::remember('k', 'no_such_function'), TypeError::class), 'remember non-callable');

@@ -26,7 +26,7 @@ fn ok_key(k: &[u8]) -> bool {
 /// `ed` is the running call's frame.
 unsafe fn argc(ed: Ed) -> u32 {
     // SAFETY: guaranteed by the caller.
-    unsafe { sys::ferrophp_num_args(ed) }
+    unsafe { zv::num_args(ed) }
 }
 
 /// `apcu_fetch(string|array $key, bool &$success = null): mixed`

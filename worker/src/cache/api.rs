@@ -68,7 +68,7 @@ fn valid_ttl(arg: u32, ttl: sys::zend_long) -> bool {
 /// `ed` is the running internal call's frame.
 unsafe fn argc(ed: Ed) -> u32 {
     // SAFETY: guaranteed by the caller.
-    unsafe { sys::ferrophp_num_args(ed) }
+    unsafe { zv::num_args(ed) }
 }
 
 /// A key zend_string's bytes and hash.
@@ -472,10 +472,23 @@ unsafe fn fetch_impl(ed: Ed, rv: Rv, copy: bool) {
     let mut key: *mut sys::zend_string = std::ptr::null_mut();
     let mut default: *mut sys::zval = std::ptr::null_mut();
     let mut found: *mut sys::zval = std::ptr::null_mut();
-    // SAFETY: "S|zz" matches the out-pointers; `found` is the by-reference argument.
+    // SAFETY: the fast path reads exactly the slots `num_args` says were passed, as the
+    // Z_PARAM_* macros do: a string key needs no coercion, and "z" hands out the argument
+    // slots themselves (`found` being the by-reference one). Anything else goes through
+    // zend_parse_parameters for coercion and the usual TypeError; "S|zz" matches the
+    // out-pointers.
     unsafe {
-        if sys::zend_parse_parameters(
-            argc(ed),
+        let n = zv::num_args(ed);
+        if (1..=3).contains(&n) && zv::ztype(zv::call_arg(ed, 1)) == zv::IS_STRING {
+            key = (*zv::call_arg(ed, 1)).value.str_;
+            if n >= 2 {
+                default = zv::call_arg(ed, 2);
+            }
+            if n == 3 {
+                found = zv::call_arg(ed, 3);
+            }
+        } else if sys::zend_parse_parameters(
+            n,
             c"S|zz".as_ptr(),
             &mut key,
             &mut default,

@@ -17,6 +17,13 @@
 //!    its `request` epoch (set when a request starts, `OFFLINE` once its variables are
 //!    destroyed) is past `e`.
 //!
+//! Publishing `active` must be ordered before the index reads that follow it (a
+//! store-load order), which normally takes a full fence on every fetch. Instead the fence
+//! is asymmetric: readers use a compiler fence and the reclaimer, which is rare, runs
+//! `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`, which makes every running thread of the
+//! process execute a full barrier before it returns. Where the kernel refuses membarrier
+//! both sides fall back to `fence(SeqCst)`.
+//!
 //! In worker mode the worker script is one long request, so a worker thread holds every
 //! block it ever handed out until its script ends or restarts: worker variables and
 //! statics persist across HTTP requests, and an HTTP request's end is not a point where
@@ -25,8 +32,8 @@
 //! can restart its scripts.
 
 use std::cell::{Cell, RefCell};
-use std::sync::atomic::{fence, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{compiler_fence, fence, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// `active`: not inside a cache call.
 pub(crate) const IDLE: u64 = u64::MAX;
@@ -36,6 +43,48 @@ pub(crate) const OFFLINE: u64 = u64::MAX;
 const OVERFLOW_BIT: u32 = 63;
 
 static EPOCH: AtomicU64 = AtomicU64::new(1);
+
+/// Whether this process is registered for expedited private membarrier (decided once,
+/// before the first thread record exists, so every reader and reclaimer agree).
+static MEMBARRIER: OnceLock<bool> = OnceLock::new();
+
+// linux/membarrier.h
+const MEMBARRIER_CMD_PRIVATE_EXPEDITED: libc::c_long = 1 << 3;
+const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_long = 1 << 4;
+
+fn membarrier(cmd: libc::c_long) -> bool {
+    // SAFETY: membarrier takes two integer arguments and touches no user memory.
+    unsafe {
+        libc::syscall(
+            libc::SYS_membarrier,
+            cmd,
+            0 as libc::c_long,
+            0 as libc::c_long,
+        ) == 0
+    }
+}
+
+fn asymmetric_fences() -> bool {
+    *MEMBARRIER.get_or_init(|| membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED))
+}
+
+/// The reader's half of the store-load fence (see the module docs).
+#[inline]
+fn light_fence(asymmetric: bool) {
+    if asymmetric {
+        compiler_fence(Ordering::SeqCst);
+    } else {
+        fence(Ordering::SeqCst);
+    }
+}
+
+/// The reclaimer's half: after it returns, every store a reader made before its light
+/// fence is visible here, and every load it makes after that fence sees our prior stores.
+fn heavy_fence() {
+    if !(asymmetric_fences() && membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)) {
+        fence(Ordering::SeqCst);
+    }
+}
 
 /// One PHP thread as the cache sees it. Only the owning thread writes it; writers read it
 /// when they reclaim, and `info()` sums the statistics.
@@ -70,10 +119,13 @@ pub(crate) struct Local {
     /// Nesting of cache calls (an autoloader run while rebuilding an object may call the
     /// cache again); only the outermost call publishes and clears `active`.
     depth: Cell<u32>,
+    /// `asymmetric_fences()`, read once.
+    asymmetric: bool,
 }
 
 impl Local {
     fn new() -> Local {
+        let asymmetric = asymmetric_fences();
         let mut reg = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
         let free = !reg.slots_used & !(1u64 << OVERFLOW_BIT);
         let bit = if free == 0 {
@@ -96,6 +148,7 @@ impl Local {
             rec,
             touches: RefCell::new(Vec::new()),
             depth: Cell::new(0),
+            asymmetric,
         }
     }
 }
@@ -146,9 +199,9 @@ pub(crate) fn enter(local: &Local) {
     }
     rec.active
         .store(EPOCH.load(Ordering::Acquire), Ordering::Release);
-    // Pairs with the fence in `Snapshot::take`: either the reclaimer sees our epoch, or we
-    // see its unlinks.
-    fence(Ordering::SeqCst);
+    // Pairs with the heavy fence in `Snapshot::take`: either the reclaimer sees our
+    // epoch, or we see its unlinks.
+    light_fence(local.asymmetric);
 }
 
 /// Ends a cache call on this thread.
@@ -233,7 +286,7 @@ impl Snapshot {
     /// autoloader run while a fetch rebuilds an object, keeps the outer call's nodes).
     pub(crate) fn take() -> Snapshot {
         let me = with_local(|l| (l.depth.get() <= 1).then_some(Arc::as_ptr(&l.rec)));
-        fence(Ordering::SeqCst);
+        heavy_fence();
         let reg = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
         let mut snap = Snapshot {
             min_active: IDLE,

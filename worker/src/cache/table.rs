@@ -462,9 +462,15 @@ impl Table {
         });
     }
 
+    /// Reclaims in batches: each pass costs a process-wide barrier (epoch.rs), so it runs
+    /// every 32 writes, or sooner when retired memory passes 1/32 of the limit. Request
+    /// ends (`quiesce`) and a full cache (`make_room`) reclaim at once.
     fn maybe_reclaim(&self, w: &mut Writer) {
         w.ops_since_reclaim += 1;
-        if !w.retired.is_empty() && (w.ops_since_reclaim >= 16 || w.retired.len() < 8) {
+        if !w.retired.is_empty()
+            && (w.ops_since_reclaim >= 32
+                || self.retired_bytes.load(Ordering::Relaxed) > self.limit / 32)
+        {
             self.reclaim(w);
         }
     }
@@ -510,26 +516,27 @@ impl Table {
             return true;
         }
         self.reclaim(w);
+        // Each round evicts at least the shortfall (expired entries first, then the least
+        // recently used), then reclaims once: evicting moves bytes from live to retired,
+        // and a reclaim pass costs a process-wide barrier, so it is paid per batch.
         while !fits(self) {
-            if let Some(&Reverse((exp, slot, gen))) = w.expiry.peek() {
-                if exp <= now {
-                    w.expiry.pop();
-                    let s = w.slots[slot as usize];
-                    if s.gen == gen && !s.node.is_null() {
-                        self.evict(w, s.node);
-                        self.expunges.fetch_add(1, Ordering::Relaxed);
-                        self.reclaim(w);
-                    }
-                    continue;
-                }
+            let used = self.live_bytes.load(Ordering::Relaxed)
+                + self.retired_bytes.load(Ordering::Relaxed)
+                + extra;
+            let mut shortfall = used.saturating_sub(self.limit);
+            let mut evicted = false;
+            while shortfall > 0 {
+                let Some(node) = self.pop_victim(w, now) else {
+                    break;
+                };
+                // SAFETY: the victim is linked and valid under the lock.
+                shortfall = shortfall.saturating_sub(unsafe { (*node).bytes });
+                self.evict(w, node);
+                evicted = true;
             }
-            if w.tail == NIL {
+            if !evicted {
                 break;
             }
-            let node = w.slots[w.tail as usize].node;
-            self.evict(w, node);
-            self.evictions.fetch_add(1, Ordering::Relaxed);
-            // Evicting moves bytes from live to retired: free what nobody holds.
             self.reclaim(w);
         }
         // Lazily deleted heap entries: rebuild when they dominate.
@@ -547,6 +554,27 @@ impl Table {
         }
         self.reclaim(w);
         fits(self)
+    }
+
+    /// The next entry to evict, counted as an expunge (expired) or an eviction (least
+    /// recently used); None when the cache is empty.
+    fn pop_victim(&self, w: &mut Writer, now: u64) -> Option<*mut Node> {
+        while let Some(&Reverse((exp, slot, gen))) = w.expiry.peek() {
+            if exp > now {
+                break;
+            }
+            w.expiry.pop();
+            let s = w.slots[slot as usize];
+            if s.gen == gen && !s.node.is_null() {
+                self.expunges.fetch_add(1, Ordering::Relaxed);
+                return Some(s.node);
+            }
+        }
+        if w.tail == NIL {
+            return None;
+        }
+        self.evictions.fetch_add(1, Ordering::Relaxed);
+        Some(w.slots[w.tail as usize].node)
     }
 
     fn evict(&self, w: &mut Writer, node: *mut Node) {

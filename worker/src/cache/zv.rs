@@ -68,6 +68,30 @@ pub(crate) unsafe fn deref(mut zv: *const sys::zval) -> *const sys::zval {
     zv
 }
 
+/// `ZEND_NUM_ARGS()`: the number of arguments the running internal call received.
+///
+/// # Safety
+/// `ed` is the frame of the running internal call.
+#[inline]
+pub(crate) unsafe fn num_args(ed: *const sys::zend_execute_data) -> u32 {
+    // SAFETY: guaranteed by the caller; `This.u2.num_args` is set by the call opcode.
+    unsafe { (*ed).This.u2.num_args }
+}
+
+/// `ZEND_CALL_ARG(ed, n)`: the `n`th (1-based) argument slot of an internal call, as the
+/// fast parameter-parsing macros read it. Only valid for `n <= num_args(ed)`.
+///
+/// # Safety
+/// `ed` is the frame of the running internal call and `1 <= n <= num_args(ed)`.
+#[inline]
+pub(crate) unsafe fn call_arg(ed: *mut sys::zend_execute_data, n: u32) -> *mut sys::zval {
+    // ZEND_CALL_FRAME_SLOT: arguments follow the frame, rounded up to whole zvals.
+    const FRAME_SLOT: usize =
+        std::mem::size_of::<sys::zend_execute_data>().div_ceil(std::mem::size_of::<sys::zval>());
+    // SAFETY: guaranteed by the caller; the VM lays the arguments out right after the frame.
+    unsafe { ed.cast::<sys::zval>().add(FRAME_SLOT + n as usize - 1) }
+}
+
 /// Writes a zval that needs no reference counting (scalar, interned string, immutable
 /// array): a plain copy of the 16 bytes, like `ZVAL_COPY_VALUE` on such a value.
 ///
