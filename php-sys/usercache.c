@@ -201,15 +201,17 @@ void ferrophp_uc_persistent_array_free(HashTable *ht) {
 
 bool ferrophp_uc_array_is_packed(const HashTable *ht) { return HT_IS_PACKED(ht); }
 
-zend_string *ferrophp_uc_permanent_string(const char *str, size_t len) {
-    zend_string *s = zend_string_init(str, len, 1);
-    zend_string_hash_val(s);
+zend_string *ferrophp_uc_permanent_string_at(void *mem, const char *str, size_t len, zend_ulong h) {
+    zend_string *s = (zend_string *)mem;
     GC_SET_REFCOUNT(s, 1);
     GC_TYPE_INFO(s) = GC_STRING | ((IS_STR_INTERNED | IS_STR_PERSISTENT | IS_STR_PERMANENT) << GC_FLAGS_SHIFT);
+    ZSTR_LEN(s) = len;
+    memcpy(ZSTR_VAL(s), str, len);
+    ZSTR_VAL(s)[len] = '\0';
+    ZSTR_H(s) = h ? h : zend_string_hash_func(s);
     return s;
 }
 
-void ferrophp_uc_permanent_string_free(zend_string *s) { pefree(s, 1); }
 
 zend_string *ferrophp_uc_request_string(const char *str, size_t len) {
     return zend_string_init(str, len, 0);
@@ -228,6 +230,35 @@ bool ferrophp_uc_call(zval *fn, zval *ret, uint32_t argc, zval *argv) {
 bool ferrophp_uc_is_callable(zval *zv) { return zend_is_callable(zv, 0, NULL); }
 
 HashTable *ferrophp_uc_object_properties(zend_object *obj) { return obj->handlers->get_properties(obj); }
+
+ptrdiff_t ferrophp_uc_property_offset(zend_class_entry *ce, zend_string *key) {
+    zend_property_info *info;
+    if (ZSTR_LEN(key) > 0 && ZSTR_VAL(key)[0] == '\0') {
+        const char *class_name, *prop_name;
+        size_t prop_name_len;
+        if (zend_unmangle_property_name_ex(key, &class_name, &prop_name, &prop_name_len) != SUCCESS) {
+            return -1;
+        }
+        zend_string *name = zend_string_init(prop_name, prop_name_len, 0);
+        zend_class_entry *prev_scope = EG(fake_scope);
+        if (class_name && class_name[0] != '*') {
+            zend_string *cname = zend_string_init(class_name, strlen(class_name), 0);
+            EG(fake_scope) = zend_lookup_class(cname);
+            zend_string_release_ex(cname, 0);
+        } else {
+            EG(fake_scope) = ce;
+        }
+        info = zend_get_property_info(ce, name, 1);
+        EG(fake_scope) = prev_scope;
+        zend_string_release_ex(name, 0);
+    } else {
+        info = zend_get_property_info(ce, key, 1);
+    }
+    if (info == ZEND_WRONG_PROPERTY_INFO || info == NULL || (info->flags & ZEND_ACC_STATIC)) {
+        return -1;
+    }
+    return (ptrdiff_t)info->offset;
+}
 
 zend_string *ferrophp_uc_enum_case_name(zend_object *obj) { return Z_STR_P(zend_enum_fetch_case_name(obj)); }
 

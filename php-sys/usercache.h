@@ -62,10 +62,9 @@ void ferrophp_uc_array_make_immutable(HashTable *ht);
 void ferrophp_uc_persistent_array_free(HashTable *ht);
 /* HT_IS_PACKED(ht). */
 bool ferrophp_uc_array_is_packed(const HashTable *ht);
-/* zend_string_init(persistent) + zend_string_hash_val + flags interned|persistent|permanent. */
-zend_string *ferrophp_uc_permanent_string(const char *str, size_t len);
-/* pefree(s, 1). */
-void ferrophp_uc_permanent_string_free(zend_string *s);
+/* Initialises a permanent (interned + persistent + permanent flagged) string with hash
+ * `h` (0: compute it) in `mem`, which holds _ZSTR_STRUCT_SIZE(len) bytes aligned to 8. */
+zend_string *ferrophp_uc_permanent_string_at(void *mem, const char *str, size_t len, zend_ulong h);
 /* zend_string_init(str, len, 0). */
 zend_string *ferrophp_uc_request_string(const char *str, size_t len);
 /* ZEND_HANDLE_NUMERIC_STR: true (and *idx set) when the key is a canonical integer. */
@@ -79,6 +78,10 @@ bool ferrophp_uc_call(zval *fn, zval *ret, uint32_t argc, zval *argv);
 bool ferrophp_uc_is_callable(zval *zv);
 /* Z_OBJPROP: obj->handlers->get_properties(obj). */
 HashTable *ferrophp_uc_object_properties(zend_object *obj);
+/* The byte offset of the declared, non-static property slot that properties-table key
+ * `key` (possibly mangled: "\0*\0name", "\0Class\0name") names in `ce`, resolved as
+ * object_properties_load() does; -1 when it names no such slot (a dynamic property). */
+ptrdiff_t ferrophp_uc_property_offset(zend_class_entry *ce, zend_string *key);
 /* zend_enum_fetch_case_name. */
 zend_string *ferrophp_uc_enum_case_name(zend_object *obj);
 /* zend_hash_str_exists(&ce->function_table, lcname, len). */

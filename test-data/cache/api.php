@@ -39,10 +39,12 @@ check($tb < 4 * $ts + 200000, "1000-element fetch costs about a 10-element one (
 class P { public $a = 1; protected $b = [1, 2]; private $c = 'pc'; public ?P $self = null; public readonly int $r; function __construct() { $this->r = 5; } function c() { return $this->c; } function b() { return $this->b; } }
 class Q extends P { private $c = 'qc'; function qc() { return $this->c; } }
 $q = new Q; $q->self = $q; $q->a = [new stdClass];
+Closure::bind(function () { $this->c = 'pc!'; $this->b = [3]; }, $q, P::class)();
+Closure::bind(function () { $this->c = 'qc!'; }, $q, Q::class)();
 Cache::store('obj', ['one' => $q, 'two' => $q]);
 $o = Cache::fetch('obj');
 check($o['one'] instanceof Q && $o['one'] === $o['two'] && $o['one']->self === $o['one'], 'object identity and cycle');
-check($o['one']->c() === 'pc' && $o['one']->qc() === 'qc' && $o['one']->b() === [1, 2] && $o['one']->r === 5, 'private/protected/readonly properties');
+check($o['one']->c() === 'pc!' && $o['one']->qc() === 'qc!' && $o['one']->b() === [3] && $o['one']->r === 5, 'private/protected/readonly properties');
 check(Cache::fetch('obj')['one'] !== $o['one'], 'objects are rebuilt per fetch');
 enum Suit: string { case Hearts = 'H'; case Spades = 'S'; }
 Cache::store('enum', ['s' => Suit::Spades, 'l' => [Suit::Hearts]]);

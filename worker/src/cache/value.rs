@@ -16,9 +16,12 @@
 //! `serialize()`/`unserialize()`; closures, resources and internal objects that cannot be
 //! rebuilt are refused with the path of the offending part.
 
+use std::alloc::Layout;
 use std::collections::HashMap;
 use std::ffi::c_char;
 use std::fmt::Write as _;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::ptr::NonNull;
 use std::sync::atomic::AtomicU64;
 
 use php_sys as sys;
@@ -65,7 +68,8 @@ pub(crate) enum Root {
 /// An immutable stored value and the persistent memory it owns.
 pub(crate) struct Block {
     pub(crate) root: Root,
-    strings: Vec<*mut sys::zend_string>,
+    /// Owns the memory of every string the block points to; freed when it drops.
+    _strings: StringArena,
     arrays: Vec<*mut sys::HashTable>,
     /// Approximate bytes owned (what the memory limit counts).
     pub(crate) bytes: usize,
@@ -91,18 +95,124 @@ impl Drop for Block {
             for &ht in &self.arrays {
                 sys::ferrophp_uc_persistent_array_free(ht);
             }
-            for &s in &self.strings {
-                sys::ferrophp_uc_permanent_string_free(s);
-            }
+        }
+        // The strings go with `self.strings`.
+    }
+}
+
+/// A hasher for keys that already are PHP string hashes: one multiply.
+#[derive(Default)]
+struct PhpHash(u64);
+
+impl Hasher for PhpHash {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, h: u64) {
+        // PHP's DJB hash leaves the top bits of short strings nearly constant, and the
+        // map takes its control bytes from those: spread the low bits up.
+        self.0 = h.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+/// The memory of a block's strings: a few chunks carved up in order instead of one
+/// allocation per string. Strings made here are permanent (the engine never frees or
+/// refcounts them), so they go all at once when the block is dropped.
+struct StringArena {
+    chunks: Vec<(NonNull<u8>, Layout)>,
+    /// Where the next string goes in the chunk being carved, and what is left of it.
+    next: *mut u8,
+    left: usize,
+    /// Size of the chunk being carved.
+    carving: usize,
+}
+
+impl Default for StringArena {
+    fn default() -> StringArena {
+        StringArena {
+            chunks: Vec::new(),
+            next: std::ptr::null_mut(),
+            left: 0,
+            carving: 0,
         }
     }
 }
 
-/// One step of the path to a value inside the stored value, for error messages.
+impl StringArena {
+    const FIRST_CHUNK: usize = 512;
+    const MAX_CHUNK: usize = 64 * 1024;
+
+    /// Copies `bytes` (whose PHP hash is `h`) into a new permanent PHP string.
+    fn permanent_string(&mut self, bytes: &[u8], h: u64) -> *mut sys::zend_string {
+        // _ZSTR_STRUCT_SIZE: header, bytes, NUL, rounded up to 8.
+        let size =
+            (std::mem::offset_of!(sys::zend_string, val) + bytes.len() + 1).next_multiple_of(8);
+        let mem = self.alloc(size);
+        // SAFETY: `mem` is `size` writable bytes aligned to 8, enough for the string.
+        unsafe {
+            sys::ferrophp_uc_permanent_string_at(mem.cast(), bytes.as_ptr().cast(), bytes.len(), h)
+        }
+    }
+
+    fn alloc(&mut self, size: usize) -> *mut u8 {
+        if size > self.left {
+            // The block's first string (the whole value, for a string value) and big
+            // strings get an exactly sized chunk of their own; the rest share doubling
+            // chunks.
+            let dedicated = self.chunks.is_empty() || size > Self::MAX_CHUNK / 2;
+            let chunk = if dedicated {
+                size
+            } else {
+                (self.carving * 2).clamp(Self::FIRST_CHUNK, Self::MAX_CHUNK)
+            };
+            let layout = Layout::from_size_align(chunk, 8).expect("string chunk layout");
+            // SAFETY: `layout` has a non-zero size.
+            let ptr = NonNull::new(unsafe { std::alloc::alloc(layout) })
+                .unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
+            self.chunks.push((ptr, layout));
+            if dedicated {
+                return ptr.as_ptr();
+            }
+            self.next = ptr.as_ptr();
+            self.left = chunk;
+            self.carving = chunk;
+        }
+        let p = self.next;
+        // SAFETY: `size <= left`, so the result stays inside the current chunk.
+        self.next = unsafe { p.add(size) };
+        self.left -= size;
+        p
+    }
+
+    /// Bytes allocated (what the memory limit counts).
+    fn allocated(&self) -> usize {
+        self.chunks.iter().map(|(_, l)| l.size()).sum()
+    }
+}
+
+impl Drop for StringArena {
+    fn drop(&mut self) {
+        for &(ptr, layout) in &self.chunks {
+            // SAFETY: each chunk was allocated by `alloc` with this layout.
+            unsafe { std::alloc::dealloc(ptr.as_ptr(), layout) };
+        }
+    }
+}
+
+/// One step of the path to a value inside the stored value, for error messages. Names
+/// point at the value's own keys (alive for the whole freeze), so that the path costs no
+/// allocation unless a refusal formats it.
 enum Seg {
     Index(i64),
-    Key(Vec<u8>),
-    Prop(Vec<u8>),
+    Key(*mut sys::zend_string),
+    PropIndex(i64),
+    /// A properties-table key, possibly mangled ("\0Class\0name"): shown without prefix.
+    Prop(*mut sys::zend_string),
 }
 
 /// Why a value cannot be stored.
@@ -121,11 +231,12 @@ pub(crate) enum Frozen {
 
 /// Builds a block from a request value.
 struct Freezer {
-    strings: Vec<*mut sys::zend_string>,
+    strings: StringArena,
     arrays: Vec<*mut sys::HashTable>,
+    /// Bytes owned besides the string arena.
     bytes: usize,
-    /// Short strings already copied into this block (mostly repeated keys).
-    dedup: HashMap<Vec<u8>, *mut sys::zend_string>,
+    /// Short strings already copied into this block, by PHP hash (mostly repeated keys).
+    dedup: HashMap<u64, *mut sys::zend_string, BuildHasherDefault<PhpHash>>,
     /// Object handle → id, for identity and cycles.
     seen: HashMap<u32, u32>,
     next_id: u32,
@@ -149,10 +260,10 @@ pub(crate) unsafe fn freeze(value: *const sys::zval) -> Result<Frozen, FreezeErr
         }
     }
     let mut f = Freezer {
-        strings: Vec::new(),
+        strings: StringArena::default(),
         arrays: Vec::new(),
         bytes: std::mem::size_of::<Block>(),
-        dedup: HashMap::new(),
+        dedup: HashMap::default(),
         seen: HashMap::new(),
         next_id: 0,
         path: Vec::new(),
@@ -175,9 +286,9 @@ impl Freezer {
     fn finish(self, root: Root) -> Box<Block> {
         Box::new(Block {
             root,
-            strings: self.strings,
+            bytes: self.bytes + self.strings.allocated(),
+            _strings: self.strings,
             arrays: self.arrays,
-            bytes: self.bytes,
             readers: AtomicU64::new(0),
             objects: self.next_id,
         })
@@ -191,10 +302,18 @@ impl Freezer {
                     let _ = write!(out, "[{i}]");
                 }
                 Seg::Key(k) => {
+                    // SAFETY: path keys belong to the value being frozen (see `Seg`).
+                    let k = unsafe { zv::str_bytes(*k) };
                     let _ = write!(out, "['{}']", String::from_utf8_lossy(k));
                 }
+                Seg::PropIndex(i) => {
+                    let _ = write!(out, "->{i}");
+                }
                 Seg::Prop(p) => {
-                    let _ = write!(out, "->{}", String::from_utf8_lossy(p));
+                    // SAFETY: as above.
+                    let p = unsafe { zv::str_bytes(*p) };
+                    let shown = p.rsplit(|&b| b == 0).next().unwrap_or(p);
+                    let _ = write!(out, "->{}", String::from_utf8_lossy(shown));
                 }
             }
         }
@@ -207,19 +326,36 @@ impl Freezer {
 
     /// A permanent copy of `bytes` owned by this block.
     fn string(&mut self, bytes: &[u8]) -> *mut sys::zend_string {
-        if bytes.len() <= 64 {
-            if let Some(&s) = self.dedup.get(bytes) {
-                return s;
+        // SAFETY: zend_hash_func reads `len` bytes (the function ZSTR_H uses).
+        let h = unsafe { sys::zend_hash_func(bytes.as_ptr().cast::<c_char>(), bytes.len()) };
+        self.string_hashed(bytes, h)
+    }
+
+    /// A permanent copy of request string `s` (reusing its hash when it has one).
+    ///
+    /// # Safety
+    /// `s` is a live string of the value being frozen.
+    unsafe fn zend_string(&mut self, s: *mut sys::zend_string) -> *mut sys::zend_string {
+        // SAFETY: guaranteed by the caller; computing the hash writes only to a string of
+        // this request (shared strings always carry theirs).
+        unsafe { self.string_hashed(zv::str_bytes(s), zv::str_hash(s)) }
+    }
+
+    /// Short strings are deduplicated within the block (repeated keys of a list of
+    /// records, property names); the map is keyed by PHP's own hash of the bytes.
+    fn string_hashed(&mut self, bytes: &[u8], h: u64) -> *mut sys::zend_string {
+        let short = bytes.len() <= 64;
+        if short {
+            if let Some(&s) = self.dedup.get(&h) {
+                // SAFETY: strings in `dedup` were made by this freezer and live in its arena.
+                if unsafe { zv::str_bytes(s) } == bytes {
+                    return s;
+                }
             }
         }
-        // SAFETY: the shim copies `bytes` into a new persistent string.
-        let s = unsafe {
-            sys::ferrophp_uc_permanent_string(bytes.as_ptr().cast::<c_char>(), bytes.len())
-        };
-        self.strings.push(s);
-        self.bytes += (24 + bytes.len() + 1 + 7) & !7;
-        if bytes.len() <= 64 {
-            self.dedup.insert(bytes.to_vec(), s);
+        let s = self.strings.permanent_string(bytes, h);
+        if short {
+            self.dedup.entry(h).or_insert(s);
         }
         s
     }
@@ -242,7 +378,7 @@ impl Freezer {
                 | zv::IS_LONG
                 | zv::IS_DOUBLE => Ok(GNode::Plain(*zv)),
                 zv::IS_STRING => {
-                    let s = self.string(zv::str_bytes((*zv).value.str_));
+                    let s = self.zend_string((*zv).value.str_);
                     Ok(GNode::Plain(zv::interned_str(s)))
                 }
                 zv::IS_ARRAY => self.array((*zv).value.arr, depth),
@@ -266,6 +402,8 @@ impl Freezer {
             return Ok(GNode::Plain(zv::empty_arr()));
         }
         let mut items: Vec<(Key, GNode)> = Vec::with_capacity(n as usize);
+        // Room for a key and a value per element without rehashing on the way.
+        self.dedup.reserve(2 * n as usize);
         let mut plain = true;
         let mut is_list = true;
         // SAFETY: we only read `ht`; element zvals are live while it is.
@@ -279,9 +417,8 @@ impl Freezer {
                     }
                     HKey::Str(s) => {
                         is_list = false;
-                        let bytes = zv::str_bytes(s);
-                        self.path.push(Seg::Key(bytes.to_vec()));
-                        Key::Str(self.string(bytes))
+                        self.path.push(Seg::Key(s));
+                        Key::Str(self.zend_string(s))
                     }
                 };
                 let node = self.node(val, depth + 1)?;
@@ -374,14 +511,12 @@ impl Freezer {
                     }
                     let key = match key {
                         HKey::Index(i) => {
-                            self.path.push(Seg::Prop(i.to_string().into_bytes()));
+                            self.path.push(Seg::PropIndex(i));
                             Key::Index(i)
                         }
                         HKey::Str(s) => {
-                            let bytes = zv::str_bytes(s);
-                            let shown = bytes.rsplit(|&b| b == 0).next().unwrap_or(bytes);
-                            self.path.push(Seg::Prop(shown.to_vec()));
-                            Key::Str(self.string(bytes))
+                            self.path.push(Seg::Prop(s));
+                            Key::Str(self.zend_string(s))
                         }
                     };
                     let node = self.node(val, depth + 1)?;
@@ -516,10 +651,19 @@ pub(crate) unsafe fn thaw(block: &Block, dst: *mut sys::zval) -> bool {
 }
 
 /// One rebuild: the objects built so far (by id) and the classes looked up so far (a value
-/// with 100 objects of one class looks the class up once).
+/// with 100 objects of one class looks the class and its property slots up once).
 struct Rebuild {
     objects: Vec<*mut sys::zend_object>,
-    classes: Vec<(*mut sys::zend_string, *mut sys::zend_class_entry)>,
+    classes: Vec<ClassMemo>,
+}
+
+struct ClassMemo {
+    name: *mut sys::zend_string,
+    ce: *mut sys::zend_class_entry,
+    /// Stored property key → slot offset in the object (-1: not a declared slot). Objects
+    /// of one class list their properties in the same order, so position `i` is tried
+    /// first.
+    slots: Vec<(*mut sys::zend_string, isize)>,
 }
 
 impl Rebuild {
@@ -530,20 +674,90 @@ impl Rebuild {
         }
     }
 
-    /// `zend_lookup_class` (may autoload), memoised per stored class name.
+    /// `zend_lookup_class` (may autoload), memoised per stored class name; returns the
+    /// memo's index.
     ///
     /// # Safety
     /// On a PHP thread inside a request; `name` is a live string.
-    unsafe fn class(&mut self, name: *mut sys::zend_string) -> *mut sys::zend_class_entry {
-        if let Some(&(_, ce)) = self.classes.iter().find(|(n, _)| *n == name) {
-            return ce;
+    unsafe fn class(&mut self, name: *mut sys::zend_string) -> Option<usize> {
+        if let Some(i) = self.classes.iter().position(|c| c.name == name) {
+            return Some(i);
         }
         // SAFETY: guaranteed by the caller.
         let ce = unsafe { sys::zend_lookup_class(name) };
-        if !ce.is_null() {
-            self.classes.push((name, ce));
+        if ce.is_null() {
+            return None;
         }
-        ce
+        self.classes.push(ClassMemo {
+            name,
+            ce,
+            slots: Vec::new(),
+        });
+        Some(self.classes.len() - 1)
+    }
+
+    /// The slot offset of the `i`th stored property `key` of class memo `class`, or None
+    /// when it is not a declared instance property.
+    ///
+    /// # Safety
+    /// On a PHP thread inside a request; `key` is a live string.
+    unsafe fn slot(&mut self, class: usize, i: usize, key: *mut sys::zend_string) -> Option<usize> {
+        let memo = &mut self.classes[class];
+        let offset = match memo.slots.get(i) {
+            Some(&(k, off)) if k == key => off,
+            _ => match memo.slots.iter().find(|(k, _)| *k == key) {
+                Some(&(_, off)) => off,
+                None => {
+                    // SAFETY: guaranteed by the caller; `ce` is a live class.
+                    let off = unsafe { sys::ferrophp_uc_property_offset(memo.ce, key) };
+                    memo.slots.push((key, off));
+                    off
+                }
+            },
+        };
+        usize::try_from(offset).ok()
+    }
+}
+
+/// Fills a freshly created object's declared property slots directly (what
+/// object_properties_load does, without the temporary array and the per-property
+/// lookups). False, with nothing written, when some property is not a declared slot or
+/// the object already has a properties table: the caller then takes the general path.
+///
+/// # Safety
+/// As for [`build`]; `obj` was just created by `object_init_ex` with class memo `class`.
+unsafe fn fill_declared(
+    obj: *mut sys::zend_object,
+    class: usize,
+    props: &[(Key, GNode)],
+    cx: &mut Rebuild,
+    copy: bool,
+) -> Option<bool> {
+    // SAFETY: guaranteed by the caller.
+    unsafe {
+        if !(*obj).properties.is_null() {
+            return None;
+        }
+        let mut offsets = [0usize; 16];
+        if props.len() > offsets.len() {
+            return None;
+        }
+        for (i, (key, _)) in props.iter().enumerate() {
+            let Key::Str(name) = key else { return None };
+            offsets[i] = cx.slot(class, i, *name)?;
+        }
+        for ((_, item), &offset) in props.iter().zip(&offsets) {
+            let mut v = sys::zval::default();
+            if !build(item, &mut v, cx, copy) {
+                return Some(false); // the caller releases the object, slots all valid
+            }
+            // SAFETY: `offset` is a declared slot of this object's class (OBJ_PROP); it
+            // holds the default value object_init_ex copied in, released here.
+            let slot = obj.cast::<u8>().add(offset).cast::<sys::zval>();
+            sys::ferrophp_uc_zval_dtor(slot);
+            *slot = v;
+        }
+        Some(true)
     }
 }
 
@@ -577,8 +791,7 @@ unsafe fn build(node: &GNode, dst: *mut sys::zval, cx: &mut Rebuild, copy: bool)
             }
             GNode::Object { id, class, props } => {
                 *dst = zv::null();
-                let ce = cx.class(*class);
-                if ce.is_null() {
+                let Some(memo) = cx.class(*class) else {
                     if !zv::has_exception() {
                         super::api::throw(&format!(
                             "cannot rebuild a cached object: class {} not found",
@@ -586,13 +799,17 @@ unsafe fn build(node: &GNode, dst: *mut sys::zval, cx: &mut Rebuild, copy: bool)
                         ));
                     }
                     return false;
-                }
+                };
+                let ce = cx.classes[memo].ce;
                 if sys::object_init_ex(dst, ce) != sys::ZEND_RESULT_CODE_SUCCESS {
                     *dst = zv::null();
                     return false;
                 }
                 let obj = (*dst).value.obj;
                 cx.objects[*id as usize] = obj;
+                if let Some(ok) = fill_declared(obj, memo, props, cx, copy) {
+                    return ok && !zv::has_exception();
+                }
                 let mut tmp = sys::zval::default();
                 let ht = zv::set_new_array(&mut tmp, props.len() as u32);
                 for (key, item) in props {
@@ -623,8 +840,7 @@ unsafe fn build(node: &GNode, dst: *mut sys::zval, cx: &mut Rebuild, copy: bool)
             }
             GNode::Enum { class, case } => {
                 *dst = zv::null();
-                let ce = cx.class(*class);
-                if ce.is_null() {
+                let Some(memo) = cx.class(*class) else {
                     if !zv::has_exception() {
                         super::api::throw(&format!(
                             "cannot rebuild a cached enum: {} not found",
@@ -632,7 +848,8 @@ unsafe fn build(node: &GNode, dst: *mut sys::zval, cx: &mut Rebuild, copy: bool)
                         ));
                     }
                     return false;
-                }
+                };
+                let ce = cx.classes[memo].ce;
                 let obj = sys::zend_enum_get_case(ce, *case);
                 if obj.is_null() {
                     return false;
