@@ -63,7 +63,8 @@ $fetch = fn(string $arg) => sprintf($FETCH, $arg);
 $code = 'function read_loop($h, string $key, int $ops): int { $s = 0; for ($i = 0; $i < $ops; $i++) { $v = ' . $fetch('$key') . '; $s += probe($v); } return $s; }
     function hot_loop($h, int $ops): int { $s = 0; for ($i = 0; $i < $ops; $i++) { $s += count(' . $fetch("'hot'") . '); } return $s; }
     function bulk_loop($h, array $keys): int { $s = 0; for ($i = 0; $i < 200; $i++) { foreach ($keys as $k) { $s += count(' . $fetch('$k') . '); } } return $s; }
-    function resident_loop($resident, int $ops): int { $s = 0; for ($i = 0; $i < $ops; $i++) { $v = $resident; $s += probe($v); } return $s; }';
+    function resident_loop($resident, int $ops): int { $s = 0; for ($i = 0; $i < $ops; $i++) { $v = $resident; $s += probe($v); } return $s; }
+    function call_floor_loop($resident, string $key, int $ops): int { $s = 0; for ($i = 0; $i < $ops; $i++) { $v = str_contains($key, \'~\') ? null : $resident; $s += probe($v); } return $s; }';
 if ($STORE !== null) {
     $code .= '
     function store_one($h, string $key, mixed $value): void { ' . sprintf($STORE, '$key', '$value') . '; }
@@ -102,6 +103,12 @@ foreach (payloads() as $name => $value) {
         $ns = measure(function () use (&$sink, $h, $key, $ops) { $sink += read_loop($h, $key, $ops); }, $ops);
     }
     $results["read:$name"] = ['ns_per_op' => $ns, 'request_mem_bytes' => memory_get_usage() - $mem0];
+    if ($backend === 'resident') {
+        // The floor of any function-call API: the resident loop plus one internal function
+        // call taking the key (str_contains), the cheapest call the engine makes.
+        $ns = measure(function () use (&$sink, $value, $key, $ops) { $sink += call_floor_loop($value, $key, $ops); }, $ops);
+        $results["floor:$name"] = ['ns_per_op' => $ns];
+    }
 }
 if ($backend !== 'resident') {
     // CLI store, cycling 32 keys.
