@@ -96,7 +96,7 @@ impl Drop for Block {
                 sys::ferrophp_uc_persistent_array_free(ht);
             }
         }
-        // The strings go with `self.strings`.
+        // The strings go with `_strings`, dropped after this.
     }
 }
 
