@@ -2,6 +2,9 @@
  * The C shim: only what bindgen cannot express. Each function wraps one macro,
  * one ZTS globals accessor, one static inline helper, or one zend_try block.
  * No policy lives here; callers in Rust decide what to do with the results.
+ * Two exceptions, both hot paths written against PHP's own C and kept step for step
+ * with it: the $_COOKIE/$_GET parser (ferrophp_treat_data) and keeping the thread's
+ * execution timer between requests (ferrophp_execution_timer_*).
  */
 #ifndef FERROPHP_SHIM_H
 #define FERROPHP_SHIM_H
@@ -68,6 +71,24 @@ zend_result ferrophp_module_mshutdown(int type, int module_number);
 zend_result ferrophp_module_rinit(int type, int module_number);
 zend_result ferrophp_module_rshutdown(int type, int module_number);
 void ferrophp_module_minfo(zend_module_entry *module);
+
+/* $_COOKIE and $_GET parsing: wraps sapi_module.treat_data (PHP's or mbstring's) so that
+ * variables with plain names are registered without php_register_variable_ex's detours
+ * when the filter extension runs with its default unsafe_raw filter; everything else is
+ * passed on. Call once, after php_module_startup. False when the fast path can never
+ * apply. */
+bool ferrophp_install_treat_data(void);
+void ferrophp_treat_data(int arg, char *str, zval *dest_array);
+/* Turns the fast path off (PHP's own treat_data for everything) or back on. */
+void ferrophp_set_fast_input(bool enabled);
+
+/* Keeps the calling thread's max_execution_time timer across php_request_shutdown (which
+ * would delete it, for the next request to create it again): keep() before, restore(its
+ * result) after. release() deletes it; call it before the thread's ts_free_thread. No-ops
+ * without ZEND_MAX_EXECUTION_TIMERS. */
+int ferrophp_execution_timer_keep(void);
+void ferrophp_execution_timer_restore(int pid);
+void ferrophp_execution_timer_release(void);
 
 /* Worker mode: running a handler inside a long-lived request. */
 /* zend_call_function inside zend_try (the handler's return value is discarded). */

@@ -1,6 +1,6 @@
 //! Hooks that let tests and benchmarks observe the runtime from inside without changing
-//! it: a callback around the building of `$_SERVER`. Unset (the normal case) it costs one
-//! atomic load per request.
+//! it: a callback around the building of `$_SERVER` (unset, the normal case, it costs one
+//! atomic load per request), and switches back to PHP's own paths for comparison.
 
 use std::sync::OnceLock;
 
@@ -32,6 +32,18 @@ pub(crate) fn server_vars_event(event: ServerVarsEvent) {
 /// benchmark that measures one against the other.
 pub fn use_naive_server_vars(naive: bool) {
     crate::server_vars::set_naive(naive);
+}
+
+/// Parses `$_COOKIE` and `$_GET` with PHP's own `treat_data` instead of the shim's fast
+/// path for plain names, so tests can compare the two. Process-wide.
+pub fn use_php_input_parser(php: bool) {
+    // SAFETY: an atomic store to a flag the shim reads when a request parses its input.
+    unsafe { php_sys::ferrophp_set_fast_input(!php) }
+}
+
+/// Whether the `$_COOKIE`/`$_GET` fast path was installed when the engine started.
+pub fn fast_input_parser_installed() -> bool {
+    crate::sapi::FAST_INPUT_INSTALLED.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 /// The request of FrankenPHP's `BenchmarkServerSuperGlobal`, as ferrophp sees it: a GET

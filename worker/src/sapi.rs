@@ -10,7 +10,7 @@ use std::cell::{Cell, RefCell};
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bumpalo::Bump;
 
@@ -96,6 +96,11 @@ pub(crate) fn engine_startup(settings: &ModuleSettings) -> Result<StartedModule,
         return Err("php_module_startup failed (see the errors above)".into());
     }
     server_vars::init();
+    // SAFETY: module start-up is done and no request runs yet; the shim only swaps the
+    // treat_data pointer of PHP's global sapi_module for its wrapper.
+    let fast_input = unsafe { sys::ferrophp_install_treat_data() };
+    FAST_INPUT_INSTALLED.store(fast_input, std::sync::atomic::Ordering::Relaxed);
+    tracing::debug!(fast_input, "$_COOKIE and $_GET parsing");
     Ok(StartedModule(module))
 }
 
@@ -128,10 +133,19 @@ pub(crate) fn attach_thread() {
     }
 }
 
+/// Whether the shim's `$_COOKIE`/`$_GET` fast path could be installed at start-up (it
+/// still defers to PHP per request when the configuration asks for it).
+pub(crate) static FAST_INPUT_INSTALLED: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
+
 /// Releases the calling thread's TSRM context. Must be the thread's last PHP call.
 pub(crate) fn detach_thread() {
-    // SAFETY: this thread attached with attach_thread and runs no request now.
-    unsafe { sys::ts_free_thread() }
+    // SAFETY: this thread attached with attach_thread and runs no request now; the
+    // execution timer run_script kept alive is this thread's own, deleted once.
+    unsafe {
+        sys::ferrophp_execution_timer_release();
+        sys::ts_free_thread();
+    }
 }
 
 /// The request in progress on this thread, as seen by SAPI callbacks.
@@ -193,8 +207,46 @@ fn arena_c_str<'a>(arena: &'a Bump, bytes: &[u8]) -> Option<&'a CStr> {
     if bytes.contains(&0) {
         return None;
     }
-    let buf = arena.alloc_slice_fill_copy(bytes.len() + 1, 0u8);
-    buf[..bytes.len()].copy_from_slice(bytes);
+    let layout = std::alloc::Layout::array::<u8>(bytes.len() + 1).ok()?;
+    let ptr = arena.alloc_layout(layout).as_ptr();
+    // SAFETY: `ptr` is a fresh arena allocation of bytes.len() + 1 bytes, valid for 'a;
+    // filling it completely (the bytes, then the NUL) before making a slice of it means no
+    // byte is read uninitialised (and none is written twice, unlike a zero fill first).
+    let buf = unsafe {
+        std::ptr::copy_nonoverlapping(bytes.as_ptr(), ptr, bytes.len());
+        ptr.add(bytes.len()).write(0);
+        std::slice::from_raw_parts(ptr, bytes.len() + 1)
+    };
+    // SAFETY: exactly one NUL, at the end (checked above that `bytes` has none).
+    Some(unsafe { CStr::from_bytes_with_nul_unchecked(buf) })
+}
+
+/// Every `Cookie` header joined with `"; "` (what PHP parses into `$_COOKIE`), NUL-terminated
+/// in the arena; None without a Cookie header or when one contains a NUL.
+fn joined_cookies<'a>(
+    arena: &'a Bump,
+    cookies: http::header::GetAll<'_, http::HeaderValue>,
+) -> Option<&'a CStr> {
+    let mut values = cookies.iter();
+    let first = values.next()?.as_bytes();
+    if values.next().is_none() {
+        // One header, the usual case: a single copy (and no byte-by-byte pushes).
+        return arena_c_str(arena, first);
+    }
+    let len = cookies.iter().map(|v| v.len() + 2).sum::<usize>() - 2;
+    let buf = arena.alloc_slice_fill_copy(len + 1, 0u8);
+    let mut at = 0;
+    for (i, v) in cookies.iter().enumerate() {
+        if i > 0 {
+            buf[at..at + 2].copy_from_slice(b"; ");
+            at += 2;
+        }
+        buf[at..at + v.len()].copy_from_slice(v.as_bytes());
+        at += v.len();
+    }
+    if buf[..len].contains(&0) {
+        return None;
+    }
     CStr::from_bytes_with_nul(buf).ok()
 }
 
@@ -244,16 +296,7 @@ impl<'a> PreparedRequest<'a> {
                 .headers
                 .get(http::header::CONTENT_TYPE)
                 .and_then(|v| arena_c_str(arena, v.as_bytes()));
-            let mut cookies = cgi.headers.get_all(http::header::COOKIE).iter();
-            if let Some(first) = cookies.next() {
-                let mut joined = bumpalo::collections::Vec::new_in(arena);
-                joined.extend_from_slice(first.as_bytes());
-                for c in cookies {
-                    joined.extend_from_slice(b"; ");
-                    joined.extend_from_slice(c.as_bytes());
-                }
-                strings.cookie = arena_c_str(arena, &joined);
-            }
+            strings.cookie = joined_cookies(arena, cgi.headers.get_all(http::header::COOKIE));
             content_length = cgi
                 .headers
                 .get(http::header::CONTENT_LENGTH)
@@ -387,8 +430,14 @@ pub(crate) fn run_script(request: ScriptRequest, arena: &Bump) -> ScriptOutcome 
         }
         outcome = execute_file(prepared.script_filename());
         // SAFETY: a request is active on this thread; php_request_shutdown guards itself
-        // with zend_try internally.
-        unsafe { sys::php_request_shutdown(std::ptr::null_mut()) };
+        // with zend_try internally. The shim hides EG(pid) from shutdown_executor so the
+        // thread's execution timer survives for the next request (disarmed by
+        // zend_unset_timeout as usual), and puts it back right after.
+        unsafe {
+            let timer = sys::ferrophp_execution_timer_keep();
+            sys::php_request_shutdown(std::ptr::null_mut());
+            sys::ferrophp_execution_timer_restore(timer);
+        }
     }
     prepared.uninstall().finish();
     outcome
@@ -402,6 +451,42 @@ fn define_std_stream_constants() {
     unsafe { sys::ferrophp_try_eval_string(PRELUDE.as_ptr(), c"ferrophp std streams".as_ptr()) };
 }
 
+/// How long a thread trusts that a script it found is still there. OPcache trusts its
+/// cached copy of a script for `opcache.revalidate_freq` (2 s by default) without looking
+/// at the file either, and routing caches its decisions for 1 s.
+const SCRIPT_EXISTS_TTL: Duration = Duration::from_secs(1);
+
+thread_local! {
+    /// The last script this thread found, and when: a stat of the whole path costs more
+    /// than a microsecond, for an answer that is the same request after request.
+    static LAST_SCRIPT: RefCell<(Vec<u8>, Option<Instant>)> = const { RefCell::new((Vec::new(), None)) };
+}
+
+/// The script is a regular file. A positive answer is reused for the same path within
+/// [`SCRIPT_EXISTS_TTL`]; a missing file is looked for every time.
+fn script_exists(path: &[u8]) -> bool {
+    LAST_SCRIPT.with(|last| {
+        let mut last = last.borrow_mut();
+        let now = Instant::now();
+        if last.0 == path
+            && last
+                .1
+                .is_some_and(|t| now.duration_since(t) < SCRIPT_EXISTS_TTL)
+        {
+            return true;
+        }
+        let exists = std::path::Path::new(std::ffi::OsStr::from_bytes(path)).is_file();
+        if exists {
+            last.0.clear();
+            last.0.extend_from_slice(path);
+            last.1 = Some(now);
+        } else {
+            last.1 = None;
+        }
+        exists
+    })
+}
+
 /// Opens and executes the primary script of the active request.
 pub(crate) fn execute_file(script: &CStr) -> ScriptOutcome {
     let mut handle = sys::zend_file_handle::default();
@@ -409,7 +494,7 @@ pub(crate) fn execute_file(script: &CStr) -> ScriptOutcome {
     unsafe { sys::zend_stream_init_filename(&mut handle, script.as_ptr()) };
     // php_execute_script reports "Failed opening required" for a missing file; the CLI
     // says "Could not open input file" instead and exits 1, which callers expect.
-    let exists = std::path::Path::new(std::ffi::OsStr::from_bytes(script.to_bytes())).is_file();
+    let exists = script_exists(script.to_bytes());
     let mut outcome = ScriptOutcome {
         exit_status: 0,
         not_found: !exists,

@@ -6,17 +6,21 @@
 //! bump arena, so building `$_SERVER` allocates nothing on the Rust heap once the arena
 //! has grown to the request's shape. Keys of the known variables (the CGI set and the
 //! common request headers) are permanent, pre-hashed PHP strings made once at start-up
-//! and inserted directly; uncommon header names take PHP's own registration path, with
-//! its name mangling. Each value is copied into PHP request memory exactly once, because
-//! PHP frees it and worker code may keep it.
+//! and inserted directly; so are the names of the configured environment, made the first
+//! time each is seen (a thread remembers the keys of the environment it last served).
+//! Uncommon header names take PHP's own registration path, with its name mangling. Each
+//! value is copied into PHP request memory exactly once, because PHP frees it and worker
+//! code may keep it.
 //!
 //! The naive path (a `CString` per value, `php_register_variable_safe` for everything) is
 //! kept as the reference the benchmark measures the fast path against.
 
-use std::ffi::{c_char, CStr};
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::ffi::{c_char, CStr, CString};
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use bumpalo::Bump;
 use php_sys as sys;
@@ -24,8 +28,9 @@ use php_sys as sys;
 use crate::php;
 use crate::request::CgiRequest;
 
-/// Request headers whose `HTTP_*` keys are made once at start-up. Sorted: looked up by
-/// binary search. `proxy` is absent on purpose (see httpoxy below).
+/// Request headers whose `HTTP_*` keys are made once at start-up, found through
+/// [`HeaderTable`]. Sorted (kept so for review). `proxy` is absent on purpose (see httpoxy
+/// below).
 const COMMON_HEADERS: &[&str] = &[
     "accept",
     "accept-charset",
@@ -213,8 +218,65 @@ const SERVER_SOFTWARE: &[u8] = concat!("ferrophp/", env!("CARGO_PKG_VERSION")).a
 struct KnownKeys {
     cgi: Vec<Key>,
     headers: Vec<Key>,
+    header_table: HeaderTable,
     /// filter.default is unsafe_raw: values need not pass the input filter.
     raw_filter: bool,
+}
+
+impl KnownKeys {
+    /// The permanent `HTTP_*` key of a common request header (`name` in lowercase).
+    fn header_index(&self, name: &str) -> Option<Key> {
+        self.header_table
+            .find(name.as_bytes())
+            .map(|i| self.headers[i])
+    }
+}
+
+/// An open-addressing table of [`COMMON_HEADERS`] positions keyed by FNV-1a of the name:
+/// a lookup hashes the name once and usually compares one string, where a binary search
+/// compared seven.
+struct HeaderTable {
+    /// Position + 1 in COMMON_HEADERS; 0 is an empty slot.
+    slots: Vec<u16>,
+}
+
+impl HeaderTable {
+    fn new() -> HeaderTable {
+        let size = (COMMON_HEADERS.len() * 4).next_power_of_two();
+        let mut slots = vec![0u16; size];
+        for (i, name) in COMMON_HEADERS.iter().enumerate() {
+            let mut at = fnv1a(name.as_bytes()) & (size - 1);
+            while slots[at] != 0 {
+                at = (at + 1) & (size - 1);
+            }
+            slots[at] = (i + 1) as u16;
+        }
+        HeaderTable { slots }
+    }
+
+    fn find(&self, name: &[u8]) -> Option<usize> {
+        let mask = self.slots.len() - 1;
+        let mut at = fnv1a(name) & mask;
+        loop {
+            let slot = self.slots[at] as usize;
+            if slot == 0 {
+                return None;
+            }
+            if COMMON_HEADERS[slot - 1].as_bytes() == name {
+                return Some(slot - 1);
+            }
+            at = (at + 1) & mask;
+        }
+    }
+}
+
+fn fnv1a(bytes: &[u8]) -> usize {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in bytes {
+        hash ^= u64::from(b);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    hash as usize
 }
 
 #[derive(Clone, Copy)]
@@ -262,6 +324,7 @@ pub(crate) fn init() {
         KnownKeys {
             cgi: CGI_NAMES.iter().map(|n| make(n)).collect(),
             headers,
+            header_table: HeaderTable::new(),
             raw_filter: filter_default_is_raw(),
         }
     });
@@ -335,18 +398,18 @@ impl<'a> Registrar<'a> {
 
     fn known(&mut self, key: Key, name: &str, value: &[u8]) {
         if self.keys.raw_filter {
-            // SAFETY: key is a permanent string; PHP copies value into request memory.
-            unsafe {
-                sys::ferrophp_hash_update_stringl(
-                    self.table,
-                    key.0,
-                    value.as_ptr().cast(),
-                    value.len(),
-                )
-            };
+            self.insert(key, value);
         } else {
             self.filtered(name, value);
         }
+    }
+
+    /// `table[key] = value` with no filter (only when `raw_filter`).
+    fn insert(&mut self, key: Key, value: &[u8]) {
+        // SAFETY: key is a permanent string; PHP copies value into request memory.
+        unsafe {
+            sys::ferrophp_hash_update_stringl(self.table, key.0, value.as_ptr().cast(), value.len())
+        };
     }
 
     /// The safe path: PHP's own registration (mangles odd names) behind the input filter.
@@ -402,6 +465,45 @@ impl<'a> Registrar<'a> {
         buf
     }
 
+    /// `parts` joined by `separator`, in the arena (two passes: one exact allocation, then
+    /// whole-slice copies).
+    fn join<'p, I: Iterator<Item = &'p [u8]>>(
+        &self,
+        parts: impl Fn() -> I,
+        separator: &[u8],
+    ) -> &'a [u8] {
+        let count = parts().count();
+        let len =
+            parts().map(<[u8]>::len).sum::<usize>() + separator.len() * count.saturating_sub(1);
+        let buf = self.arena.alloc_slice_fill_copy(len, 0u8);
+        let mut at = 0;
+        for (i, p) in parts().enumerate() {
+            if i > 0 {
+                buf[at..at + separator.len()].copy_from_slice(separator);
+                at += separator.len();
+            }
+            buf[at..at + p.len()].copy_from_slice(p);
+            at += p.len();
+        }
+        buf
+    }
+
+    /// An address as `Display` writes it; IPv4 without the formatting machinery.
+    fn ip(&self, ip: std::net::IpAddr) -> &'a [u8] {
+        let std::net::IpAddr::V4(v4) = ip else {
+            return self.display(ip);
+        };
+        let mut buf = [0u8; 15];
+        let len = ipv4_text(v4, &mut buf);
+        self.arena.alloc_slice_copy(&buf[..len])
+    }
+
+    fn port(&self, port: u16) -> &'a [u8] {
+        let mut buf = [0u8; 5];
+        let len = decimal(u32::from(port), &mut buf);
+        self.arena.alloc_slice_copy(&buf[..len])
+    }
+
     fn display(&self, value: impl std::fmt::Display) -> &'a [u8] {
         let mut s = bumpalo::collections::String::new_in(self.arena);
         let _ = write!(s, "{value}");
@@ -410,48 +512,47 @@ impl<'a> Registrar<'a> {
 }
 
 fn fill(out: &mut Registrar<'_>, cgi: &CgiRequest, script_filename: &[u8]) {
-    for (name, value) in cgi.env.iter() {
-        let name = name.to_str().unwrap_or_default();
-        out.by_name(name, value.as_bytes());
-    }
-    for name in cgi.headers.keys() {
-        let name = name.as_str();
-        // httpoxy: a client-sent Proxy header must never become HTTP_PROXY.
-        if name == "proxy" {
-            continue;
-        }
-        let mut values = cgi.headers.get_all(name).iter();
-        let first = values.next().map_or(&b""[..], |v| v.as_bytes());
-        let value = match values.next() {
-            None => first,
-            Some(second) => {
-                let separator: &[u8] = if name == "cookie" { b"; " } else { b", " };
-                let mut joined = bumpalo::collections::Vec::new_in(out.arena);
-                joined.extend_from_slice(first);
-                for v in std::iter::once(second).chain(values) {
-                    joined.extend_from_slice(separator);
-                    joined.extend_from_slice(v.as_bytes());
-                }
-                joined.into_bump_slice()
+    THREAD_ENV_KEYS.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        let keys = match &mut *cache {
+            Some((env, keys)) if Arc::ptr_eq(env, &cgi.env) => &*keys,
+            // Another Arc with the same names (a caller that builds the list per request):
+            // the same keys, and still no allocation.
+            Some((env, keys)) if same_names(env, &cgi.env) => {
+                *env = cgi.env.clone();
+                &*keys
             }
+            _ => &cache.insert((cgi.env.clone(), env_keys(&cgi.env))).1,
         };
-        match COMMON_HEADERS.binary_search(&name) {
-            Ok(i) if out.keys.raw_filter => {
-                let key = out.keys.headers[i];
-                // SAFETY: key is a permanent string; PHP copies value into request memory.
-                unsafe {
-                    sys::ferrophp_hash_update_stringl(
-                        out.table,
-                        key.0,
-                        value.as_ptr().cast(),
-                        value.len(),
-                    )
+        for ((name, value), key) in cgi.env.iter().zip(keys) {
+            match key {
+                Some(key) if out.keys.raw_filter => out.insert(*key, value.as_bytes()),
+                _ => out.by_name(name.to_str().unwrap_or_default(), value.as_bytes()),
+            }
+        }
+    });
+    if cgi.headers.len() == cgi.headers.keys_len() {
+        // No header repeats (the usual case): one pass over the values, no lookups.
+        for (header, value) in cgi.headers.iter() {
+            header_variable(out, header.as_str(), value.as_bytes());
+        }
+    } else {
+        for header in cgi.headers.keys() {
+            // By HeaderName, not by &str: a &str key would be parsed again on every lookup.
+            let all = cgi.headers.get_all(header);
+            let mut values = all.iter();
+            let first = values.next().map_or(&b""[..], |v| v.as_bytes());
+            let value = if values.next().is_none() {
+                first
+            } else {
+                let separator: &[u8] = if header == http::header::COOKIE {
+                    b"; "
+                } else {
+                    b", "
                 };
-            }
-            _ => {
-                let var = header_variable_name(out.arena, name);
-                out.by_name(var, value);
-            }
+                out.join(|| all.iter().map(|v| v.as_bytes()), separator)
+            };
+            header_variable(out, header.as_str(), value);
         }
     }
 
@@ -483,16 +584,118 @@ fn fill(out: &mut Registrar<'_>, cgi: &CgiRequest, script_filename: &[u8]) {
     if cgi.https {
         out.cgi(Cgi::Https, b"on");
     }
-    let remote_addr = out.display(cgi.remote_addr.ip());
+    let remote_addr = out.ip(cgi.remote_addr.ip());
     out.cgi(Cgi::RemoteAddr, remote_addr);
-    let remote_port = out.display(cgi.remote_addr.port());
+    let remote_port = out.port(cgi.remote_addr.port());
     out.cgi(Cgi::RemotePort, remote_port);
-    let server_addr = out.display(cgi.local_addr.ip());
+    let server_addr = out.ip(cgi.local_addr.ip());
     out.cgi(Cgi::ServerAddr, server_addr);
-    let server_port = out.display(cgi.local_addr.port());
+    let server_port = out.port(cgi.local_addr.port());
     out.cgi(Cgi::ServerPort, server_port);
     out.cgi(Cgi::ServerName, cgi.server_name.as_bytes());
     out.cgi(Cgi::RedirectStatus, b"200");
+}
+
+/// Distinct environment variable names given permanent keys, at most (the rest take PHP's
+/// registration path): keys are never freed, since worker scripts may keep arrays that use
+/// them.
+const ENV_KEY_LIMIT: usize = 1024;
+
+/// Permanent keys of configured environment variable names, shared by every thread.
+static ENV_KEYS: Mutex<Option<HashMap<Vec<u8>, Key>>> = Mutex::new(None);
+
+thread_local! {
+    /// The keys of the last environment this thread registered (compared by pointer, as
+    /// the server shares one `Arc` between requests, else by names), so a steady
+    /// configuration costs no lookup in the shared map and no allocation.
+    static THREAD_ENV_KEYS: RefCell<Option<EnvKeys>> = const { RefCell::new(None) };
+}
+
+type EnvKeys = (Arc<[(CString, CString)]>, Vec<Option<Key>>);
+
+fn same_names(a: &[(CString, CString)], b: &[(CString, CString)]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.0 == y.0)
+}
+
+/// A key per entry of `env` when PHP would register its name verbatim, else None.
+fn env_keys(env: &[(CString, CString)]) -> Vec<Option<Key>> {
+    let mut shared = ENV_KEYS.lock().unwrap_or_else(|e| e.into_inner());
+    let shared = shared.get_or_insert_with(HashMap::new);
+    env.iter()
+        .map(|(name, _)| {
+            let name = name.to_bytes();
+            if std::str::from_utf8(name).is_err() || !verbatim_variable_name(name) {
+                return None;
+            }
+            if let Some(key) = shared.get(name) {
+                return Some(*key);
+            }
+            if shared.len() >= ENV_KEY_LIMIT {
+                return None;
+            }
+            // SAFETY: creates a persistent string; we are on a PHP thread of a started
+            // engine.
+            let key =
+                Key(unsafe { sys::ferrophp_permanent_string(name.as_ptr().cast(), name.len()) });
+            shared.insert(name.to_vec(), key);
+            Some(key)
+        })
+        .collect()
+}
+
+/// `php_register_variable_ex` stores `name` as this very string key: it has nothing PHP
+/// would mangle or treat specially (spaces, dots, `[`), and cannot be a numeric key (which
+/// starts with a digit or `-`). Conservative: anything else takes PHP's own path.
+fn verbatim_variable_name(name: &[u8]) -> bool {
+    !name.is_empty()
+        && !matches!(name[0], b'0'..=b'9' | b'-')
+        && !name.iter().any(|&b| matches!(b, b' ' | b'.' | b'['))
+}
+
+/// Writes `n` in decimal at the start of `out` (large enough), returning the length.
+fn decimal(mut n: u32, out: &mut [u8]) -> usize {
+    let mut digits = [0u8; 10];
+    let mut len = 0;
+    loop {
+        digits[len] = b'0' + (n % 10) as u8;
+        len += 1;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for i in 0..len {
+        out[i] = digits[len - 1 - i];
+    }
+    len
+}
+
+/// `a.b.c.d` as `Ipv4Addr`'s `Display` writes it, returning the length.
+fn ipv4_text(ip: std::net::Ipv4Addr, buf: &mut [u8; 15]) -> usize {
+    let mut len = 0;
+    for (i, octet) in ip.octets().into_iter().enumerate() {
+        if i > 0 {
+            buf[len] = b'.';
+            len += 1;
+        }
+        len += decimal(u32::from(octet), &mut buf[len..]);
+    }
+    len
+}
+
+/// `$_SERVER['HTTP_*']` for one request header (all its values joined).
+fn header_variable(out: &mut Registrar<'_>, name: &str, value: &[u8]) {
+    // httpoxy: a client-sent Proxy header must never become HTTP_PROXY.
+    if name == "proxy" {
+        return;
+    }
+    match out.keys.header_index(name) {
+        Some(key) if out.keys.raw_filter => out.insert(key, value),
+        _ => {
+            let var = header_variable_name(out.arena, name);
+            out.by_name(var, value);
+        }
+    }
 }
 
 /// `user-agent` → `HTTP_USER_AGENT`, in the arena. Header names are lowercase tokens.
@@ -523,7 +726,6 @@ pub(crate) fn protocol(version: http::Version) -> &'static str {
 /// The reference path: a `CString` per name and value, `php_register_variable_safe` for
 /// every entry. Same result, none of the care.
 fn register_naive(cgi: &CgiRequest, script_filename: &[u8], track_vars: *mut sys::zval) {
-    use std::ffi::CString;
     let add = |name: &str, value: &[u8]| {
         let name = CString::new(name).unwrap_or_default();
         let value = CString::new(value).unwrap_or_default();
@@ -598,4 +800,51 @@ fn register_naive(cgi: &CgiRequest, script_filename: &[u8], track_vars: *mut sys
     add("SERVER_PORT", cgi.local_addr.port().to_string().as_bytes());
     add("SERVER_NAME", cgi.server_name.as_bytes());
     add("REDIRECT_STATUS", b"200");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_and_addresses_read_as_display_writes_them() {
+        for n in [0u32, 7, 10, 99, 100, 255, 8080, 51234, 65535, u32::MAX] {
+            let mut buf = [0u8; 10];
+            let len = decimal(n, &mut buf);
+            assert_eq!(&buf[..len], n.to_string().as_bytes());
+        }
+        for ip in [
+            "0.0.0.0",
+            "127.0.0.1",
+            "10.20.30.40",
+            "255.255.255.255",
+            "1.0.10.100",
+        ] {
+            let ip: std::net::Ipv4Addr = ip.parse().unwrap();
+            let mut buf = [0u8; 15];
+            let len = ipv4_text(ip, &mut buf);
+            assert_eq!(&buf[..len], ip.to_string().as_bytes());
+        }
+    }
+
+    #[test]
+    fn header_table_finds_exactly_the_common_headers() {
+        let table = HeaderTable::new();
+        for (i, name) in COMMON_HEADERS.iter().enumerate() {
+            assert_eq!(table.find(name.as_bytes()), Some(i), "{name}");
+        }
+        for name in ["proxy", "x-custom", "", "accept ", "Accept", "cookies"] {
+            assert_eq!(table.find(name.as_bytes()), None, "{name}");
+        }
+    }
+
+    #[test]
+    fn only_names_php_keeps_as_they_are_are_verbatim() {
+        for name in ["APP_ENV", "HOME", "a", "_x", "Z9", "__Host-x", "x-y"] {
+            assert!(verbatim_variable_name(name.as_bytes()), "{name}");
+        }
+        for name in ["", "1", "12", "-1", "0x", "a.b", "a b", " a", "a[b]", "a["] {
+            assert!(!verbatim_variable_name(name.as_bytes()), "{name}");
+        }
+    }
 }

@@ -402,8 +402,11 @@ impl Freezer {
             return Ok(GNode::Plain(zv::empty_arr()));
         }
         let mut items: Vec<(Key, GNode)> = Vec::with_capacity(n as usize);
-        // Room for a key and a value per element without rehashing on the way.
-        self.dedup.reserve(2 * n as usize);
+        // Room for a key and a value per element of a big array without rehashing on the
+        // way (small ones would pay for a table they mostly do not need).
+        if n >= 64 {
+            self.dedup.reserve(2 * n as usize);
+        }
         let mut plain = true;
         let mut is_list = true;
         // SAFETY: we only read `ht`; element zvals are live while it is.
