@@ -192,12 +192,29 @@ static void ferrophp_delete_session_global(void) {
     zend_hash_str_del(&EG(symbol_table), "_SESSION", sizeof("_SESSION") - 1);
 }
 
+bool ferrophp_worker_output_release(void) {
+    volatile bool bailed_out = false;
+    zend_try {
+        php_output_end_all();
+        php_output_deactivate();
+    } zend_catch {
+        bailed_out = true;
+    } zend_end_try();
+    /* What the boot request's startup (X-Powered-By) and that deactivation (the default
+     * Content-Type) put in the header list: sapi_activate would re-init it over them. */
+    zend_llist_destroy(&SG(sapi_headers).headers);
+    if (SG(sapi_headers).mimetype) {
+        efree(SG(sapi_headers).mimetype);
+        SG(sapi_headers).mimetype = NULL;
+    }
+    return bailed_out;
+}
+
 bool ferrophp_worker_request_startup(void) {
     volatile bool bailed_out = false;
     zend_try {
-        /* The boot script's output layer gives way to the request's. */
-        php_output_end_all();
-        php_output_deactivate();
+        /* The request's own output layer (the script's ended in
+         * ferrophp_worker_output_release). */
         php_output_activate();
         PG(header_is_being_sent) = 0;
         PG(connection_status) = PHP_CONNECTION_NORMAL;

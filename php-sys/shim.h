@@ -107,6 +107,10 @@ void ferrophp_report_exception(void);
 /* A worker request inside the long-lived worker script: what php_request_startup and
  * php_request_shutdown do per HTTP request, minus the engine-level parts that would
  * destroy the worker script's state. Each returns true when a step bailed out. */
+/* Ends the worker script's own output layer while its boot context is still installed,
+ * so output it buffered at boot or between requests reaches the worker's log, never the
+ * next client; then drops the header list its boot request left behind. */
+bool ferrophp_worker_output_release(void);
 bool ferrophp_worker_request_startup(void);
 bool ferrophp_worker_request_shutdown(void);
 bool ferrophp_worker_request_finish(void);

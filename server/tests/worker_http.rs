@@ -460,6 +460,22 @@ fn boot_and_served(r: &RawResponse) -> (String, u64) {
 }
 
 #[test]
+fn output_outside_the_handler_goes_to_the_log_never_to_a_client() {
+    let server = serve_worker("chatty.php", 1, &[]);
+    for n in 1..=3 {
+        let r = server.get("/chatty.php");
+        assert_eq!(r.status, 200);
+        assert_eq!(r.text(), format!("request {n}"), "response {n}");
+        assert_eq!(r.header("x-handled"), Some("yes"));
+    }
+    assert!(
+        server.wait_for_stderr("worker output: boot output", Duration::from_secs(2)),
+        "boot output was not logged: {}",
+        server.stderr()
+    );
+}
+
+#[test]
 fn an_uncaught_exception_is_a_500_and_the_worker_goes_on() {
     let server = serve_worker("failures.php", 1, &[]);
     let (boot, served) = boot_and_served(&server.get("/failures.php?do=ok"));

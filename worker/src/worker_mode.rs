@@ -404,13 +404,16 @@ impl WorkerThread<'_> {
         };
         prepared.ctx.worker_request = true;
         let boot_context = php::server_context();
+        // SAFETY (this and every shim call below): on this worker's PHP thread, inside the
+        // boot request; every shim call wraps its engine calls in zend_try, so no bailout
+        // crosses us. Output the script buffered outside the handler is flushed here,
+        // while the boot context still receives it.
+        let release_bailed = unsafe { sys::ferrophp_worker_output_release() };
         self.handling.set(true);
         prepared.install();
         php::reset_exit_status();
 
-        // SAFETY (all calls below): on this worker's PHP thread, inside the boot request;
-        // every shim call wraps its engine calls in zend_try, so no bailout crosses us.
-        let mut ends_script = unsafe { sys::ferrophp_worker_request_startup() };
+        let mut ends_script = release_bailed || unsafe { sys::ferrophp_worker_request_startup() };
         if !ends_script {
             ends_script = unsafe { sys::ferrophp_try_call(fci, fcc) };
         }
