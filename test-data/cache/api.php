@@ -74,6 +74,13 @@ check(throws(fn() => Cache::fetch(), ArgumentCountError::class), 'fetch without 
 check(throws(fn() => Cache::fetch('a', 1, $f, 4), ArgumentCountError::class), 'fetch with four arguments');
 check(Cache::fetch('absent', 'dflt', $miss) === 'dflt' && $miss === false, 'miss returns the default and sets $found');
 check(Cache::fetch('absent') === null, 'miss without a default is null');
+$x = 5; $mixed = ['a' => &$x, 3 => 1.5, 'n' => null, 't' => true, 's' => "s\0"]; $holes = [0 => 'z', 5 => 'y'];
+$ints = [-1 => 'neg', 7 => 'seven', 0 => 'zero'];
+Cache::store('mixed', $mixed); Cache::store('holes', $holes); Cache::store('ints', $ints); $x = 6;
+check(Cache::fetch('mixed') === ['a' => 5, 3 => 1.5, 'n' => null, 't' => true, 's' => "s\0"], 'flat array with a reference and mixed keys');
+check(Cache::fetch('holes') === $holes && !array_is_list(Cache::fetch('holes')), 'flat array with holes');
+check(Cache::fetch('ints') === $ints && array_keys(Cache::fetch('ints')) === [-1, 7, 0], 'int keys keep their order');
+$h = Cache::fetch('holes'); $h[] = 'next'; check(array_key_last($h) === 6, 'next index after a fetched array with holes');
 check(throws(fn() => Cache::increment('k', 'x'), TypeError::class), 'non-int step');
 check(throws(fn() => Cache::delete(1.5), TypeError::class), 'delete float');
 check(throws(fn() => Cache::remember('k', 'no_such_function'), TypeError::class), 'remember non-callable');

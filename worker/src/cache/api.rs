@@ -437,9 +437,21 @@ unsafe fn store_impl(ed: Ed, rv: Rv, mode: Mode) {
     let mut key: *mut sys::zend_string = std::ptr::null_mut();
     let mut value: *mut sys::zval = std::ptr::null_mut();
     let mut ttl: sys::zend_long = 0;
-    // SAFETY: "Sz|l" matches the three out-pointers.
+    // SAFETY: as in fetch_impl, the fast path reads only the slots `num_args` says were
+    // passed, when no coercion is needed (a string key, an int TTL); everything else goes
+    // through zend_parse_parameters, whose "Sz|l" matches the three out-pointers.
     unsafe {
-        if sys::zend_parse_parameters(argc(ed), c"Sz|l".as_ptr(), &mut key, &mut value, &mut ttl)
+        let n = zv::num_args(ed);
+        if (n == 2 || n == 3)
+            && zv::ztype(zv::call_arg(ed, 1)) == zv::IS_STRING
+            && (n == 2 || zv::ztype(zv::call_arg(ed, 3)) == zv::IS_LONG)
+        {
+            key = (*zv::call_arg(ed, 1)).value.str_;
+            value = zv::call_arg(ed, 2);
+            if n == 3 {
+                ttl = (*zv::call_arg(ed, 3)).value.lval;
+            }
+        } else if sys::zend_parse_parameters(n, c"Sz|l".as_ptr(), &mut key, &mut value, &mut ttl)
             != sys::ZEND_RESULT_CODE_SUCCESS
         {
             return;

@@ -401,12 +401,37 @@ impl Freezer {
         if n == 0 {
             return Ok(GNode::Plain(zv::empty_arr()));
         }
-        let mut items: Vec<(Key, GNode)> = Vec::with_capacity(n as usize);
         // Room for a key and a value per element of a big array without rehashing on the
         // way (small ones would pay for a table they mostly do not need).
         if n >= 64 {
             self.dedup.reserve(2 * n as usize);
         }
+        // SAFETY: guaranteed by the caller.
+        if let Some(is_list) = unsafe { flat_scalars(ht) } {
+            // The common case (lists and maps of scalars and strings): straight into the
+            // immutable array, with no recipe built first (nothing in it can be refused).
+            // SAFETY: as above; element zvals are live while `ht` is.
+            let arr = unsafe {
+                self.immutable_array(n, is_list, |f, push| {
+                    let _ = zv::for_each(ht, |key, val| {
+                        let val = zv::deref(val);
+                        let z = if zv::ztype(val) == zv::IS_STRING {
+                            zv::interned_str(f.zend_string((*val).value.str_))
+                        } else {
+                            *val
+                        };
+                        let key = match key {
+                            HKey::Index(i) => Key::Index(i),
+                            HKey::Str(s) => Key::Str(f.zend_string(s)),
+                        };
+                        push(&key, z);
+                        Ok::<(), ()>(())
+                    });
+                })
+            };
+            return Ok(GNode::Plain(zv::immutable_arr(arr)));
+        }
+        let mut items: Vec<(Key, GNode)> = Vec::with_capacity(n as usize);
         let mut plain = true;
         let mut is_list = true;
         // SAFETY: we only read `ht`; element zvals are live while it is.
@@ -435,30 +460,50 @@ impl Freezer {
             return Ok(GNode::Array(items));
         }
         // Every element is shareable: build the immutable array.
+        // SAFETY: every item is a plain zval (checked above).
+        let arr = unsafe {
+            self.immutable_array(n, is_list, |_, push| {
+                for (key, node) in &items {
+                    let GNode::Plain(z) = node else {
+                        unreachable!()
+                    };
+                    push(key, *z);
+                }
+            })
+        };
+        Ok(GNode::Plain(zv::immutable_arr(arr)))
+    }
+
+    /// A persistent immutable array of `n` elements that `fill` adds through `push`
+    /// (plain zvals: scalars, permanent strings, immutable arrays; permanent keys), owned
+    /// by the block.
+    ///
+    /// # Safety
+    /// Everything pushed is plain, and `fill` pushes `n` distinct keys (in order 0..n when
+    /// `is_list`).
+    unsafe fn immutable_array(
+        &mut self,
+        n: u32,
+        is_list: bool,
+        fill: impl FnOnce(&mut Freezer, &mut dyn FnMut(&Key, sys::zval)),
+    ) -> *mut sys::HashTable {
         // SAFETY: the shim allocates a persistent hash table of the right kind; we insert
         // plain zvals (no refcount) under permanent keys, then flag it immutable.
-        let arr = unsafe {
+        unsafe {
             let arr = sys::ferrophp_uc_persistent_array(n, is_list);
-            for (key, node) in &items {
-                let GNode::Plain(z) = node else {
-                    unreachable!()
-                };
-                let mut z = *z;
-                match key {
-                    Key::Index(i) => {
-                        sys::zend_hash_index_add_new(arr, *i as sys::zend_ulong, &mut z);
-                    }
-                    Key::Str(s) => {
-                        sys::zend_hash_add_new(arr, *s, &mut z);
-                    }
+            fill(self, &mut |key, mut z| match key {
+                Key::Index(i) => {
+                    sys::zend_hash_index_add_new(arr, *i as sys::zend_ulong, &mut z);
                 }
-            }
+                Key::Str(s) => {
+                    sys::zend_hash_add_new(arr, *s, &mut z);
+                }
+            });
             sys::ferrophp_uc_array_make_immutable(arr);
             self.bytes += 56 + (*arr).nTableSize as usize * if is_list { 16 } else { 32 + 8 };
+            self.arrays.push(arr);
             arr
-        };
-        self.arrays.push(arr);
-        Ok(GNode::Plain(zv::immutable_arr(arr)))
+        }
     }
 
     /// # Safety
@@ -564,6 +609,41 @@ impl Freezer {
             Ok(GNode::Serialized { id, data })
         }
     }
+}
+
+/// Whether every element of `ht` is a scalar or a string (after references), and if so
+/// whether its keys are exactly 0..n in order (a list). None when something needs the
+/// general path (nested arrays, objects, resources, ...).
+///
+/// # Safety
+/// `ht` is a live array.
+unsafe fn flat_scalars(ht: *mut sys::HashTable) -> Option<bool> {
+    let mut is_list = true;
+    let mut next = 0i64;
+    // SAFETY: guaranteed by the caller; we only read.
+    let all = unsafe {
+        zv::for_each(ht, |key, val| {
+            match key {
+                HKey::Index(i) => is_list &= i == next,
+                HKey::Str(_) => is_list = false,
+            }
+            next += 1;
+            if matches!(
+                zv::ztype(zv::deref(val)),
+                zv::IS_NULL
+                    | zv::IS_FALSE
+                    | zv::IS_TRUE
+                    | zv::IS_LONG
+                    | zv::IS_DOUBLE
+                    | zv::IS_STRING
+            ) {
+                Ok(())
+            } else {
+                Err(())
+            }
+        })
+    };
+    all.ok().map(|()| is_list)
 }
 
 /// A class with its own (un)serialization protocol.
