@@ -41,16 +41,16 @@ def backends(ext):
 
 
 def cli_runs(ext, runs):
-    out = {}
-    for name, (ini, backend) in backends(ext).items():
-        samples = []
-        for r in range(runs):
+    """Interleaved rounds: each round runs every backend once, so a slow spell of this
+    shared machine hits all backends alike instead of one backend's runs."""
+    out = {name: [] for name in backends(ext)}
+    for r in range(runs):
+        for name, (ini, backend) in backends(ext).items():
             res = json.loads(sh(pin(1) + [BIN, 'php-cli', '-n', '-d', 'memory_limit=1G'] + ini + [WORKLOADS, backend]))
             if backend == 'apcu':
                 assert res['serializer'] == ini[-1].split('=')[1], res['serializer']
-            samples.append(res)
-        out[name] = samples
-        print(f'  {name}: {len(samples)} runs', file=sys.stderr)
+            out[name].append(res)
+        print(f'  round {r + 1}/{runs} done', file=sys.stderr)
     return out
 
 
@@ -59,30 +59,32 @@ def free_port():
 
 
 def http_runs(ext, runs, secs):
-    """One fetch per request and hot read over HTTP: wrk req/s, server pinned to CPU 1."""
-    out = {}
-    for name, (ini, backend) in backends(ext).items():
-        if backend == 'resident' or name == 'usercache_aa':
-            continue
-        port = free_port()
-        cmd = pin(1) + [BIN, 'serve', '--root', HTTP_ROOT, '--listen', f'127.0.0.1:{port}', '--threads', '2', '--no-access-log', '--log', 'error'] + ini
-        srv = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        try:
+    """One fetch per request and hot read over HTTP: wrk req/s, servers pinned to CPU 1,
+    wrk to CPU 0. Every backend's server runs (idle) for the whole measurement and rounds
+    are interleaved, as for the CLI runs."""
+    servers = {}
+    try:
+        for name, (ini, backend) in backends(ext).items():
+            if backend == 'resident' or name == 'usercache_aa':
+                continue
+            port = free_port()
+            cmd = pin(1) + [BIN, 'serve', '--root', HTTP_ROOT, '--listen', f'127.0.0.1:{port}', '--threads', '2', '--no-access-log', '--log', 'error'] + ini
+            srv = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
             srv.stdout.readline()
-            res = {}
+            servers[name] = (srv, port, backend)
             for wl in ['fetch', 'hot']:
-                url = f'http://127.0.0.1:{port}/{wl}.php?b={backend}'
-                sh(['curl', '-s', url])
-                vals = []
-                for r in range(runs):
-                    o = sh(pin(0) + ['wrk', '-t1', '-c8', f'-d{secs}s', url])
-                    vals.append(float(re.search(r'Requests/sec:\s+([\d.]+)', o).group(1)))
-                res[f'http_{wl}'] = vals
-            out[name] = res
-        finally:
+                sh(['curl', '-s', f'http://127.0.0.1:{port}/{wl}.php?b={backend}'])
+        out = {name: {'http_fetch': [], 'http_hot': []} for name in servers}
+        for r in range(runs):
+            for name, (_, port, backend) in servers.items():
+                for wl in ['fetch', 'hot']:
+                    o = sh(pin(0) + ['wrk', '-t1', '-c8', f'-d{secs}s', f'http://127.0.0.1:{port}/{wl}.php?b={backend}'])
+                    out[name][f'http_{wl}'].append(float(re.search(r'Requests/sec:\s+([\d.]+)', o).group(1)))
+            print(f'  http round {r + 1}/{runs} done', file=sys.stderr)
+        return out
+    finally:
+        for srv, _, _ in servers.values():
             srv.terminate(); srv.wait()
-        print(f'  http {name}: {out[name]}', file=sys.stderr)
-    return out
 
 
 def summarize(cli, http):
