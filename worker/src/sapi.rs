@@ -233,18 +233,8 @@ fn joined_cookies<'a>(
         // One header, the usual case: a single copy (and no byte-by-byte pushes).
         return arena_c_str(arena, first);
     }
-    let len = cookies.iter().map(|v| v.len() + 2).sum::<usize>() - 2;
-    let buf = arena.alloc_slice_fill_copy(len + 1, 0u8);
-    let mut at = 0;
-    for (i, v) in cookies.iter().enumerate() {
-        if i > 0 {
-            buf[at..at + 2].copy_from_slice(b"; ");
-            at += 2;
-        }
-        buf[at..at + v.len()].copy_from_slice(v.as_bytes());
-        at += v.len();
-    }
-    if buf[..len].contains(&0) {
+    let buf = server_vars::join_values(arena, &cookies, b"; ", true);
+    if buf[..buf.len() - 1].contains(&0) {
         return None;
     }
     CStr::from_bytes_with_nul(buf).ok()

@@ -465,29 +465,6 @@ impl<'a> Registrar<'a> {
         buf
     }
 
-    /// `parts` joined by `separator`, in the arena (two passes: one exact allocation, then
-    /// whole-slice copies).
-    fn join<'p, I: Iterator<Item = &'p [u8]>>(
-        &self,
-        parts: impl Fn() -> I,
-        separator: &[u8],
-    ) -> &'a [u8] {
-        let count = parts().count();
-        let len =
-            parts().map(<[u8]>::len).sum::<usize>() + separator.len() * count.saturating_sub(1);
-        let buf = self.arena.alloc_slice_fill_copy(len, 0u8);
-        let mut at = 0;
-        for (i, p) in parts().enumerate() {
-            if i > 0 {
-                buf[at..at + separator.len()].copy_from_slice(separator);
-                at += separator.len();
-            }
-            buf[at..at + p.len()].copy_from_slice(p);
-            at += p.len();
-        }
-        buf
-    }
-
     /// An address as `Display` writes it; IPv4 without the formatting machinery.
     fn ip(&self, ip: std::net::IpAddr) -> &'a [u8] {
         let std::net::IpAddr::V4(v4) = ip else {
@@ -550,7 +527,7 @@ fn fill(out: &mut Registrar<'_>, cgi: &CgiRequest, script_filename: &[u8]) {
                 } else {
                     b", "
                 };
-                out.join(|| all.iter().map(|v| v.as_bytes()), separator)
+                join_values(out.arena, &all, separator, false)
             };
             header_variable(out, header.as_str(), value);
         }
@@ -594,6 +571,32 @@ fn fill(out: &mut Registrar<'_>, cgi: &CgiRequest, script_filename: &[u8]) {
     out.cgi(Cgi::ServerPort, server_port);
     out.cgi(Cgi::ServerName, cgi.server_name.as_bytes());
     out.cgi(Cgi::RedirectStatus, b"200");
+}
+
+/// The values of a repeated header joined by `separator` in the arena (one exact
+/// allocation, whole-slice copies), NUL-terminated when `nul`: the one way both
+/// `$_SERVER['HTTP_*']` and `SG(request_info).cookie_data` join repeated headers.
+pub(crate) fn join_values<'a>(
+    arena: &'a Bump,
+    values: &http::header::GetAll<'_, http::HeaderValue>,
+    separator: &[u8],
+    nul: bool,
+) -> &'a [u8] {
+    let count = values.iter().count();
+    let len = values.iter().map(|v| v.len()).sum::<usize>()
+        + separator.len() * count.saturating_sub(1)
+        + usize::from(nul);
+    let buf = arena.alloc_slice_fill_copy(len, 0u8);
+    let mut at = 0;
+    for (i, v) in values.iter().enumerate() {
+        if i > 0 {
+            buf[at..at + separator.len()].copy_from_slice(separator);
+            at += separator.len();
+        }
+        buf[at..at + v.len()].copy_from_slice(v.as_bytes());
+        at += v.len();
+    }
+    buf
 }
 
 /// Distinct environment variable names given permanent keys, at most (the rest take PHP's

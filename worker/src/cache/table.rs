@@ -219,38 +219,9 @@ impl Table {
             self.full_failures.fetch_add(1, Ordering::Relaxed);
             return StoreResult::TooBig;
         }
-        // make_room may have evicted the entry we replace: look again.
-        let existing = self.find_locked(hash, key);
         let expires = if ttl == 0 { 0 } else { now + ttl };
-        let node = self.new_node(&mut w, hash, key, value, expires, bytes);
-        match existing {
-            Some((pred, old)) => {
-                // SAFETY: both nodes are valid under the lock; readers see either the old
-                // or the new node, and the old one's `next` stays intact until reclaimed.
-                unsafe {
-                    (*node)
-                        .next
-                        .store((*old).next.load(Ordering::Relaxed), Ordering::Relaxed);
-                    pred.store(node, Ordering::Release);
-                }
-                self.retire(&mut w, old);
-            }
-            None => {
-                let head = self.bucket(hash);
-                // SAFETY: the new node is ours until published by the store below.
-                unsafe {
-                    (*node)
-                        .next
-                        .store(head.load(Ordering::Relaxed), Ordering::Relaxed)
-                };
-                head.store(node, Ordering::Release);
-                w.entries += 1;
-            }
-        }
-        self.entries.store(w.entries, Ordering::Relaxed);
+        self.link(&mut w, hash, key, value, expires, bytes);
         self.stores.fetch_add(1, Ordering::Relaxed);
-        self.live_bytes.fetch_add(bytes, Ordering::Relaxed);
-        self.maybe_reclaim(&mut w);
         StoreResult::Stored
     }
 
@@ -287,22 +258,39 @@ impl Table {
             self.full_failures.fetch_add(1, Ordering::Relaxed);
             return None;
         }
+        self.link(&mut w, hash, key, value, expires, bytes);
+        Some(result)
+    }
+
+    /// Publishes a node for `key` with `value`, in place of the current one (retired) or
+    /// at the head of its bucket. Looks the key up again: `make_room` may have evicted the
+    /// entry being replaced.
+    fn link(
+        &self,
+        w: &mut Writer,
+        hash: u64,
+        key: &[u8],
+        value: Value,
+        expires: u64,
+        bytes: usize,
+    ) {
         let existing = self.find_locked(hash, key);
-        let node = self.new_node(&mut w, hash, key, value, expires, bytes);
+        let node = self.new_node(w, hash, key, value, expires, bytes);
         match existing {
             Some((pred, old)) => {
-                // SAFETY: as in `store`.
+                // SAFETY: both nodes are valid under the lock; readers see either the old
+                // or the new node, and the old one's `next` stays intact until reclaimed.
                 unsafe {
                     (*node)
                         .next
                         .store((*old).next.load(Ordering::Relaxed), Ordering::Relaxed);
                     pred.store(node, Ordering::Release);
                 }
-                self.retire(&mut w, old);
+                self.retire(w, old);
             }
             None => {
                 let head = self.bucket(hash);
-                // SAFETY: as in `store`.
+                // SAFETY: the new node is ours until published by the store below.
                 unsafe {
                     (*node)
                         .next
@@ -314,8 +302,7 @@ impl Table {
         }
         self.entries.store(w.entries, Ordering::Relaxed);
         self.live_bytes.fetch_add(bytes, Ordering::Relaxed);
-        self.maybe_reclaim(&mut w);
-        Some(result)
+        self.maybe_reclaim(w);
     }
 
     /// Removes `key`; whether a live entry was removed.
