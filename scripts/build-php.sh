@@ -31,6 +31,12 @@ CONFIGURE_FLAGS=(
   --enable-session --enable-simplexml --enable-tokenizer --enable-xml --enable-xmlreader
   --enable-xmlwriter --with-zlib --enable-bcmath --enable-sockets
   --enable-posix --enable-calendar --enable-exif
+  # What the official PHP images and FrankenPHP's default build carry, so that apps on
+  # MySQL/MariaDB or PostgreSQL, image handling, zip and sodium run unchanged.
+  --enable-mysqlnd --with-mysqli=mysqlnd --with-pdo-mysql=mysqlnd --with-pgsql --with-pdo-pgsql
+  --enable-gd --with-freetype --with-jpeg --with-webp --with-zip --with-sodium --with-gmp
+  --with-bz2 --enable-ftp --with-gettext --with-xsl --enable-soap --enable-shmop
+  --enable-sysvmsg --enable-sysvsem --enable-sysvshm --with-libedit
 )
 # Our patches are part of the key: OPcache's SAPI allow-list, per-thread dtoa freelists.
 PATCH_ID=opcache-sapi-ferrophp-v1+dtoa-tls-v2
@@ -46,7 +52,9 @@ if [[ -f "$PREFIX/.complete" ]]; then
 fi
 
 BUILD_DEPS=(build-essential bison re2c pkg-config autoconf libxml2-dev libsqlite3-dev zlib1g-dev
-  libonig-dev libssl-dev libcurl4-openssl-dev libicu-dev dpkg-dev xz-utils ca-certificates)
+  libonig-dev libssl-dev libcurl4-openssl-dev libicu-dev dpkg-dev xz-utils ca-certificates
+  libpq-dev libpng-dev libjpeg-dev libfreetype-dev libwebp-dev libzip-dev libsodium-dev
+  libgmp-dev libbz2-dev libxslt1-dev libedit-dev)
 missing=()
 for p in "${BUILD_DEPS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

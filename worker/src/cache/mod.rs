@@ -1,7 +1,8 @@
 //! `UserCache\Cache`: one cache of PHP values shared by every PHP thread of the process,
 //! with zero-copy reads of strings and arrays. See docs/usercache.md for the design.
 //!
-//! - [`value`]: freezing a PHP value into an immutable block, thawing it on fetch.
+//! - [`value`]: freezing a PHP value into an immutable block, thawing it on fetch;
+//!   [`arena`]: the chunks a block's strings are carved from.
 //! - [`table`]: the lock-free-read index, memory limit, eviction.
 //! - [`epoch`]: when retired memory may be freed (no shared writes on reads).
 //! - [`api`]: the PHP methods; [`apcu`]: the optional `apcu_*` functions.
@@ -14,6 +15,7 @@
 
 mod apcu;
 pub(crate) mod api;
+mod arena;
 mod epoch;
 mod table;
 mod value;

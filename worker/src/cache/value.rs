@@ -16,16 +16,15 @@
 //! `serialize()`/`unserialize()`; closures, resources and internal objects that cannot be
 //! rebuilt are refused with the path of the offending part.
 
-use std::alloc::Layout;
 use std::collections::HashMap;
 use std::ffi::c_char;
 use std::fmt::Write as _;
 use std::hash::{BuildHasherDefault, Hasher};
-use std::ptr::NonNull;
 use std::sync::atomic::AtomicU64;
 
 use php_sys as sys;
 
+use super::arena::StringArena;
 use super::zv::{self, HKey};
 
 /// Nesting deeper than this is refused (it is also how recursive references end).
@@ -120,87 +119,20 @@ impl Hasher for PhpHash {
     }
 }
 
-/// The memory of a block's strings: a few chunks carved up in order instead of one
-/// allocation per string. Strings made here are permanent (the engine never frees or
-/// refcounts them), so they go all at once when the block is dropped.
-struct StringArena {
-    chunks: Vec<(NonNull<u8>, Layout)>,
-    /// Where the next string goes in the chunk being carved, and what is left of it.
-    next: *mut u8,
-    left: usize,
-    /// Size of the chunk being carved.
-    carving: usize,
-}
-
-impl Default for StringArena {
-    fn default() -> StringArena {
-        StringArena {
-            chunks: Vec::new(),
-            next: std::ptr::null_mut(),
-            left: 0,
-            carving: 0,
-        }
-    }
-}
-
-impl StringArena {
-    const FIRST_CHUNK: usize = 512;
-    const MAX_CHUNK: usize = 64 * 1024;
-
-    /// Copies `bytes` (whose PHP hash is `h`) into a new permanent PHP string.
-    fn permanent_string(&mut self, bytes: &[u8], h: u64) -> *mut sys::zend_string {
-        // _ZSTR_STRUCT_SIZE: header, bytes, NUL, rounded up to 8.
-        let size =
-            (std::mem::offset_of!(sys::zend_string, val) + bytes.len() + 1).next_multiple_of(8);
-        let mem = self.alloc(size);
-        // SAFETY: `mem` is `size` writable bytes aligned to 8, enough for the string.
-        unsafe {
-            sys::ferrophp_uc_permanent_string_at(mem.cast(), bytes.as_ptr().cast(), bytes.len(), h)
-        }
-    }
-
-    fn alloc(&mut self, size: usize) -> *mut u8 {
-        if size > self.left {
-            // The block's first string (the whole value, for a string value) and big
-            // strings get an exactly sized chunk of their own; the rest share doubling
-            // chunks.
-            let dedicated = self.chunks.is_empty() || size > Self::MAX_CHUNK / 2;
-            let chunk = if dedicated {
-                size
-            } else {
-                (self.carving * 2).clamp(Self::FIRST_CHUNK, Self::MAX_CHUNK)
-            };
-            let layout = Layout::from_size_align(chunk, 8).expect("string chunk layout");
-            // SAFETY: `layout` has a non-zero size.
-            let ptr = NonNull::new(unsafe { std::alloc::alloc(layout) })
-                .unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
-            self.chunks.push((ptr, layout));
-            if dedicated {
-                return ptr.as_ptr();
-            }
-            self.next = ptr.as_ptr();
-            self.left = chunk;
-            self.carving = chunk;
-        }
-        let p = self.next;
-        // SAFETY: `size <= left`, so the result stays inside the current chunk.
-        self.next = unsafe { p.add(size) };
-        self.left -= size;
-        p
-    }
-
-    /// Bytes allocated (what the memory limit counts).
-    fn allocated(&self) -> usize {
-        self.chunks.iter().map(|(_, l)| l.size()).sum()
-    }
-}
-
-impl Drop for StringArena {
-    fn drop(&mut self) {
-        for &(ptr, layout) in &self.chunks {
-            // SAFETY: each chunk was allocated by `alloc` with this layout.
-            unsafe { std::alloc::dealloc(ptr.as_ptr(), layout) };
-        }
+/// Copies `bytes` (whose PHP hash is `h`) into a new permanent PHP string in `arena`.
+fn permanent_string(arena: &mut StringArena, bytes: &[u8], h: u64) -> *mut sys::zend_string {
+    // _ZSTR_STRUCT_SIZE: header, bytes, NUL, rounded up to 8.
+    let size = (std::mem::offset_of!(sys::zend_string, val) + bytes.len() + 1)
+        .next_multiple_of(StringArena::ALIGN);
+    let mem = arena.alloc(size);
+    // SAFETY: `mem` is `size` writable bytes aligned to 8: the header, `bytes` and a NUL.
+    unsafe {
+        sys::ferrophp_uc_permanent_string_at(
+            mem.as_ptr().cast(),
+            bytes.as_ptr().cast(),
+            bytes.len(),
+            h,
+        )
     }
 }
 
@@ -259,21 +191,29 @@ pub(crate) unsafe fn freeze(value: *const sys::zval) -> Result<Frozen, FreezeErr
             return Ok(Frozen::Scalar(*value));
         }
     }
-    let mut f = Freezer {
-        strings: StringArena::default(),
-        arrays: Vec::new(),
-        bytes: std::mem::size_of::<Block>(),
-        dedup: HashMap::default(),
-        seen: HashMap::new(),
-        next_id: 0,
-        path: Vec::new(),
-    };
+    let mut f = Freezer::new();
     // SAFETY: as above.
     let node = unsafe { f.node(value, 0) };
     let root = match node {
         Ok(GNode::Plain(z)) => Root::Plain(z),
         Ok(g) => Root::Graph(g),
-        Err(e) => {
+        Err(Unshareable::WholeValue) => {
+            // An object with its own serialization: its serialize() output may point back
+            // at objects elsewhere in the value (`r:N;`), which only one serialize() of
+            // the whole value keeps, as APCu does. Start again with just that.
+            drop(f.finish(Root::Plain(zv::null())));
+            let mut f = Freezer::new();
+            // SAFETY: as above.
+            let node = unsafe { f.serialized(value) };
+            return match node {
+                Ok(g) => Ok(Frozen::Block(f.finish(Root::Graph(g)))),
+                Err(e) => {
+                    drop(f.finish(Root::Plain(zv::null())));
+                    Err(e)
+                }
+            };
+        }
+        Err(Unshareable::Error(e)) => {
             // Nothing was published: free what was built (Block's Drop does it).
             drop(f.finish(Root::Plain(zv::null())));
             return Err(e);
@@ -282,7 +222,32 @@ pub(crate) unsafe fn freeze(value: *const sys::zval) -> Result<Frozen, FreezeErr
     Ok(Frozen::Block(f.finish(root)))
 }
 
+/// Why the recipe walk stopped: the value cannot be stored, or it must be stored whole
+/// through `serialize()`.
+enum Unshareable {
+    Error(FreezeError),
+    WholeValue,
+}
+
+impl From<FreezeError> for Unshareable {
+    fn from(e: FreezeError) -> Unshareable {
+        Unshareable::Error(e)
+    }
+}
+
 impl Freezer {
+    fn new() -> Freezer {
+        Freezer {
+            strings: StringArena::default(),
+            arrays: Vec::new(),
+            bytes: std::mem::size_of::<Block>(),
+            dedup: HashMap::default(),
+            seen: HashMap::new(),
+            next_id: 0,
+            path: Vec::new(),
+        }
+    }
+
     fn finish(self, root: Root) -> Box<Block> {
         Box::new(Block {
             root,
@@ -353,7 +318,7 @@ impl Freezer {
                 }
             }
         }
-        let s = self.strings.permanent_string(bytes, h);
+        let s = permanent_string(&mut self.strings, bytes, h);
         if short {
             self.dedup.entry(h).or_insert(s);
         }
@@ -362,9 +327,11 @@ impl Freezer {
 
     /// # Safety
     /// `zv` is a live request zval.
-    unsafe fn node(&mut self, zv: *const sys::zval, depth: usize) -> Result<GNode, FreezeError> {
+    unsafe fn node(&mut self, zv: *const sys::zval, depth: usize) -> Result<GNode, Unshareable> {
         if depth > MAX_DEPTH {
-            return Err(self.refuse("a value nested too deep (or a recursive reference)"));
+            return Err(self
+                .refuse("a value nested too deep (or a recursive reference)")
+                .into());
         }
         // SAFETY: guaranteed by the caller.
         let zv = unsafe { zv::deref(zv) };
@@ -383,8 +350,8 @@ impl Freezer {
                 }
                 zv::IS_ARRAY => self.array((*zv).value.arr, depth),
                 zv::IS_OBJECT => self.object((*zv).value.obj, depth),
-                zv::IS_RESOURCE => Err(self.refuse("a resource")),
-                _ => Err(self.refuse("a value of this type")),
+                zv::IS_RESOURCE => Err(self.refuse("a resource").into()),
+                _ => Err(self.refuse("a value of this type").into()),
             }
         }
     }
@@ -395,7 +362,7 @@ impl Freezer {
         &mut self,
         ht: *mut sys::HashTable,
         depth: usize,
-    ) -> Result<GNode, FreezeError> {
+    ) -> Result<GNode, Unshareable> {
         // SAFETY: guaranteed by the caller.
         let n = unsafe { zv::count(ht) };
         if n == 0 {
@@ -453,7 +420,7 @@ impl Freezer {
                 self.path.pop();
                 plain &= matches!(node, GNode::Plain(_));
                 items.push((key, node));
-                Ok(())
+                Ok::<(), Unshareable>(())
             })?;
         }
         if !plain {
@@ -512,7 +479,7 @@ impl Freezer {
         &mut self,
         obj: *mut sys::zend_object,
         depth: usize,
-    ) -> Result<GNode, FreezeError> {
+    ) -> Result<GNode, Unshareable> {
         // SAFETY: guaranteed by the caller, for every read below.
         unsafe {
             let handle = (*obj).handle;
@@ -536,18 +503,20 @@ impl Freezer {
                 } else {
                     format!("an object of class {name}")
                 };
-                return Err(self.refuse(&what));
+                return Err(self.refuse(&what).into());
             }
             let id = self.next_id;
             self.next_id += 1;
             self.seen.insert(handle, id);
             if has_custom_serialization(ce) {
-                return self.serialized(obj, id);
+                return Err(Unshareable::WholeValue);
             }
             if !rebuildable(ce) {
-                return Err(self.refuse(&format!(
-                    "an object of internal class {name} (it cannot be rebuilt)"
-                )));
+                return Err(self
+                    .refuse(&format!(
+                        "an object of internal class {name} (it cannot be rebuilt)"
+                    ))
+                    .into());
             }
             let props_ht = sys::ferrophp_uc_object_properties(obj);
             let mut props = Vec::new();
@@ -555,7 +524,7 @@ impl Freezer {
                 zv::for_each(props_ht, |key, val| {
                     let val = zv::deref(val);
                     if zv::ztype(val) == zv::IS_UNDEF {
-                        return Ok(()); // uninitialised typed property
+                        return Ok::<(), Unshareable>(()); // uninitialised typed property
                     }
                     let key = match key {
                         HKey::Index(i) => {
@@ -582,19 +551,17 @@ impl Freezer {
         }
     }
 
+    /// The whole value as `serialize()` output (object id 0 when it is an object).
+    ///
     /// # Safety
-    /// `obj` is a live object of this request.
-    unsafe fn serialized(
-        &mut self,
-        obj: *mut sys::zend_object,
-        id: u32,
-    ) -> Result<GNode, FreezeError> {
-        let mut arg = sys::zval::default();
+    /// On a PHP thread inside a request; `value` is a live request zval.
+    unsafe fn serialized(&mut self, value: *const sys::zval) -> Result<GNode, FreezeError> {
         let mut out = sys::zval::default();
-        // SAFETY: arg borrows the object with its own reference for the call; PHP's
-        // serialize() runs the class's protocol; we release everything we got back.
+        // SAFETY: arg holds its own reference to the value for the call; PHP's
+        // serialize() runs each class's protocol; we release everything we got back.
         unsafe {
-            zv::set_object_copy(&mut arg, obj);
+            let mut arg = *value;
+            sys::ferrophp_uc_try_addref(&mut arg);
             let ok = call_function(c"serialize", &mut out, std::slice::from_mut(&mut arg));
             sys::ferrophp_uc_zval_dtor(&mut arg);
             if !ok || zv::has_exception() || zv::ztype(&out) != zv::IS_STRING {
@@ -602,11 +569,12 @@ impl Freezer {
                 if zv::has_exception() {
                     return Err(FreezeError::Thrown);
                 }
-                return Err(self.refuse("an object whose serialization failed"));
+                return Err(self.refuse("a value whose serialization failed"));
             }
             let data = self.string(zv::str_bytes(out.value.str_));
             sys::ferrophp_uc_zval_dtor(&mut out);
-            Ok(GNode::Serialized { id, data })
+            self.next_id = 1;
+            Ok(GNode::Serialized { id: 0, data })
         }
     }
 }
