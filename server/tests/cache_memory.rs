@@ -37,10 +37,9 @@ fn issue_11_repro_in_php_cli() {
 
 #[test]
 fn issue_11_repro_over_http_leaves_the_server_serving() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../test-data/cache_http");
-    let server = Server::start(&root, &[]);
+    let server = Server::start(&common::http_root(), &[]);
     for _ in 0..5 {
-        let r = server.get("/issue11.php");
+        let r = server.get("/cache_issue11.php");
         assert_eq!(r.status, 200, "{}", server.stderr());
         assert_eq!(r.text(), "785 7963\n");
     }

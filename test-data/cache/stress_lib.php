@@ -11,6 +11,10 @@ function stress_value(int $kind, int $ver): mixed {
     $data = [];
     $n = [1, 10, 200, 1000][$ver % 4];
     for ($i = 0; $i < $n; $i++) { $data["k$i"] = ($i % 3 === 0) ? "s$ver-$i" : (($i % 3 === 1) ? $i * $ver : [$i, "n$ver"]); }
+    // Strings of every size among the small ones, so that a block's string chunks are
+    // carved at every boundary (the stress test missed issue 11: its strings were all
+    // under 20 bytes except the single-string values, which take a dedicated chunk).
+    for ($i = 0; $i < $n; $i += 7) { $data["m$i"] = str_repeat(chr(97 + $i % 26), ($ver * 131 + $i * 977) % 40000); }
     switch ($kind) {
         case 0: return $ver;
         case 1: return "str:$ver:" . str_repeat(chr(65 + $ver % 26), 100 + $ver % 5000);
