@@ -6,6 +6,7 @@
 #include "php_variables.h"
 #include "ext/filter/php_filter.h"
 #include "ext/standard/url.h"
+#include "ext/session/php_session.h"
 #include <ctype.h>
 #include <dlfcn.h>
 #include <stdatomic.h>
@@ -75,6 +76,7 @@ const zend_function_entry ferrophp_sapi_functions[] = {
     ZEND_RAW_FENTRY("frankenphp_handle_request", ferrophp_fn_handle_request, arginfo_ferrophp_handle_request, 0)
     ZEND_RAW_FENTRY("frankenphp_response_headers", ferrophp_fn_response_headers, arginfo_ferrophp_request_headers, 0)
     ZEND_RAW_FENTRY("ferrophp_response_headers", ferrophp_fn_response_headers, arginfo_ferrophp_request_headers, 0)
+    ZEND_RAW_FENTRY("apache_response_headers", ferrophp_fn_response_headers, arginfo_ferrophp_request_headers, 0)
     ZEND_RAW_FENTRY("fastcgi_finish_request", ferrophp_fn_finish_request, arginfo_ferrophp_finish_request, 0)
     ZEND_RAW_FENTRY("ferrophp_finish_request", ferrophp_fn_finish_request, arginfo_ferrophp_finish_request, 0)
     ZEND_RAW_FENTRY("frankenphp_finish_request", ferrophp_fn_finish_request, arginfo_ferrophp_finish_request, 0)
@@ -90,6 +92,16 @@ void ferrophp_ini_default(HashTable *configuration_hash, const char *name, size_
     zval tmp;
     ZVAL_NEW_STR(&tmp, zend_string_init(value, value_len, 1));
     zend_hash_str_update(configuration_hash, name, name_len, &tmp);
+}
+
+zif_handler ferrophp_replace_function_handler(const char *name, size_t len, zif_handler handler) {
+    zend_function *fn = zend_hash_str_find_ptr(CG(function_table), name, len);
+    if (!fn || fn->type != ZEND_INTERNAL_FUNCTION) {
+        return NULL;
+    }
+    zif_handler old = fn->internal_function.handler;
+    fn->internal_function.handler = handler;
+    return old;
 }
 
 void ferrophp_zval_bool(zval *zv, bool value) { ZVAL_BOOL(zv, value); }
@@ -192,6 +204,38 @@ static void ferrophp_delete_session_global(void) {
     zend_hash_str_del(&EG(symbol_table), "_SESSION", sizeof("_SESSION") - 1);
 }
 
+/* A user session save handler kept across worker requests (see
+ * ferrophp_worker_request_shutdown). Per thread: each worker thread has its own. */
+ZEND_TLS zval kept_session_handler[PS_NUM_APIS];
+ZEND_TLS zend_string *kept_session_handler_class;
+
+static void ferrophp_session_handler_keep(void) {
+    for (int i = 0; i < PS_NUM_APIS; i++) {
+        ZVAL_COPY(&kept_session_handler[i], &PS(mod_user_names).names[i]);
+    }
+    kept_session_handler_class =
+        PS(mod_user_class_name) ? zend_string_copy(PS(mod_user_class_name)) : NULL;
+}
+
+static void ferrophp_session_handler_restore(void) {
+    for (int i = 0; i < PS_NUM_APIS; i++) {
+        if (Z_ISUNDEF(PS(mod_user_names).names[i])) {
+            ZVAL_COPY_VALUE(&PS(mod_user_names).names[i], &kept_session_handler[i]);
+        } else {
+            zval_ptr_dtor(&kept_session_handler[i]);
+        }
+        ZVAL_UNDEF(&kept_session_handler[i]);
+    }
+    if (kept_session_handler_class) {
+        if (!PS(mod_user_class_name)) {
+            PS(mod_user_class_name) = kept_session_handler_class;
+        } else {
+            zend_string_release(kept_session_handler_class);
+        }
+        kept_session_handler_class = NULL;
+    }
+}
+
 bool ferrophp_worker_output_release(void) {
     volatile bool bailed_out = false;
     zend_try {
@@ -265,8 +309,13 @@ bool ferrophp_worker_request_shutdown(void) {
     } zend_catch {
         bailed_out = true;
     } zend_end_try();
-    /* Writes and closes the session, then forgets it; resets filter_input() state. */
+    /* Writes and closes the session, then forgets it; resets filter_input() state. The
+     * save handler the worker script registered (session_set_save_handler before its
+     * loop, as Symfony and Laravel apps do at boot) is app state, not request state:
+     * the session's RSHUTDOWN releases it, so it is handed back right after. */
+    ferrophp_session_handler_keep();
     ferrophp_module_request_hook("session", sizeof("session") - 1, false);
+    ferrophp_session_handler_restore();
     ferrophp_delete_session_global();
     ferrophp_module_request_hook("filter", sizeof("filter") - 1, false);
     zend_try {

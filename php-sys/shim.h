@@ -47,6 +47,9 @@ void ferrophp_ini_default(HashTable *configuration_hash, const char *name, size_
                           const char *value, size_t value_len);
 
 /* zval macros. */
+/* Swaps an internal function's handler (module start-up only); returns the old one, or
+ * NULL when there is no such internal function. */
+zif_handler ferrophp_replace_function_handler(const char *name, size_t len, zif_handler handler);
 void ferrophp_zval_bool(zval *zv, bool value);
 void ferrophp_zval_long(zval *zv, zend_long value);
 void ferrophp_zval_stringl(zval *zv, const char *str, size_t len);

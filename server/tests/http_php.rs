@@ -296,7 +296,12 @@ fn server_superglobal_has_the_full_cgi_set() {
         "{}",
         sv["SERVER_SOFTWARE"]
     );
-    assert!(sv.get("HTTPS").is_none(), "no HTTPS on plain HTTP");
+    // Defined and empty on plain HTTP, as FrankenPHP defines it.
+    assert_eq!(sv["HTTPS"], "", "HTTPS on plain HTTP");
+    assert_eq!(
+        sv["REMOTE_HOST"], sv["REMOTE_ADDR"],
+        "REMOTE_HOST is the address"
+    );
     assert!(
         sv.get("HTTP_PROXY").is_none(),
         "httpoxy: Proxy header must not become HTTP_PROXY"

@@ -53,7 +53,12 @@ $dispatcher = new EventDispatcher();
 $dispatcher->addSubscriber(new RouterListener(new UrlMatcher($routes, new RequestContext()), $requestStack));
 $kernel = new HttpKernel($dispatcher, new ControllerResolver(), $requestStack, new ArgumentResolver());
 
-$handler = static function () use ($kernel): void {
+// What runtime/frankenphp-symfony does: the boot environment (FRANKENPHP_WORKER, the
+// OS and configured env, minus the boot's HTTP_* keys) is merged into every request.
+$server = array_filter($_SERVER, static fn (string $key) => !str_starts_with($key, 'HTTP_'), ARRAY_FILTER_USE_KEY);
+$server['APP_RUNTIME_MODE'] = 'web=1&worker=1';
+$handler = static function () use ($kernel, $server): void {
+    $_SERVER += $server;
     $request = Request::createFromGlobals();
     $response = $kernel->handle($request);
     $response->send();

@@ -7,6 +7,7 @@
 
 mod cache;
 pub mod diagnostics;
+mod env;
 mod functions;
 mod module;
 mod php;

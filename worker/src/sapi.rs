@@ -729,7 +729,6 @@ unsafe extern "C" fn on_register_server_variables(track_vars: *mut sys::zval) {
         server_vars::register_cgi_variables(
             cgi,
             ctx.c_strings.script_filename.to_bytes(),
-            ctx.worker_request,
             track_vars,
             ctx.arena,
         );

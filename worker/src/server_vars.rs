@@ -179,7 +179,7 @@ enum Cgi {
     ServerPort,
     ServerName,
     RedirectStatus,
-    FrankenphpWorker,
+    RemoteHost,
 }
 
 const CGI_NAMES: &[&str] = &[
@@ -206,11 +206,11 @@ const CGI_NAMES: &[&str] = &[
     "SERVER_PORT",
     "SERVER_NAME",
     "REDIRECT_STATUS",
-    "FRANKENPHP_WORKER",
+    "REMOTE_HOST",
 ];
 
 // Every Cgi variant has a name.
-const _: () = assert!(CGI_NAMES.len() == Cgi::FrankenphpWorker as usize + 1);
+const _: () = assert!(CGI_NAMES.len() == Cgi::RemoteHost as usize + 1);
 
 const SERVER_SOFTWARE: &[u8] = concat!("ferrophp/", env!("CARGO_PKG_VERSION")).as_bytes();
 
@@ -351,7 +351,6 @@ fn filter_default_is_raw() -> bool {
 pub(crate) fn register_cgi_variables(
     cgi: &CgiRequest,
     script_filename: &[u8],
-    worker: bool,
     track_vars: *mut sys::zval,
     arena: &Bump,
 ) {
@@ -369,16 +368,8 @@ pub(crate) fn register_cgi_variables(
             // SAFETY: sizing a live array once up front so it never rehashes.
             unsafe { sys::zend_hash_extend(out.table, expected as u32, false) };
             fill(&mut out, cgi, script_filename);
-            if worker {
-                out.cgi(Cgi::FrankenphpWorker, b"1");
-            }
         }
-        _ => {
-            register_naive(cgi, script_filename, track_vars);
-            if worker {
-                php::register_variable(c"FRANKENPHP_WORKER", b"1", track_vars);
-            }
-        }
+        _ => register_naive(cgi, script_filename, track_vars),
     }
 }
 
@@ -558,11 +549,14 @@ fn fill(out: &mut Registrar<'_>, cgi: &CgiRequest, script_filename: &[u8]) {
         Cgi::RequestScheme,
         if cgi.https { b"https" } else { b"http" },
     );
-    if cgi.https {
-        out.cgi(Cgi::Https, b"on");
-    }
+    // Always defined, "on" or empty, as FrankenPHP does (Apache sets it only for TLS;
+    // `!empty($_SERVER['HTTPS'])` is what apps test either way).
+    out.cgi(Cgi::Https, if cgi.https { b"on" } else { b"" });
     let remote_addr = out.ip(cgi.remote_addr.ip());
     out.cgi(Cgi::RemoteAddr, remote_addr);
+    // No reverse DNS lookup (like Apache's HostnameLookups Off): the address, as
+    // FrankenPHP sets it.
+    out.cgi(Cgi::RemoteHost, remote_addr);
     let remote_port = out.port(cgi.remote_addr.port());
     out.cgi(Cgi::RemotePort, remote_port);
     let server_addr = out.ip(cgi.local_addr.ip());
@@ -794,10 +788,9 @@ fn register_naive(cgi: &CgiRequest, script_filename: &[u8], track_vars: *mut sys
     add("GATEWAY_INTERFACE", b"CGI/1.1");
     add("SERVER_SOFTWARE", SERVER_SOFTWARE);
     add("REQUEST_SCHEME", if cgi.https { b"https" } else { b"http" });
-    if cgi.https {
-        add("HTTPS", b"on");
-    }
+    add("HTTPS", if cgi.https { b"on" } else { b"" });
     add("REMOTE_ADDR", cgi.remote_addr.ip().to_string().as_bytes());
+    add("REMOTE_HOST", cgi.remote_addr.ip().to_string().as_bytes());
     add("REMOTE_PORT", cgi.remote_addr.port().to_string().as_bytes());
     add("SERVER_ADDR", cgi.local_addr.ip().to_string().as_bytes());
     add("SERVER_PORT", cgi.local_addr.port().to_string().as_bytes());
