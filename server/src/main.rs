@@ -34,6 +34,8 @@ enum Command {
 }
 
 fn main() {
+    // Before any thread exists: it may set PHP_INI_SCAN_DIR for a release tree.
+    worker::layout::prepare_process_env();
     let cli = Cli::parse();
     let code = match cli.command {
         Command::PhpCli(args) => php_cli::run(args),

@@ -9,6 +9,7 @@ mod cache;
 pub mod diagnostics;
 mod env;
 mod functions;
+pub mod layout;
 mod module;
 mod php;
 mod pool;

@@ -9,7 +9,7 @@
 use std::cell::{Cell, RefCell};
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::io::Read;
-use std::os::unix::ffi::OsStrExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bumpalo::Bump;
@@ -60,7 +60,10 @@ unsafe impl Send for StartedModule {}
 /// and must later call [`engine_shutdown`]. Once per process.
 pub(crate) fn engine_startup(settings: &ModuleSettings) -> Result<StartedModule, String> {
     let _ = LOG_TARGET.set(settings.log_target);
-    let _ = INI_DEFAULTS.set(settings.ini_defaults.clone());
+    // The release tree's defaults first, so the caller's own defaults win over them.
+    let mut defaults = crate::layout::ini_defaults();
+    defaults.extend(settings.ini_defaults.iter().cloned());
+    let _ = INI_DEFAULTS.set(defaults);
     let module: &'static mut sys::sapi_module_struct = Box::leak(Box::new(sapi_module()));
     let ini = CString::new(settings.ini_entries.clone())
         .map_err(|_| "ini entries contain a NUL byte".to_owned())?;
@@ -89,6 +92,14 @@ pub(crate) fn engine_startup(settings: &ModuleSettings) -> Result<StartedModule,
     }
     module.php_ini_ignore = c_int::from(settings.no_php_ini);
     module.php_ini_ignore_cwd = 1;
+    // PHP looks for php.ini next to its binary (after -c and PHPRC): ours, wherever the
+    // release tree was moved.
+    if let Some(exe) = std::env::current_exe()
+        .ok()
+        .and_then(|p| CString::new(p.into_os_string().into_vec()).ok())
+    {
+        module.executable_location = exe.into_raw();
+    }
 
     // SAFETY: module is 'static and fully initialised; sapi_startup ran on this thread.
     let started = unsafe { sys::php_module_startup(module, sys::ferrophp_module_entry()) };
@@ -114,7 +125,11 @@ pub(crate) fn engine_shutdown(module: StartedModule) {
         sys::sapi_shutdown();
         sys::tsrm_shutdown();
         let module = Box::from_raw(module.0);
-        for s in [module.ini_entries, module.php_ini_path_override] {
+        for s in [
+            module.ini_entries,
+            module.php_ini_path_override,
+            module.executable_location,
+        ] {
             if !s.is_null() {
                 drop(CString::from_raw(s));
             }
