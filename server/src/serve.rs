@@ -307,8 +307,12 @@ async fn handle(app: &App, req: Request<Incoming>, conn: &Connection) -> Respons
     response
 }
 
-async fn dispatch(app: &App, req: Request<Incoming>, conn: &Connection) -> Response<ResponseBody> {
-    if let Err(why) = check_host(&req) {
+async fn dispatch(
+    app: &App,
+    mut req: Request<Incoming>,
+    conn: &Connection,
+) -> Response<ResponseBody> {
+    if let Err(why) = authority_as_host(&mut req).and_then(|()| check_host(&req)) {
         tracing::debug!("bad request: {why}");
         return body::text_response(StatusCode::BAD_REQUEST, "Bad Request");
     }
@@ -364,6 +368,36 @@ async fn dispatch(app: &App, req: Request<Incoming>, conn: &Connection) -> Respo
             body::text_response(StatusCode::BAD_REQUEST, "Bad Request")
         }
     }
+}
+
+/// HTTP/2 and HTTP/3 carry the target's host in `:authority`; RFC 9113 §8.3.1 says a
+/// recipient must not use a Host header to find the target when `:authority` is present,
+/// and should treat a request whose Host names another entity as malformed. Like nginx
+/// (nginx/nginx#803, 2025), a Host that differs from `:authority` gets a 400, and a request with
+/// `:authority` alone gets a Host header made from it, so `HTTP_HOST` and `SERVER_NAME`
+/// always come from `:authority`. HTTP/1 requests are left alone (absolute-form
+/// targets are another matter).
+fn authority_as_host<B>(req: &mut Request<B>) -> Result<(), &'static str> {
+    if req.version() < http::Version::HTTP_2 {
+        return Ok(());
+    }
+    let Some(authority) = req.uri().authority() else {
+        return Ok(());
+    };
+    let authority = authority.as_str();
+    let hosts = req.headers().get_all(http::header::HOST);
+    if hosts.iter().next().is_some() {
+        if hosts
+            .iter()
+            .any(|h| !h.as_bytes().eq_ignore_ascii_case(authority.as_bytes()))
+        {
+            return Err("Host header differs from :authority");
+        }
+        return Ok(());
+    }
+    let value = http::HeaderValue::from_str(authority).map_err(|_| "invalid :authority")?;
+    req.headers_mut().insert(http::header::HOST, value);
+    Ok(())
 }
 
 /// RFC 9112 §3.2: an HTTP/1.1 request needs exactly one Host header (unless the target is

@@ -137,6 +137,46 @@ fn header_names_with_non_token_bytes_get_400() {
 }
 
 // ---------------------------------------------------------------------------------------
+// HTTP/2 :authority against host
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn http2_host_header_cannot_override_authority() {
+    let server = Server::start(&security_root(), &[]);
+    let client = client_builder().http2_prior_knowledge().build().unwrap();
+    let authority = format!("127.0.0.1:{}", server.port());
+
+    // A Host that differs from :authority: malformed (RFC 9113 §8.3.1), 400.
+    let r = client
+        .get(server.url("/server.php"))
+        .header("host", "evil.test")
+        .send()
+        .unwrap();
+    assert_eq!(r.version(), reqwest::Version::HTTP_2);
+    let status = r.status().as_u16();
+    let body = r.text().unwrap();
+    assert_eq!(status, 400, "{body}");
+    assert!(!body.contains("evil.test"), "{body}");
+
+    // The same host, in another case: fine, and :authority is what PHP sees.
+    let r = client
+        .get(server.url("/server.php"))
+        .header("host", authority.to_uppercase())
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 200);
+
+    // :authority alone (what browsers send): HTTP_HOST and SERVER_NAME come from it.
+    let r = client.get(server.url("/server.php")).send().unwrap();
+    assert_eq!(r.status(), 200);
+    let v = json(&r.bytes().unwrap());
+    assert_eq!(v["server"]["HTTP_HOST"], authority);
+    assert_eq!(v["server"]["SERVER_NAME"], "127.0.0.1");
+    assert_eq!(v["server"]["SERVER_PROTOCOL"], "HTTP/2.0");
+    server.assert_alive();
+}
+
+// ---------------------------------------------------------------------------------------
 // Request bodies that break off
 // ---------------------------------------------------------------------------------------
 
