@@ -288,3 +288,36 @@ fn body_shorter_than_content_length_is_not_a_complete_body() {
     server.assert_alive();
 }
 
+// ---------------------------------------------------------------------------------------
+// Worker mode: libxml state
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn worker_libxml_state_does_not_leak_into_the_next_request() {
+    let root = security_root();
+    let spec = format!("{},1", root.join("libxml_worker.php").display());
+    let server = Server::start(&root, &["--threads", "1", "--worker", &spec]);
+    let fresh = |what: &str| {
+        let r = server.get("/libxml_worker.php");
+        assert_eq!(r.status, 200, "{what}: {}", r.text());
+        let v = json(&r.body);
+        assert_eq!(v["errors"], 0, "{what}: {v}");
+        assert_eq!(v["last_error"], Value::Null, "{what}: {v}");
+        assert_eq!(v["internal_errors"], false, "{what}: {v}");
+        assert_eq!(v["entity_loader_set"], false, "{what}: {v}");
+        assert_eq!(v["entity_loader_disabled"], false, "{what}: {v}");
+    };
+    fresh("first request");
+    for round in 0..3 {
+        let r = server.get("/libxml_worker.php?step=dirty");
+        assert_eq!(r.status, 200, "{}", r.text());
+        let v = json(&r.body);
+        // The dirty request really changed everything (or the test proves nothing).
+        assert!(v["errors"].as_u64().unwrap() > 0, "{v}");
+        assert_eq!(v["internal_errors"], true, "{v}");
+        assert_eq!(v["entity_loader_set"], true, "{v}");
+        assert_eq!(v["entity_loader_disabled"], true, "{v}");
+        fresh(&format!("after dirty request {round}"));
+    }
+}
+
