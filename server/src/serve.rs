@@ -24,7 +24,8 @@ use crate::workers::{self, WorkerRouter};
 use crate::{admin, static_files, tls};
 
 /// ini defaults for serving, the values of PHP's php.ini-production (which Debian's
-/// php-fpm uses); a php.ini may override them. Errors go to the log, never into responses.
+/// php-fpm uses) plus `expose_php` off; a php.ini or `-d` may override them. Errors go to
+/// the log, never into responses.
 const SERVER_INI_DEFAULTS: &[(&str, &str)] = &[
     ("display_errors", "0"),
     ("display_startup_errors", "0"),
@@ -34,6 +35,9 @@ const SERVER_INI_DEFAULTS: &[(&str, &str)] = &[
     ("request_order", "GP"),
     ("zend.assertions", "-1"),
     ("output_buffering", "4096"),
+    // No `X-Powered-By: PHP/8.x` advertising the exact version to every client (the
+    // Server header is not sent at all). `-d expose_php=1` or php.ini turns it back on.
+    ("expose_php", "0"),
 ];
 
 /// Everything a request handler needs, shared by all connections.

@@ -321,3 +321,33 @@ fn worker_libxml_state_does_not_leak_into_the_next_request() {
     }
 }
 
+// ---------------------------------------------------------------------------------------
+// Banners
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn no_version_banners_by_default() {
+    let server = Server::start(&security_root(), &[]);
+    for path in ["/hello.php", "/uploads/photo.txt", "/missing"] {
+        let r = server.get(path);
+        assert!(r.header("x-powered-by").is_none(), "{path}: {:?}", r.headers);
+        assert!(r.header("server").is_none(), "{path}: {:?}", r.headers);
+    }
+    // Worker mode adds it itself when expose_php is on: off there too.
+    let root = security_root();
+    let spec = format!("{},1", root.join("libxml_worker.php").display());
+    let worker = Server::start(&root, &["--threads", "1", "--worker", &spec]);
+    let r = worker.get("/libxml_worker.php");
+    assert_eq!(r.status, 200);
+    assert!(r.header("x-powered-by").is_none(), "{:?}", r.headers);
+}
+
+#[test]
+fn expose_php_can_be_turned_back_on() {
+    let server = Server::start(&security_root(), &["-d", "expose_php=1"]);
+    let r = server.get("/hello.php");
+    assert_eq!(r.status, 200);
+    let powered = r.header("x-powered-by").unwrap_or_default();
+    assert!(powered.starts_with("PHP/"), "{:?}", r.headers);
+}
+
