@@ -90,6 +90,8 @@ fn init_logging(filter: &str) {
 async fn serve(config: ServeConfig) -> Result<(), String> {
     let router = Router::new(&config.root)
         .map_err(|e| format!("document root {}: {e}", config.root.display()))?
+        .with_no_php_dirs(&config.no_php_dirs)
+        .map_err(|e| e.to_string())?
         .with_cache(config.route_cache);
     let tls = match &config.tls {
         Some((cert, key)) => Some(tls::acceptor(cert, key)?),
@@ -367,6 +369,10 @@ async fn dispatch(
             }
             None => body::text_response(StatusCode::NOT_FOUND, "Not Found"),
         },
+        Route::Forbidden => {
+            tracing::debug!(path = req.uri().path(), "PHP refused in a no-PHP directory");
+            body::text_response(StatusCode::FORBIDDEN, "Forbidden")
+        }
         Route::BadRequest(why) => {
             tracing::debug!(path = req.uri().path(), "bad request: {why}");
             body::text_response(StatusCode::BAD_REQUEST, "Bad Request")

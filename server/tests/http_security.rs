@@ -351,3 +351,276 @@ fn expose_php_can_be_turned_back_on() {
     assert!(powered.starts_with("PHP/"), "{:?}", r.headers);
 }
 
+// ---------------------------------------------------------------------------------------
+// Paths
+// ---------------------------------------------------------------------------------------
+
+const SECRET: &str = "TOPSECRET-4b1d";
+
+/// A copy of test-data/security with the odd files the path tests need, plus files
+/// outside the root that must stay unreachable.
+struct PathFixture {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+}
+
+fn path_fixture() -> PathFixture {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    copy_dir(&security_root(), &root);
+    let outside = dir.path();
+    let w = |path: &Path, content: &str| {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, content).unwrap();
+    };
+    w(&outside.join("secret.txt"), SECRET);
+    w(
+        &outside.join("outside.php"),
+        "<?php echo 'EXECUTED outside.php';",
+    );
+    // PHP code in files that do not end in .php: must never run, nor leak as source.
+    let code = |name: &str| format!("<?php echo 'EXECUTED {name}'; // {SECRET}\n");
+    // Names with trailing dots or spaces are what Windows would strip: their contents are
+    // PHP source all the same.
+    for name in [
+        "shell.jpg",
+        "hello.php.",
+        "hello.php..",
+        "hello.php ",
+        "hello.php. .",
+        "notes.phps",
+        "config.inc",
+        "page.phtml",
+        "old.php5",
+        "backup.inc.",
+    ] {
+        w(&root.join(name), &code(name));
+    }
+    w(&root.join(".env"), &format!("DB_PASSWORD={SECRET}\n"));
+    w(&root.join(".git/config"), &format!("[remote] {SECRET}\n"));
+    w(&root.join(".user.ini"), &format!("; {SECRET}\n"));
+    w(&root.join(".hidden/page.php"), &code(".hidden/page.php"));
+    symlink(outside.join("secret.txt"), root.join("secret_link.txt")).unwrap();
+    symlink(outside.join("outside.php"), root.join("outside_link.php")).unwrap();
+    symlink(outside, root.join("outdir")).unwrap();
+    symlink(root.join("shell.jpg"), root.join("jpg_link.php")).unwrap();
+    symlink(root.join(".env"), root.join("env.txt")).unwrap();
+    symlink(root.join(".git"), root.join("gitdir")).unwrap();
+    symlink(root.join("hello.php"), root.join("source.txt")).unwrap();
+    symlink(root.join(".hidden/page.php"), root.join("hidden_link.php")).unwrap();
+    PathFixture { _dir: dir, root }
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// Sends `GET {target}` as raw bytes (the target is not re-encoded by any client).
+fn raw_get(server: &Server, target: &[u8]) -> (Option<u16>, Vec<u8>) {
+    let mut request = b"GET ".to_vec();
+    request.extend_from_slice(target);
+    request.extend_from_slice(b" HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+    let bytes = exchange(server.addr, &request, Duration::from_secs(10)).unwrap();
+    let status = parse_response(&bytes).map(|r| r.status);
+    (status, bytes)
+}
+
+/// Nothing ran but hello.php, and nothing secret or any PHP source came back.
+fn assert_refused(server: &Server, target: &[u8]) {
+    let (status, bytes) = raw_get(server, target);
+    let shown = text(&bytes);
+    let what = String::from_utf8_lossy(target);
+    assert!(
+        matches!(status, Some(400 | 403 | 404) | None),
+        "{what}: status {status:?}: {shown}"
+    );
+    assert!(!shown.contains("EXECUTED"), "{what} ran PHP: {shown}");
+    assert!(!shown.contains(SECRET), "{what} leaked: {shown}");
+    assert!(!shown.contains("<?php"), "{what} showed source: {shown}");
+}
+
+#[test]
+fn paths_cannot_run_non_php_files_or_read_source() {
+    let f = path_fixture();
+    let server = Server::start(&f.root, &[]);
+    // Controls: the real script runs, a real static file is served.
+    let (status, bytes) = raw_get(&server, b"/hello.php");
+    assert_eq!(status, Some(200));
+    assert!(text(&bytes).ends_with("Hello, World!"));
+    let (status, bytes) = raw_get(&server, b"/uploads/photo.txt");
+    assert_eq!(status, Some(200));
+    assert!(text(&bytes).contains("not really a photo"));
+
+    let targets: &[&[u8]] = &[
+        // PATH_INFO splitting on a non-PHP file.
+        b"/shell.jpg/x.php",
+        b"/shell.jpg/.php",
+        b"/shell.jpg/hello.php",
+        b"/shell.jpg%2fx.php",
+        b"/shell.jpg%2Fx.php",
+        b"/shell.jpg/",
+        // NUL, raw and encoded.
+        b"/shell.jpg%00.php",
+        b"/hello.php%00",
+        b"/hello.php%00.txt",
+        b"/shell.jpg\x00.php",
+        // Trailing dots and spaces, raw files of those names exist.
+        b"/hello.php.",
+        b"/hello.php..",
+        b"/hello.php%2e",
+        b"/hello.php%20",
+        b"/hello.php%20%20",
+        b"/hello.php.%20.",
+        b"/backup.inc.",
+        b"/hello.php%09",
+        // ';' and NTFS streams.
+        b"/hello.php;.txt",
+        b"/shell.jpg;.php",
+        b"/hello.php::$DATA",
+        b"/hello.php::%24DATA",
+        b"/shell.jpg::$DATA.php",
+        // Backslashes.
+        b"/hello.php%5c",
+        b"/shell.jpg%5cx.php",
+        b"/..%5csecret.txt",
+        b"/shell.jpg\\x.php",
+        // Encoded and overlong dots and slashes.
+        b"/%2e%2e/secret.txt",
+        b"/%2E%2E/outside.php",
+        b"/uploads/%2e%2e/%2e%2e/secret.txt",
+        b"/%c0%ae%c0%ae/secret.txt",
+        b"/%c0%ae%c0%ae%c0%afsecret.txt",
+        b"/%e0%80%ae%e0%80%ae/secret.txt",
+        b"/shell.jpg%c0%afx.php",
+        b"/%252e%252e/secret.txt",
+        // Case: on Linux hello.PHP is not hello.php.
+        b"/hello.PHP",
+        b"/HELLO.php",
+        b"/hello.pHp",
+        b"/hello.PHP/x",
+        // Unicode that changes length or meaning when case-folded.
+        b"/shell.jpg/%C8%BA%C8%BA%C8%BA.php",
+        b"/%C8%BA%C8%BA.php/shell.jpg",
+        b"/shell.jpg%C8%BA.php",
+        b"/shell.jpg.%E2%84%AA.php",
+        b"/shell.jpg.%E2%84%AA.php.txt",
+        b"/shell.jpg/%C4%B0.php",
+        b"/shell.jpg.%EF%BD%90%EF%BD%88%EF%BD%90",
+        b"/hello.%EF%BD%90%EF%BD%88%EF%BD%90",
+        b"/hello.%E2%84%99hp",
+        // Source and include files are never static.
+        b"/notes.phps",
+        b"/config.inc",
+        b"/page.phtml",
+        b"/old.php5",
+        b"/source.txt",
+        // Dotfiles, directly, encoded, and through symlinks.
+        b"/.env",
+        b"/%2eenv",
+        b"/.git/config",
+        b"/.user.ini",
+        b"/.hidden/page.php",
+        b"/env.txt",
+        b"/gitdir/config",
+        b"/hidden_link.php",
+        // Outside the root.
+        b"/../secret.txt",
+        b"/secret_link.txt",
+        b"/outside_link.php",
+        b"/outdir/secret.txt",
+        b"/outdir/outside.php",
+        // A .php link whose target is not PHP.
+        b"/jpg_link.php",
+        b"/jpg_link.php/x",
+    ];
+    for target in targets {
+        assert_refused(&server, target);
+    }
+    server.assert_alive();
+
+    // A script really named with a mixed-case extension runs under its own name only.
+    let (status, bytes) = raw_get(&server, b"/Mixed.pHp");
+    assert_eq!(status, Some(200));
+    assert!(text(&bytes).contains("EXECUTED Mixed.pHp"));
+    assert_refused(&server, b"/Mixed.php");
+    assert_refused(&server, b"/mixed.pHp");
+}
+
+#[test]
+fn no_php_dir_refuses_scripts_and_never_shows_their_source() {
+    let f = path_fixture();
+    let server = Server::start(&f.root, &["--no-php-dir", "uploads"]);
+    for target in [
+        &b"/uploads/evil.php"[..],
+        b"/uploads/evil.php/x",
+        b"/uploads/evil.PHP",
+        b"/uploads//evil.php",
+        b"/%75ploads/evil.php",
+    ] {
+        let (status, bytes) = raw_get(&server, target);
+        let shown = text(&bytes);
+        assert!(
+            !shown.contains("EXECUTED") && !shown.contains("<?php"),
+            "{}: {shown}",
+            String::from_utf8_lossy(target)
+        );
+        assert!(matches!(status, Some(403 | 404)), "{status:?}: {shown}");
+    }
+    let (status, _) = raw_get(&server, b"/uploads/evil.php");
+    assert_eq!(status, Some(403));
+    // Static files there are still served, and PHP elsewhere still runs.
+    let (status, bytes) = raw_get(&server, b"/uploads/photo.txt");
+    assert_eq!(status, Some(200));
+    assert!(text(&bytes).contains("not really a photo"));
+    server.assert_alive();
+
+    // A link from elsewhere into the no-PHP directory is refused as well.
+    symlink(f.root.join("uploads/evil.php"), f.root.join("innocent.php")).unwrap();
+    let (status, bytes) = raw_get(&server, b"/innocent.php");
+    assert_eq!(status, Some(403), "{}", text(&bytes));
+
+    // Without the option the same script runs (the fixture is what the test thinks it is).
+    let open = Server::start(&f.root, &[]);
+    let (status, bytes) = raw_get(&open, b"/uploads/evil.php");
+    assert_eq!(status, Some(200));
+    assert!(text(&bytes).contains("EXECUTED uploads/evil.php"));
+}
+
+#[test]
+fn no_php_dir_from_the_toml_config() {
+    let f = path_fixture();
+    let config = f.root.parent().unwrap().join("ferrophp.toml");
+    std::fs::write(&config, "no_php_dirs = [\"uploads\"]\n").unwrap();
+    let server = Server::start(&f.root, &["--config", config.to_str().unwrap()]);
+    let (status, bytes) = raw_get(&server, b"/uploads/evil.php");
+    assert_eq!(status, Some(403), "{}", text(&bytes));
+    server.assert_alive();
+}
+
+#[test]
+fn keep_alive_connection_survives_refused_paths() {
+    // Refusals are ordinary responses: the connection stays usable.
+    let f = path_fixture();
+    let server = Server::start(&f.root, &[]);
+    let stream = connect(server.addr);
+    let mut writer = stream.try_clone().unwrap();
+    let mut reader = BufReader::new(stream);
+    for target in ["/%2e%2e/secret.txt", "/.env", "/shell.jpg/x.php", "/hello.php"] {
+        write!(writer, "GET {target} HTTP/1.1\r\nHost: localhost\r\n\r\n").unwrap();
+        let r = read_response(&mut reader, false).unwrap();
+        if target == "/hello.php" {
+            assert_eq!(r.status, 200);
+        } else {
+            assert!(matches!(r.status, 400 | 404), "{target}: {}", r.status);
+        }
+    }
+}
