@@ -592,6 +592,57 @@ mod tests {
     }
 
     #[test]
+    fn only_real_php_files_run_and_links_never_reach_dotfiles() {
+        let f = fixture();
+        let r = f.root();
+        fs::write(r.join("photo.jpg"), "<?php").unwrap();
+        symlink(r.join("photo.jpg"), r.join("photo.php")).unwrap();
+        symlink(r.join(".env"), r.join("env.txt")).unwrap();
+        symlink(r.join(".git"), r.join("gitdir")).unwrap();
+        fs::write(r.join("index.php."), "<?php").unwrap();
+        fs::write(r.join("index.php "), "<?php").unwrap();
+        for p in [
+            "/photo.php",
+            "/photo.php/x",
+            "/env.txt",
+            "/gitdir/config",
+            "/index.php.",
+            "/index.php%20",
+        ] {
+            assert_eq!(f.router.route(p), Route::NotFound, "{p}");
+        }
+    }
+
+    #[test]
+    fn no_php_dirs_refuse_scripts_but_serve_static_files() {
+        let f = fixture();
+        let r = f.root();
+        fs::create_dir(r.join("uploads")).unwrap();
+        fs::write(r.join("uploads/evil.php"), "<?php").unwrap();
+        fs::write(r.join("uploads/a.txt"), "a").unwrap();
+        symlink(r.join("uploads/evil.php"), r.join("linked.php")).unwrap();
+        let router = Router::new(r)
+            .unwrap()
+            .with_no_php_dirs(&[PathBuf::from("uploads")])
+            .unwrap();
+        for p in ["/uploads/evil.php", "/uploads/evil.php/x", "/linked.php"] {
+            assert_eq!(router.route(p), Route::Forbidden, "{p}");
+        }
+        assert_eq!(
+            router.route("/uploads/a.txt"),
+            Route::Static(r.join("uploads/a.txt"))
+        );
+        assert_eq!(
+            router.route("/app.php"),
+            f.php("app.php", "/app.php", "", "")
+        );
+        assert!(Router::new(r)
+            .unwrap()
+            .with_no_php_dirs(&[PathBuf::from("missing")])
+            .is_err());
+    }
+
+    #[test]
     fn php_extension_is_case_insensitive() {
         let f = fixture();
         assert_eq!(

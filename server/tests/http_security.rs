@@ -54,7 +54,11 @@ fn underscore_header_names_never_reach_php() {
     let (vars, headers) = server_vars(&server, "X_Forwarded_For: 6.6.6.6\r\n");
     assert!(vars.get("HTTP_X_FORWARDED_FOR").is_none(), "{vars}");
     assert!(
-        headers.as_object().unwrap().keys().all(|k| !k.contains('_')),
+        headers
+            .as_object()
+            .unwrap()
+            .keys()
+            .all(|k| !k.contains('_')),
         "{headers}"
     );
 
@@ -72,7 +76,9 @@ fn underscore_header_names_never_reach_php() {
     let (vars, _) = server_vars(&server, "Content_Type: text/evil\r\n");
     assert!(vars.get("HTTP_CONTENT_TYPE").is_none(), "{vars}");
     assert_eq!(
-        vars.get("CONTENT_TYPE").and_then(Value::as_str).unwrap_or(""),
+        vars.get("CONTENT_TYPE")
+            .and_then(Value::as_str)
+            .unwrap_or(""),
         "",
         "{vars}"
     );
@@ -128,7 +134,9 @@ fn header_names_with_non_token_bytes_get_400() {
         ": empty",
         "X-Y : space before colon",
     ] {
-        let request = format!("GET /hello.php HTTP/1.1\r\nHost: localhost\r\n{line}\r\nConnection: close\r\n\r\n");
+        let request = format!(
+            "GET /hello.php HTTP/1.1\r\nHost: localhost\r\n{line}\r\nConnection: close\r\n\r\n"
+        );
         let bytes = exchange(server.addr, request.as_bytes(), Duration::from_secs(10)).unwrap();
         let status = parse_response(&bytes).map(|r| r.status);
         assert_eq!(status, Some(400), "{line:?}: {:?}", text(&bytes));
@@ -214,13 +222,14 @@ fn assert_body_failure(what: &str, bytes: &[u8]) {
 #[test]
 fn malformed_chunk_after_valid_data_fails_the_request() {
     let server = Server::start(&security_root(), &[]);
-    let head = "POST /input.php HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/octet-stream\r\n\
+    let head =
+        "POST /input.php HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/octet-stream\r\n\
                 Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n";
     let bad_tails: &[&[u8]] = &[
-        b"ZZ\r\nworld\r\n0\r\n\r\n",      // chunk size not hex
-        b"5\r\nworldXX0\r\n\r\n",         // chunk data not followed by CRLF
-        b"-1\r\nx\r\n0\r\n\r\n",          // negative size
-        b"ffffffffffffffffff\r\nx\r\n",   // size overflows
+        b"ZZ\r\nworld\r\n0\r\n\r\n",    // chunk size not hex
+        b"5\r\nworldXX0\r\n\r\n",       // chunk data not followed by CRLF
+        b"-1\r\nx\r\n0\r\n\r\n",        // negative size
+        b"ffffffffffffffffff\r\nx\r\n", // size overflows
     ];
     for tail in bad_tails {
         // All at once.
@@ -238,7 +247,12 @@ fn malformed_chunk_after_valid_data_fails_the_request() {
     let form_head = "POST /input.php HTTP/1.1\r\nHost: localhost\r\n\
                      Content-Type: application/x-www-form-urlencoded\r\n\
                      Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n";
-    let bytes = send_in_two_parts(&server, form_head, b"3\r\na=1\r\n", b"ZZ\r\n&b=2\r\n0\r\n\r\n");
+    let bytes = send_in_two_parts(
+        &server,
+        form_head,
+        b"3\r\na=1\r\n",
+        b"ZZ\r\n&b=2\r\n0\r\n\r\n",
+    );
     assert_body_failure("form body", &bytes);
 
     // The same body, well formed, works (the test can see a real answer).
@@ -262,7 +276,12 @@ fn malformed_chunk_fails_the_request_in_worker_mode() {
     let bytes = send_in_two_parts(&server, head, b"3\r\na=1\r\n", b"ZZ\r\n&b=2\r\n0\r\n\r\n");
     match parse_response(&bytes) {
         None => {}
-        Some(r) => assert!((400..500).contains(&r.status), "{} {:?}", r.status, r.text()),
+        Some(r) => assert!(
+            (400..500).contains(&r.status),
+            "{} {:?}",
+            r.status,
+            r.text()
+        ),
     }
     // The worker keeps serving.
     let r = server.get("/server_worker.php");
@@ -330,7 +349,11 @@ fn no_version_banners_by_default() {
     let server = Server::start(&security_root(), &[]);
     for path in ["/hello.php", "/uploads/photo.txt", "/missing"] {
         let r = server.get(path);
-        assert!(r.header("x-powered-by").is_none(), "{path}: {:?}", r.headers);
+        assert!(
+            r.header("x-powered-by").is_none(),
+            "{path}: {:?}",
+            r.headers
+        );
         assert!(r.header("server").is_none(), "{path}: {:?}", r.headers);
     }
     // Worker mode adds it itself when expose_php is on: off there too.
@@ -614,7 +637,12 @@ fn keep_alive_connection_survives_refused_paths() {
     let stream = connect(server.addr);
     let mut writer = stream.try_clone().unwrap();
     let mut reader = BufReader::new(stream);
-    for target in ["/%2e%2e/secret.txt", "/.env", "/shell.jpg/x.php", "/hello.php"] {
+    for target in [
+        "/%2e%2e/secret.txt",
+        "/.env",
+        "/shell.jpg/x.php",
+        "/hello.php",
+    ] {
         write!(writer, "GET {target} HTTP/1.1\r\nHost: localhost\r\n\r\n").unwrap();
         let r = read_response(&mut reader, false).unwrap();
         if target == "/hello.php" {
