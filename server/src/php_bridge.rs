@@ -300,17 +300,24 @@ impl BodyState {
 /// Removes request headers whose names could pass for another header once PHP turns them
 /// into `$_SERVER` keys: `X_Forwarded_For` and `X-Forwarded-For` both become
 /// `HTTP_X_FORWARDED_FOR`, so a client could spoof what a proxy in front of us set (and
-/// `Content_Type` would pose as `HTTP_CONTENT_TYPE`). Like nginx's default
-/// (`underscores_in_headers off`), names with an underscore are dropped. They are rare:
-/// the common case costs one scan of the names and no allocation.
+/// `Content_Type` would pose as `HTTP_CONTENT_TYPE`); PHP also turns `.` into `_` in
+/// variable names, so `X.Forwarded.For` would collide too. Like nginx's defaults
+/// (`ignore_invalid_headers on`, `underscores_in_headers off`), only names made of
+/// letters, digits and `-` are kept; hyper has already refused names that are not HTTP
+/// tokens. Other names are rare: the common case costs one scan and no allocation.
 fn drop_ambiguous_headers(headers: &mut http::HeaderMap) {
-    let ambiguous = |name: &HeaderName| name.as_str().contains('_');
+    let ambiguous = |name: &HeaderName| {
+        !name
+            .as_str()
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+    };
     if !headers.keys().any(ambiguous) {
         return;
     }
     let names: Vec<HeaderName> = headers.keys().filter(|n| ambiguous(n)).cloned().collect();
     for name in names {
-        tracing::debug!(header = %name, "dropping a request header with '_' in its name");
+        tracing::debug!(header = %name, "dropping a request header with an ambiguous name");
         headers.remove(&name);
     }
 }

@@ -89,6 +89,15 @@ fn underscore_header_names_never_reach_php() {
     assert_eq!(vars["CONTENT_TYPE"], "text/plain");
     assert_eq!(vars["HTTP_CONTENT_TYPE"], "text/plain");
 
+    // PHP turns '.' into '_' in variable names: X.Forwarded.For would collide as well.
+    let (vars, _) = server_vars(
+        &server,
+        "X-Forwarded-For: 10.0.0.1\r\nX.Forwarded.For: 6.6.6.6\r\nX.Forwarded-For: 6.6.6.6\r\n",
+    );
+    assert_eq!(vars["HTTP_X_FORWARDED_FOR"], "10.0.0.1");
+    let (vars, _) = server_vars(&server, "X.Forwarded.For: 6.6.6.6\r\n");
+    assert!(vars.get("HTTP_X_FORWARDED_FOR").is_none(), "{vars}");
+
     // Ordinary dashed names still arrive.
     let (vars, _) = server_vars(&server, "X-Custom-Thing: yes\r\n");
     assert_eq!(vars["HTTP_X_CUSTOM_THING"], "yes");
