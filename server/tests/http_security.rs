@@ -153,6 +153,47 @@ fn header_names_with_non_token_bytes_get_400() {
     server.assert_alive();
 }
 
+#[test]
+fn header_edge_cases_are_refused_or_joined() {
+    let server = Server::start(&security_root(), &[]);
+    let status = |head: &str| {
+        let request = format!(
+            "GET /server.php HTTP/1.1\r\nHost: localhost\r\n{head}Connection: close\r\n\r\n"
+        );
+        let bytes = exchange(server.addr, request.as_bytes(), Duration::from_secs(10)).unwrap();
+        parse_response(&bytes).map(|r| r.status)
+    };
+    // obs-fold (RFC 9112 §5.2: reject or replace with spaces): never a folded value in PHP.
+    assert_eq!(status("X-Folded: a\r\n b\r\n"), Some(400), "obs-fold");
+    // NUL, CR and other control bytes in a value.
+    assert_eq!(status("X-A: a\x00b\r\n"), Some(400), "NUL in value");
+    assert_eq!(status("X-A: a\rb\r\n"), Some(400), "bare CR in value");
+    // Over-long name, over-long value, too many headers: refused, never truncated.
+    let long_name = format!("X-{}: 1\r\n", "a".repeat(70_000));
+    let long_value = format!("X-A: {}\r\n", "a".repeat(70_000));
+    let many: String = (0..10_000).map(|i| format!("X-H{i}: {i}\r\n")).collect();
+    for (what, head) in [
+        ("long name", long_name),
+        ("long value", long_value),
+        ("10,000 headers", many),
+    ] {
+        let s = status(&head);
+        assert!(matches!(s, Some(400 | 431) | None), "{what}: {s:?}");
+    }
+    // Repeated headers are joined with ", " (as nginx does since 1.23), none is lost.
+    let (vars, _) = server_vars(
+        &server,
+        "X-Forwarded-For: 10.0.0.1\r\nX-Forwarded-For: 10.0.0.2\r\n",
+    );
+    assert_eq!(vars["HTTP_X_FORWARDED_FOR"], "10.0.0.1, 10.0.0.2");
+    // Two different Content-Lengths: request smuggling, refused.
+    let request = b"POST /input.php HTTP/1.1\r\nHost: localhost\r\nContent-Length: 1\r\n\
+                    Content-Length: 2\r\nConnection: close\r\n\r\nab";
+    let bytes = exchange(server.addr, request, Duration::from_secs(10)).unwrap();
+    assert_eq!(parse_response(&bytes).map(|r| r.status), Some(400));
+    server.assert_alive();
+}
+
 // ---------------------------------------------------------------------------------------
 // HTTP/2 :authority against host
 // ---------------------------------------------------------------------------------------
