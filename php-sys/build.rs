@@ -176,6 +176,19 @@ fn compile_shim(includes: &[String]) {
     for inc in includes {
         build.flag(inc);
     }
+    // ext/libxml/php_libxml.h includes libxml2's headers, which live outside PHP's include
+    // dirs; the shim resets libxml state between worker requests with it (and compiles
+    // without, minus one reset, when libxml2's headers cannot be found).
+    if let Ok(out) = Command::new("pkg-config")
+        .args(["--cflags", "libxml-2.0"])
+        .output()
+    {
+        if out.status.success() {
+            for flag in String::from_utf8_lossy(&out.stdout).split_whitespace() {
+                build.flag(flag);
+            }
+        }
+    }
     build.compile("ferrophp_shim");
 }
 

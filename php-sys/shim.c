@@ -7,6 +7,12 @@
 #include "ext/filter/php_filter.h"
 #include "ext/standard/url.h"
 #include "ext/session/php_session.h"
+#if defined(HAVE_LIBXML) && defined(__has_include)
+#if __has_include(<libxml/tree.h>)
+#include "ext/libxml/php_libxml.h"
+#define FERROPHP_LIBXML_GLOBALS 1
+#endif
+#endif
 #include <ctype.h>
 #include <dlfcn.h>
 #include <stdatomic.h>
@@ -254,6 +260,40 @@ bool ferrophp_worker_output_release(void) {
     return bailed_out;
 }
 
+/* What the libxml extension resets between engine requests, for a worker request inside
+ * one long engine request: the error list and libxml_use_internal_errors() (the
+ * structured error handler), the external entity loader callback, the stream context and
+ * libxml_disable_entity_loader(). The order is PHP's: RSHUTDOWN, post-deactivate, RINIT.
+ * The stream context is released first: post-deactivate only forgets it, because at the
+ * end of an engine request the resource list frees it. */
+static void ferrophp_libxml_reset(void) {
+    zend_module_entry *module = zend_hash_str_find_ptr(&module_registry, "libxml", sizeof("libxml") - 1);
+    if (!module) {
+        return;
+    }
+#ifdef FERROPHP_LIBXML_GLOBALS
+    /* libphp exports no libxml_globals_id: reach the globals through the module entry. */
+#ifdef ZTS
+    zend_libxml_globals *globals = TSRMG_BULK_STATIC(*module->globals_id_ptr, zend_libxml_globals *);
+#else
+    zend_libxml_globals *globals = module->globals_ptr;
+#endif
+    if (!Z_ISUNDEF(globals->stream_context)) {
+        zval_ptr_dtor(&globals->stream_context);
+        ZVAL_UNDEF(&globals->stream_context);
+    }
+#endif
+    if (module->request_shutdown_func) {
+        module->request_shutdown_func(module->type, module->module_number);
+    }
+    if (module->post_deactivate_func) {
+        module->post_deactivate_func();
+    }
+    if (module->request_startup_func) {
+        module->request_startup_func(module->type, module->module_number);
+    }
+}
+
 bool ferrophp_worker_request_startup(void) {
     volatile bool bailed_out = false;
     zend_try {
@@ -291,6 +331,8 @@ bool ferrophp_worker_request_startup(void) {
         php_hash_environment();
         zend_is_auto_global_str("_SERVER", sizeof("_SERVER") - 1);
         zend_is_auto_global_str("_REQUEST", sizeof("_REQUEST") - 1);
+        /* Nor its libxml errors and entity loader (nor those the boot code left). */
+        ferrophp_libxml_reset();
         /* A new client never sees the previous one's session. */
         ferrophp_delete_session_global();
         ferrophp_module_request_hook("session", sizeof("session") - 1, true);
@@ -319,6 +361,8 @@ bool ferrophp_worker_request_shutdown(void) {
     ferrophp_delete_session_global();
     ferrophp_module_request_hook("filter", sizeof("filter") - 1, false);
     zend_try {
+        /* Frees this request's libxml error list now rather than at the next request. */
+        ferrophp_libxml_reset();
         php_output_deactivate();
         zend_unset_timeout();
     } zend_catch {

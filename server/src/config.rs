@@ -91,6 +91,10 @@ pub struct ServeArgs {
     /// Admin listener (POST /workers/restart, GET /health); off unless set.
     #[arg(long, env = "FERROPHP_ADMIN", value_name = "ADDR")]
     pub admin: Option<SocketAddr>,
+    /// Directory (relative to the root, or absolute) where PHP never runs, such as an
+    /// upload folder: its .php files get 403 and are never served. Repeatable.
+    #[arg(long = "no-php-dir", value_name = "DIR")]
+    pub no_php_dirs: Vec<PathBuf>,
 }
 
 /// The same settings as a TOML file; every key is optional.
@@ -117,6 +121,7 @@ struct FileConfig {
     watch: Option<Vec<String>>,
     route_cache_ms: Option<u64>,
     admin: Option<SocketAddr>,
+    no_php_dirs: Option<Vec<PathBuf>>,
 }
 
 /// Resolved settings.
@@ -141,6 +146,7 @@ pub struct ServeConfig {
     pub watch: Vec<String>,
     pub route_cache: Duration,
     pub admin: Option<SocketAddr>,
+    pub no_php_dirs: Vec<PathBuf>,
 }
 
 impl ServeConfig {
@@ -192,7 +198,10 @@ impl ServeConfig {
         }
         let mut watch = file.watch.unwrap_or_default();
         watch.extend(args.watch);
+        let mut no_php_dirs = file.no_php_dirs.unwrap_or_default();
+        no_php_dirs.extend(args.no_php_dirs);
         Ok(ServeConfig {
+            no_php_dirs,
             workers,
             watch,
             route_cache: Duration::from_millis(

@@ -10,7 +10,7 @@
 use std::io::{self, Read};
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -108,10 +108,11 @@ impl PhpRunner {
             }
         };
 
-        let (parts, incoming) = req.into_parts();
-        // Set when a body without Content-Length turns out to exceed the limit: PHP then
-        // saw a truncated body, so the response must not look like a normal one.
-        let overflow = Arc::new(AtomicBool::new(false));
+        let (mut parts, incoming) = req.into_parts();
+        // Set when the body breaks off (malformed chunk, reset stream, client gone) or a
+        // body without Content-Length turns out to exceed the limit: PHP then saw a
+        // truncated body, so the response must not look like a normal one.
+        let body_state = Arc::new(BodyState::default());
         // Not only Content-Length/Transfer-Encoding: an HTTP/2 body may come as DATA
         // frames with neither header, and only the stream's end says there is none.
         let has_body = declared_length.is_some_and(|n| n > 0)
@@ -123,16 +124,18 @@ impl PhpRunner {
                 incoming,
                 tx,
                 self.max_body_size,
-                overflow.clone(),
+                body_state.clone(),
             ));
             Box::new(BodyReader {
                 rx,
                 current: Bytes::new(),
+                failed: None,
             })
         } else {
             Box::new(io::empty())
         };
 
+        drop_ambiguous_headers(&mut parts.headers);
         let request_uri = parts
             .uri
             .path_and_query()
@@ -182,11 +185,15 @@ impl PhpRunner {
         }
 
         match reply_rx.await {
-            // The script read the body up to the limit and answered: refuse the request.
-            Ok(_) if overflow.load(Ordering::Acquire) => {
-                body::text_response(StatusCode::PAYLOAD_TOO_LARGE, "Payload Too Large")
-            }
-            Ok(reply) => build_response(reply, overflow),
+            // The script read a body that broke off and answered anyway (it may ignore the
+            // abort): refuse the request instead of passing that answer on.
+            Ok(reply) => match body_state.get() {
+                BodyFailure::None => build_response(reply, body_state),
+                BodyFailure::TooLarge => {
+                    body::text_response(StatusCode::PAYLOAD_TOO_LARGE, "Payload Too Large")
+                }
+                BodyFailure::Broken => body::text_response(StatusCode::BAD_REQUEST, "Bad Request"),
+            },
             Err(_) => {
                 body::text_response(StatusCode::INTERNAL_SERVER_ERROR, "Internal Server Error")
             }
@@ -213,12 +220,12 @@ enum ReplyBody {
     Streaming(mpsc::Receiver<Bytes>),
 }
 
-fn build_response(reply: Reply, overflow: Arc<AtomicBool>) -> Response<ResponseBody> {
+fn build_response(reply: Reply, body_state: Arc<BodyState>) -> Response<ResponseBody> {
     let complete = matches!(reply.body, ReplyBody::Complete(_));
     let body = match reply.body {
         ReplyBody::Complete(bytes) => body::full(bytes),
         ReplyBody::Streaming(rx) => {
-            let stream = futures_stream(rx, overflow);
+            let stream = futures_stream(rx, body_state);
             StreamBody::new(stream).boxed()
         }
     };
@@ -245,31 +252,84 @@ fn build_response(reply: Reply, overflow: Arc<AtomicBool>) -> Response<ResponseB
 }
 
 /// Adapts the chunk receiver into the `Stream` of frames `StreamBody` wants. If the
-/// request body overflowed the limit while the response was streaming, the body ends with
-/// an error (the connection is cut) instead of looking complete.
+/// request body broke off or overflowed the limit while the response was streaming, the
+/// body ends with an error (the connection is cut) instead of looking complete.
 fn futures_stream(
     mut rx: mpsc::Receiver<Bytes>,
-    overflow: Arc<AtomicBool>,
+    body_state: Arc<BodyState>,
 ) -> impl futures_core::Stream<Item = Result<Frame<Bytes>, io::Error>> + Send + Sync + 'static {
     futures_util::stream::poll_fn(move |cx| {
         rx.poll_recv(cx).map(|chunk| match chunk {
             Some(bytes) => Some(Ok(Frame::data(bytes))),
-            None if overflow.load(Ordering::Acquire) => Some(Err(io::Error::new(
+            None if body_state.get() != BodyFailure::None => Some(Err(io::Error::new(
                 io::ErrorKind::InvalidData,
-                "request body too large",
+                "request body incomplete",
             ))),
             None => None,
         })
     })
 }
 
+/// How a request body ended, shared by the task feeding it and the request's handler.
+#[derive(Default)]
+struct BodyState(AtomicU8);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+enum BodyFailure {
+    None = 0,
+    TooLarge = 1,
+    /// Malformed framing, a reset stream or a client gone mid-body.
+    Broken = 2,
+}
+
+impl BodyState {
+    fn set(&self, failure: BodyFailure) {
+        self.0.store(failure as u8, Ordering::Release);
+    }
+
+    fn get(&self) -> BodyFailure {
+        match self.0.load(Ordering::Acquire) {
+            0 => BodyFailure::None,
+            1 => BodyFailure::TooLarge,
+            _ => BodyFailure::Broken,
+        }
+    }
+}
+
+/// Removes request headers whose names could pass for another header once PHP turns them
+/// into `$_SERVER` keys: `X_Forwarded_For` and `X-Forwarded-For` both become
+/// `HTTP_X_FORWARDED_FOR`, so a client could spoof what a proxy in front of us set (and
+/// `Content_Type` would pose as `HTTP_CONTENT_TYPE`); PHP also turns `.` into `_` in
+/// variable names, so `X.Forwarded.For` would collide too. Like nginx's defaults
+/// (`ignore_invalid_headers on`, `underscores_in_headers off`), only names made of
+/// letters, digits and `-` are kept; hyper has already refused names that are not HTTP
+/// tokens. Other names are rare: the common case costs one scan and no allocation.
+fn drop_ambiguous_headers(headers: &mut http::HeaderMap) {
+    let ambiguous = |name: &HeaderName| {
+        !name
+            .as_str()
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+    };
+    if !headers.keys().any(ambiguous) {
+        return;
+    }
+    let names: Vec<HeaderName> = headers.keys().filter(|n| ambiguous(n)).cloned().collect();
+    for name in names {
+        tracing::debug!(header = %name, "dropping a request header with an ambiguous name");
+        headers.remove(&name);
+    }
+}
+
 /// Pulls the request body off the connection into the channel PHP reads from, enforcing
-/// the body size limit on bodies without a Content-Length.
+/// the body size limit on bodies without a Content-Length. A body that breaks off is
+/// recorded in `state` before PHP can see the error.
 async fn feed_body(
     mut incoming: Incoming,
     tx: mpsc::Sender<io::Result<Bytes>>,
     limit: u64,
-    overflow: Arc<AtomicBool>,
+    state: Arc<BodyState>,
 ) {
     let mut total = 0u64;
     while let Some(frame) = incoming.frame().await {
@@ -279,6 +339,8 @@ async fn feed_body(
                 Err(_) => continue, // trailers
             },
             Err(e) => {
+                tracing::debug!("request body broke off: {e}");
+                state.set(BodyFailure::Broken);
                 let _ = tx
                     .send(Err(io::Error::new(io::ErrorKind::ConnectionAborted, e)))
                     .await;
@@ -287,7 +349,7 @@ async fn feed_body(
         };
         total += chunk.len() as u64;
         if total > limit {
-            overflow.store(true, Ordering::Release);
+            state.set(BodyFailure::TooLarge);
             let _ = tx
                 .send(Err(io::Error::new(
                     io::ErrorKind::InvalidData,
@@ -306,14 +368,23 @@ async fn feed_body(
 struct BodyReader {
     rx: mpsc::Receiver<io::Result<Bytes>>,
     current: Bytes,
+    /// Once the body failed, every later read fails too: the feeding task is gone after
+    /// sending its one error, and an empty channel must not read as a clean end of body.
+    failed: Option<io::ErrorKind>,
 }
 
 impl Read for BodyReader {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         while self.current.is_empty() {
+            if let Some(kind) = self.failed {
+                return Err(io::Error::new(kind, "request body incomplete"));
+            }
             match self.rx.blocking_recv() {
                 Some(Ok(chunk)) => self.current = chunk,
-                Some(Err(e)) => return Err(e),
+                Some(Err(e)) => {
+                    self.failed = Some(e.kind());
+                    return Err(e);
+                }
                 None => return Ok(0),
             }
         }

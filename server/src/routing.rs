@@ -1,9 +1,17 @@
 //! Request path → what serves it: a static file, a PHP script (with `PATH_INFO` split off),
 //! a redirect to the slash-terminated directory URL, or an error. Owns the path security
 //! rules: strict percent-decoding, no dot segments, no encoded separators, no dotfiles, no
-//! PHP source or include files served as static content, and no file reached through a
-//! symlink that leaves the document root. The resolution order follows Caddy's
-//! `php_server` (as used by FrankenPHP).
+//! PHP source or include files served as static content, no file reached through a
+//! symlink that leaves the document root or lands on a dotfile, only files whose real name
+//! ends in `.php` executed, and never a script inside a no-PHP directory (uploads). The
+//! resolution order follows Caddy's `php_server` (as used by FrankenPHP).
+//!
+//! The `.php` extension is matched per path segment, ignoring ASCII case only: a segment
+//! is a script name or not on its own bytes, so no case folding can shift where the
+//! script name ends (FrankenPHP once lowercased the whole path with Unicode rules and
+//! split the original at an index found in the lowercased copy). A file really named
+//! `x.PHP` runs, as under Caddy/FrankenPHP; on a case-sensitive filesystem a request for
+//! `x.PHP` never reaches `x.php`.
 //!
 //! Routing touches the filesystem with blocking `std::fs` calls (a few `stat`s and one
 //! `canonicalize`, which is a `readlink` per path component). With a route cache
@@ -25,6 +33,8 @@ use dashmap::DashMap;
 pub struct Router {
     root: PathBuf,
     cache: Option<Arc<RouteCache>>,
+    /// Canonical directories (inside the root) where PHP never runs.
+    no_php_dirs: Vec<PathBuf>,
 }
 
 /// Recent routing decisions by raw request path.
@@ -58,6 +68,8 @@ pub enum Route {
     /// path + "/" (keeping the query string is the caller's job).
     RedirectToSlash,
     NotFound,
+    /// A PHP script inside a no-PHP directory: neither run nor served.
+    Forbidden,
     /// Malformed or dangerous path; the reason is for logs, clients only see "Bad Request".
     BadRequest(&'static str),
 }
@@ -80,7 +92,31 @@ impl Router {
                 format!("document root {} is not a directory", root.display()),
             ));
         }
-        Ok(Router { root, cache: None })
+        Ok(Router {
+            root,
+            cache: None,
+            no_php_dirs: Vec::new(),
+        })
+    }
+
+    /// Directories where PHP never executes (upload folders): a script in one, or below
+    /// one, is answered with [`Route::Forbidden`]. Relative paths are taken from the
+    /// document root. Each must exist; symlinks are resolved, so a script reached through
+    /// a link elsewhere is refused too.
+    pub fn with_no_php_dirs(mut self, dirs: &[PathBuf]) -> io::Result<Router> {
+        for dir in dirs {
+            let canonical = fs::canonicalize(self.root.join(dir)).map_err(|e| {
+                io::Error::new(e.kind(), format!("no-PHP directory {}: {e}", dir.display()))
+            })?;
+            if !fs::metadata(&canonical)?.is_dir() {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("no-PHP directory {} is not a directory", dir.display()),
+                ));
+            }
+            self.no_php_dirs.push(canonical);
+        }
+        Ok(self)
     }
 
     /// Reuses each routing decision for `ttl` (zero: no cache). A file created, removed or
@@ -189,14 +225,30 @@ impl Router {
     }
 
     fn php(&self, file: &Path, script_name: &str, path_info: &str) -> Route {
-        match self.contained(file) {
-            Some(script_filename) => Route::Php {
-                script_filename,
-                script_name: script_name.to_owned(),
-                path_info: path_info.to_owned(),
-                document_uri: script_name.to_owned(),
-            },
-            None => Route::NotFound,
+        let Some(script_filename) = self.contained(file) else {
+            return Route::NotFound;
+        };
+        // What runs is the link's target: `x.php` linking to an uploaded `photo.jpg`
+        // must not make the photo executable.
+        let is_php = script_filename
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| has_extension(n, "php"));
+        if !is_php {
+            return Route::NotFound;
+        }
+        if self
+            .no_php_dirs
+            .iter()
+            .any(|dir| script_filename.starts_with(dir))
+        {
+            return Route::Forbidden;
+        }
+        Route::Php {
+            script_filename,
+            script_name: script_name.to_owned(),
+            path_info: path_info.to_owned(),
+            document_uri: script_name.to_owned(),
         }
     }
 
@@ -212,11 +264,17 @@ impl Router {
         }
     }
 
-    /// The canonical path of `file` if it lies inside the document root.
+    /// The canonical path of `file` if it lies inside the document root and, below the
+    /// root, names no dotfile or dot-directory (a symlink to `.env` or into `.git` must
+    /// not publish it; `.well-known` at the top is allowed, as for request paths).
     fn contained(&self, file: &Path) -> Option<PathBuf> {
-        fs::canonicalize(file)
-            .ok()
-            .filter(|canonical| canonical.starts_with(&self.root))
+        let canonical = fs::canonicalize(file).ok()?;
+        let inside = canonical.strip_prefix(&self.root).ok()?;
+        let hidden = inside.components().enumerate().any(|(i, c)| {
+            let name = c.as_os_str().as_encoded_bytes();
+            name.starts_with(b".") && !(i == 0 && name == b".well-known")
+        });
+        (!hidden).then_some(canonical)
     }
 }
 
@@ -289,6 +347,9 @@ fn never_static(path: &Path) -> bool {
         // Not UTF-8: cannot be one of the listed names, but also cannot be checked; refuse.
         return true;
     };
+    // `index.php.` and `index.php ` are other files on Linux, never executed, but they
+    // name PHP source all the same (and are index.php itself on Windows filesystems).
+    let name = name.trim_end_matches(['.', ' ']);
     NEVER_STATIC.iter().any(|ext| has_extension(name, ext))
 }
 
@@ -528,6 +589,57 @@ mod tests {
         );
         // A .php segment that does not exist is not a script: front controller.
         assert_eq!(f.router.route("/missing.php/x"), f.front("/missing.php/x"));
+    }
+
+    #[test]
+    fn only_real_php_files_run_and_links_never_reach_dotfiles() {
+        let f = fixture();
+        let r = f.root();
+        fs::write(r.join("photo.jpg"), "<?php").unwrap();
+        symlink(r.join("photo.jpg"), r.join("photo.php")).unwrap();
+        symlink(r.join(".env"), r.join("env.txt")).unwrap();
+        symlink(r.join(".git"), r.join("gitdir")).unwrap();
+        fs::write(r.join("index.php."), "<?php").unwrap();
+        fs::write(r.join("index.php "), "<?php").unwrap();
+        for p in [
+            "/photo.php",
+            "/photo.php/x",
+            "/env.txt",
+            "/gitdir/config",
+            "/index.php.",
+            "/index.php%20",
+        ] {
+            assert_eq!(f.router.route(p), Route::NotFound, "{p}");
+        }
+    }
+
+    #[test]
+    fn no_php_dirs_refuse_scripts_but_serve_static_files() {
+        let f = fixture();
+        let r = f.root();
+        fs::create_dir(r.join("uploads")).unwrap();
+        fs::write(r.join("uploads/evil.php"), "<?php").unwrap();
+        fs::write(r.join("uploads/a.txt"), "a").unwrap();
+        symlink(r.join("uploads/evil.php"), r.join("linked.php")).unwrap();
+        let router = Router::new(r)
+            .unwrap()
+            .with_no_php_dirs(&[PathBuf::from("uploads")])
+            .unwrap();
+        for p in ["/uploads/evil.php", "/uploads/evil.php/x", "/linked.php"] {
+            assert_eq!(router.route(p), Route::Forbidden, "{p}");
+        }
+        assert_eq!(
+            router.route("/uploads/a.txt"),
+            Route::Static(r.join("uploads/a.txt"))
+        );
+        assert_eq!(
+            router.route("/app.php"),
+            f.php("app.php", "/app.php", "", "")
+        );
+        assert!(Router::new(r)
+            .unwrap()
+            .with_no_php_dirs(&[PathBuf::from("missing")])
+            .is_err());
     }
 
     #[test]

@@ -24,7 +24,8 @@ use crate::workers::{self, WorkerRouter};
 use crate::{admin, static_files, tls};
 
 /// ini defaults for serving, the values of PHP's php.ini-production (which Debian's
-/// php-fpm uses); a php.ini may override them. Errors go to the log, never into responses.
+/// php-fpm uses) plus `expose_php` off; a php.ini or `-d` may override them. Errors go to
+/// the log, never into responses.
 const SERVER_INI_DEFAULTS: &[(&str, &str)] = &[
     ("display_errors", "0"),
     ("display_startup_errors", "0"),
@@ -34,6 +35,9 @@ const SERVER_INI_DEFAULTS: &[(&str, &str)] = &[
     ("request_order", "GP"),
     ("zend.assertions", "-1"),
     ("output_buffering", "4096"),
+    // No `X-Powered-By: PHP/8.x` advertising the exact version to every client (the
+    // Server header is not sent at all). `-d expose_php=1` or php.ini turns it back on.
+    ("expose_php", "0"),
 ];
 
 /// Everything a request handler needs, shared by all connections.
@@ -86,6 +90,8 @@ fn init_logging(filter: &str) {
 async fn serve(config: ServeConfig) -> Result<(), String> {
     let router = Router::new(&config.root)
         .map_err(|e| format!("document root {}: {e}", config.root.display()))?
+        .with_no_php_dirs(&config.no_php_dirs)
+        .map_err(|e| e.to_string())?
         .with_cache(config.route_cache);
     let tls = match &config.tls {
         Some((cert, key)) => Some(tls::acceptor(cert, key)?),
@@ -307,8 +313,12 @@ async fn handle(app: &App, req: Request<Incoming>, conn: &Connection) -> Respons
     response
 }
 
-async fn dispatch(app: &App, req: Request<Incoming>, conn: &Connection) -> Response<ResponseBody> {
-    if let Err(why) = check_host(&req) {
+async fn dispatch(
+    app: &App,
+    mut req: Request<Incoming>,
+    conn: &Connection,
+) -> Response<ResponseBody> {
+    if let Err(why) = authority_as_host(&mut req).and_then(|()| check_host(&req)) {
         tracing::debug!("bad request: {why}");
         return body::text_response(StatusCode::BAD_REQUEST, "Bad Request");
     }
@@ -359,11 +369,45 @@ async fn dispatch(app: &App, req: Request<Incoming>, conn: &Connection) -> Respo
             }
             None => body::text_response(StatusCode::NOT_FOUND, "Not Found"),
         },
+        Route::Forbidden => {
+            tracing::debug!(path = req.uri().path(), "PHP refused in a no-PHP directory");
+            body::text_response(StatusCode::FORBIDDEN, "Forbidden")
+        }
         Route::BadRequest(why) => {
             tracing::debug!(path = req.uri().path(), "bad request: {why}");
             body::text_response(StatusCode::BAD_REQUEST, "Bad Request")
         }
     }
+}
+
+/// HTTP/2 and HTTP/3 carry the target's host in `:authority`; RFC 9113 §8.3.1 says a
+/// recipient must not use a Host header to find the target when `:authority` is present,
+/// and should treat a request whose Host names another entity as malformed. Like nginx
+/// (nginx/nginx#803, 2025), a Host that differs from `:authority` gets a 400, and a request with
+/// `:authority` alone gets a Host header made from it, so `HTTP_HOST` and `SERVER_NAME`
+/// always come from `:authority`. HTTP/1 requests are left alone (absolute-form
+/// targets are another matter).
+fn authority_as_host<B>(req: &mut Request<B>) -> Result<(), &'static str> {
+    if req.version() < http::Version::HTTP_2 {
+        return Ok(());
+    }
+    let Some(authority) = req.uri().authority() else {
+        return Ok(());
+    };
+    let authority = authority.as_str();
+    let hosts = req.headers().get_all(http::header::HOST);
+    if hosts.iter().next().is_some() {
+        if hosts
+            .iter()
+            .any(|h| !h.as_bytes().eq_ignore_ascii_case(authority.as_bytes()))
+        {
+            return Err("Host header differs from :authority");
+        }
+        return Ok(());
+    }
+    let value = http::HeaderValue::from_str(authority).map_err(|_| "invalid :authority")?;
+    req.headers_mut().insert(http::header::HOST, value);
+    Ok(())
 }
 
 /// RFC 9112 §3.2: an HTTP/1.1 request needs exactly one Host header (unless the target is

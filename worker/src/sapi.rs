@@ -681,11 +681,13 @@ unsafe extern "C" fn on_read_post(buffer: *mut c_char, count: usize) -> usize {
             }
         }
     }
-    if failed && filled == 0 {
-        // The body broke off (client gone, or over the size limit): a truncated body must
-        // never look complete to the script.
+    if failed {
+        // The body broke off (malformed chunk, client gone, or over the size limit): a
+        // truncated body must never look complete to the script. Returning the bytes read
+        // so far would not do: PHP takes a short read as the end of the body.
         ctx.disconnected.set(true);
         client_gone();
+        return 0;
     }
     filled
 }
