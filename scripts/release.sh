@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# Builds the standalone release: dist/ferrophp-<version>-linux-x86_64.tar.gz, a tree that
+# runs from any directory (rpath $ORIGIN/lib) on a stock Debian 12:
+#
+#   ferrophp                 the binary
+#   php.ini, conf.d/         php.ini-production with our defaults; OPcache on
+#   lib/libphp.so            ZTS libphp, and every shared library it needs that a
+#   lib/*.so.*               Debian 12 base system (Priority: required) lacks
+#   lib/php/extensions/...   opcache.so (and extensions you build with bin/phpize)
+#   lib/php/build, include/  what phpize needs
+#   bin/php-config, phpize   relocatable: they find the tree from their own path
+#   README.md
+#
+# Prints the tarball's path on stdout. Idempotent: rebuilds only the tree.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+export PATH="$HOME/.cargo/bin:$PATH"
+log() { echo "release: $*" >&2; }
+
+PHP_PREFIX=$(scripts/setup.sh)
+for tool in patchelf; do
+  command -v "$tool" >/dev/null || {
+    log "installing $tool"
+    apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$tool" >&2
+  }
+done
+
+VERSION=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
+NAME="ferrophp-$VERSION-linux-x86_64"
+DIST="$PWD/dist"
+TREE="$DIST/$NAME"
+
+log "cargo build --release"
+cargo build --release --quiet --bin ferrophp >&2
+
+rm -rf "$TREE"
+mkdir -p "$TREE"/{lib,bin,conf.d}
+cp target/release/ferrophp "$TREE/ferrophp"
+cp "$PHP_PREFIX/lib/libphp.so" "$TREE/lib/"
+cp -a "$PHP_PREFIX/lib/php" "$TREE/lib/php"
+cp -a "$PHP_PREFIX/include" "$TREE/include"
+
+# php.ini: PHP's own production defaults (from the same source tarball as the build).
+SRC_TARBALL=$(ls "$(dirname "$PHP_PREFIX")"/src/php8.2_*.orig.tar.xz | head -1)
+tar -xJOf "$SRC_TARBALL" --wildcards '*/php.ini-production' >"$TREE/php.ini"
+cat >>"$TREE/php.ini" <<'INI'
+
+; --- ferrophp defaults (the lines above are PHP's php.ini-production) ---
+; Version banners stay off; PHP threads share one process, so keep memory per request bounded.
+expose_php = Off
+INI
+cp "$PHP_PREFIX"/etc/conf.d/*.ini "$TREE/conf.d/"
+
+# php-config and phpize with the tree's location computed at run time.
+for script in php-config phpize; do
+  old_prefix=$(sed -n "s/^prefix=[\"']\(.*\)[\"']$/\1/p" "$PHP_PREFIX/bin/$script" | head -1)
+  sed -e "s|^prefix=.*|prefix=\"\$(cd \"\$(dirname \"\$0\")/..\" \&\& pwd)\"|" \
+      -e "s|$old_prefix|\${prefix}|g" \
+      -e "s|^\([a-z_]*\)='\(.*\${prefix}.*\)'\$|\1=\"\2\"|" \
+      "$PHP_PREFIX/bin/$script" >"$TREE/bin/$script"
+  chmod +x "$TREE/bin/$script"
+done
+
+# Bundle every library that a Debian 12 base system does not have: ask dpkg which
+# package owns it and keep only those of Priority: required as system dependencies.
+required_lib() {
+  local pkg prio
+  pkg=$(dpkg -S "$1" 2>/dev/null | head -1 | cut -d: -f1) || return 1
+  [[ -n $pkg ]] || return 1
+  prio=$(dpkg-query -W -f='${Priority}' "$pkg" 2>/dev/null) || return 1
+  [[ $prio == required ]]
+}
+: >"$TREE/lib/SYSTEM-LIBRARIES.txt"
+ldd "$TREE/lib/libphp.so" "$TREE/ferrophp" | awk '/=> \//{print $3}' | sort -u | while read -r lib; do
+  real=$(readlink -f "$lib")
+  if required_lib "$real" || required_lib "$lib"; then
+    echo "$(basename "$lib") ($(dpkg -S "$real" 2>/dev/null | head -1 | cut -d: -f1))" >>"$TREE/lib/SYSTEM-LIBRARIES.txt"
+  elif [[ $(basename "$lib") != libphp.so ]]; then
+    cp -L "$lib" "$TREE/lib/$(basename "$lib")"
+  fi
+done
+sort -o "$TREE/lib/SYSTEM-LIBRARIES.txt" "$TREE/lib/SYSTEM-LIBRARIES.txt"
+
+patchelf --set-rpath '$ORIGIN/lib' "$TREE/ferrophp"
+for so in "$TREE"/lib/*.so*; do
+  patchelf --set-rpath '$ORIGIN' "$so"
+done
+
+cat >"$TREE/README.md" <<EOF
+# ferrophp $VERSION (linux x86_64)
+
+A PHP application server embedding ZTS PHP 8.2. This tree runs from any directory on
+Debian 12 (x86_64); the libraries it needs beyond a base system are in \`lib/\`
+(\`lib/SYSTEM-LIBRARIES.txt\` lists the ones it takes from the system).
+
+    ./ferrophp serve --root public --listen 0.0.0.0:8080
+    ./ferrophp serve --root public --worker public/index.php     # worker mode
+    ./ferrophp php-cli script.php
+    ./ferrophp serve --help
+
+PHP configuration: \`php.ini\` next to the binary (PHP's production defaults), \`conf.d/\`
+(or \`PHP_INI_SCAN_DIR\`), \`PHPRC\`, \`--php-ini FILE\`, and \`-d key=value\`.
+Extensions: \`bin/phpize && ./configure --with-php-config=\$PWD/bin/php-config && make\`,
+copy the \`.so\` into \`lib/php/extensions/*/\` and add \`extension=NAME\` to \`conf.d/\`.
+EOF
+
+tar -C "$DIST" -czf "$DIST/$NAME.tar.gz" "$NAME"
+log "$(du -h "$DIST/$NAME.tar.gz" | cut -f1) $DIST/$NAME.tar.gz"
+echo "$DIST/$NAME.tar.gz"
