@@ -232,11 +232,9 @@ impl Cell {
                 a.merge(b);
             }
             (Some(Cell::Counter(a)), Cell::Counter(b)) => *a += *b,
-            (Some(Cell::Gauge(a, at)), Cell::Gauge(b, bt)) => {
-                if *bt >= *at {
-                    *a = *b;
-                    *at = *bt;
-                }
+            (Some(Cell::Gauge(a, at)), Cell::Gauge(b, bt)) if *bt >= *at => {
+                *a = *b;
+                *at = *bt;
             }
             _ => {}
         }

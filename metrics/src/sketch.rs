@@ -216,6 +216,9 @@ impl DenseStore {
     }
 }
 
+/// Non-zero (key, count) bins of the positive and negative stores, and the zero count.
+pub type Bins = (Vec<(i32, f64)>, Vec<(i32, f64)>, f64);
+
 /// A DDSketch with exact count, sum, min and max alongside the bins.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DDSketch {
@@ -381,7 +384,7 @@ impl DDSketch {
     }
 
     /// Non-zero bins as (key, count): positive, negative, then the zero count.
-    pub fn bins(&self) -> (Vec<(i32, f64)>, Vec<(i32, f64)>, f64) {
+    pub fn bins(&self) -> Bins {
         (
             self.positive.iter().collect(),
             self.negative.iter().collect(),
