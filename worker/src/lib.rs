@@ -8,6 +8,7 @@
 mod cache;
 pub mod diagnostics;
 mod functions;
+mod metrics;
 mod module;
 mod php;
 mod pool;

@@ -3,7 +3,7 @@
 //! a C table in the shim; these are its lifecycle callbacks. The shared cache
 //! (`crate::cache`) hooks in here: MINIT registers `UserCache\Cache`, its ini entries and
 //! the optional apcu_* functions; RINIT/RSHUTDOWN and a post-deactivate hook track when a
-//! thread may hold cached values.
+//! thread may hold cached values. MINIT also registers `Ferrophp\Metrics` (`crate::metrics`).
 
 use std::ffi::c_int;
 
@@ -12,6 +12,7 @@ use php_sys as sys;
 #[no_mangle]
 pub extern "C" fn ferrophp_module_minit(_type: c_int, module_number: c_int) -> sys::zend_result {
     crate::cache::module_startup(module_number);
+    crate::metrics::module_startup();
     sys::ZEND_RESULT_CODE_SUCCESS
 }
 
