@@ -16,5 +16,5 @@ pub mod registry;
 pub mod sketch;
 
 pub use proto::Kind;
-pub use registry::{configure, global, Config, Error, Op, Registry, Snapshot, TagBuf, Value};
+pub use registry::{configure, global, Config, Error, Op, Registry, SeriesId, Snapshot, TagBuf, Value};
 pub use sketch::{DDSketch, DenseStore, Mapping};

@@ -298,6 +298,13 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// A series resolved once (see [`Registry::series`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SeriesId {
+    id: u32,
+    kind: Kind,
+}
+
 /// What one call records.
 #[derive(Debug, Clone, Copy)]
 pub enum Op {
@@ -437,32 +444,67 @@ impl Registry {
                 },
             };
             let mut shard = lock(&local.shard);
-            let idx = id as usize;
-            if shard.cells.len() <= idx {
-                shard.cells.resize_with(idx + 1, || None);
-            }
-            let cell = &mut shard.cells[idx];
-            match (cell, op) {
-                (Some(Cell::Dist(s)), Op::Observe(v)) => s.add(v),
-                (Some(Cell::Counter(c)), Op::Add(v)) => *c += v,
-                (Some(Cell::Gauge(g, at)), Op::Set(v)) => {
-                    *g = v;
-                    *at = self.started.elapsed().as_nanos() as u64;
-                }
-                (slot, op) => {
-                    *slot = Some(match op {
-                        Op::Observe(v) => {
-                            let mut s = DDSketch::new(self.mapping);
-                            s.add(v);
-                            Cell::Dist(Box::new(s))
-                        }
-                        Op::Add(v) => Cell::Counter(v),
-                        Op::Set(v) => Cell::Gauge(v, self.started.elapsed().as_nanos() as u64),
-                    })
-                }
-            }
+            self.apply(&mut shard, id, op);
             Ok(true)
         })
+    }
+
+    /// Resolves a series once so that hot callers (the server's per-request latency)
+    /// record by id, skipping key building and hashing. None when the cap dropped it.
+    pub fn series(
+        self: &Arc<Self>,
+        name: &[u8],
+        tags: &TagBuf,
+        kind: Kind,
+    ) -> Result<Option<SeriesId>, Error> {
+        let mut key = Vec::new();
+        let mut order = Vec::new();
+        canonical_key(&mut key, &mut order, name, tags);
+        Ok(self
+            .register(&key, &order, name, tags, kind)?
+            .map(|id| SeriesId { id, kind }))
+    }
+
+    /// Records into a series resolved by [`Registry::series`]. An `op` of another kind
+    /// than the series' is ignored (a programming error, caught in tests).
+    #[inline]
+    pub fn record_series(self: &Arc<Self>, series: SeriesId, op: Op) {
+        debug_assert_eq!(op.kind(), series.kind);
+        if op.kind() != series.kind {
+            return;
+        }
+        self.with_local(|local| {
+            let mut shard = lock(&local.shard);
+            self.apply(&mut shard, series.id, op);
+        })
+    }
+
+    #[inline]
+    fn apply(&self, shard: &mut ShardData, id: u32, op: Op) {
+        let idx = id as usize;
+        if shard.cells.len() <= idx {
+            shard.cells.resize_with(idx + 1, || None);
+        }
+        let cell = &mut shard.cells[idx];
+        match (cell, op) {
+            (Some(Cell::Dist(s)), Op::Observe(v)) => s.add(v),
+            (Some(Cell::Counter(c)), Op::Add(v)) => *c += v,
+            (Some(Cell::Gauge(g, at)), Op::Set(v)) => {
+                *g = v;
+                *at = self.started.elapsed().as_nanos() as u64;
+            }
+            (slot, op) => {
+                *slot = Some(match op {
+                    Op::Observe(v) => {
+                        let mut s = DDSketch::new(self.mapping);
+                        s.add(v);
+                        Cell::Dist(Box::new(s))
+                    }
+                    Op::Add(v) => Cell::Counter(v),
+                    Op::Set(v) => Cell::Gauge(v, self.started.elapsed().as_nanos() as u64),
+                })
+            }
+        }
     }
 
     /// First sighting of a key on this thread: find or create the series.
