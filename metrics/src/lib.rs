@@ -16,5 +16,7 @@ pub mod registry;
 pub mod sketch;
 
 pub use proto::Kind;
-pub use registry::{configure, global, Config, Error, Op, Registry, SeriesId, Snapshot, TagBuf, Value};
+pub use registry::{
+    configure, global, Config, Error, Op, Registry, SeriesId, Snapshot, TagBuf, Value,
+};
 pub use sketch::{DDSketch, DenseStore, Mapping};
