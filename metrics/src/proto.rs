@@ -28,7 +28,7 @@
 //!                   double sum = 6; double count = 7; }           // distributions
 //! ```
 
-use crate::sketch::{DDSketch, DenseStore, Mapping};
+use crate::sketch::{DDSketch, DenseStore, Mapping, MAX_BINS};
 
 const VARINT: u8 = 0;
 const I64: u8 = 1;
@@ -200,8 +200,8 @@ fn as_double(f: Field<'_>) -> Result<f64, DecodeError> {
     }
 }
 
-fn decode_store(buf: &[u8]) -> Result<DenseStore, DecodeError> {
-    let mut store = DenseStore::default();
+fn decode_store(buf: &[u8], collapse_high: bool) -> Result<DenseStore, DecodeError> {
+    let mut store = DenseStore::bounded(MAX_BINS, collapse_high);
     let mut contiguous: Vec<f64> = Vec::new();
     let mut offset = 0i32;
     let mut r = Reader::new(buf);
@@ -251,8 +251,8 @@ pub fn decode_sketch(buf: &[u8]) -> Result<DDSketch, DecodeError> {
     let mut gamma = None;
     let mut index_offset = 0.0;
     let mut interpolation = 0;
-    let mut positive = DenseStore::default();
-    let mut negative = DenseStore::default();
+    let mut positive = DenseStore::bounded(MAX_BINS, false);
+    let mut negative = DenseStore::bounded(MAX_BINS, true);
     let mut zero = 0.0;
     let mut r = Reader::new(buf);
     while let Some((field, value)) = r.next_field()? {
@@ -268,8 +268,8 @@ pub fn decode_sketch(buf: &[u8]) -> Result<DDSketch, DecodeError> {
                     }
                 }
             }
-            (2, Field::Len(s)) => positive = decode_store(s)?,
-            (3, Field::Len(s)) => negative = decode_store(s)?,
+            (2, Field::Len(s)) => positive = decode_store(s, false)?,
+            (3, Field::Len(s)) => negative = decode_store(s, true)?,
             (4, v) => zero = as_double(v)?,
             _ => {}
         }

@@ -87,45 +87,120 @@ impl Mapping {
     }
 }
 
-/// Unbounded dense bins: `bins[i]` counts key `offset + i`. Grows to cover every key
-/// seen (values spanning 1e-9 to 1e9 at 1% accuracy take about 2,100 bins).
+/// Dense bins: `bins[i]` counts key `offset + i`. Bins cover every key seen, like the
+/// reference's unbounded `DenseStore`, up to a limit on the span of keys ([`MAX_BINS`] for
+/// the stores a [`DDSketch`] makes): beyond it the keys at the far end from the values that
+/// matter most are collapsed into one bin (the reference's collapsing stores), so a
+/// pathological series cannot take unbounded memory. At 1% accuracy 4,096 bins span a
+/// factor of 10^35 between smallest and largest value: real data never collapses, and
+/// bins match the reference exactly. Collapsing keeps merges exact and order-independent:
+/// the collapse point only moves one way and depends only on the extreme key seen.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct DenseStore {
     bins: Vec<f64>,
     offset: i32,
     count: f64,
+    /// Most distinct keys held; 0 = unbounded.
+    limit: usize,
+    /// Collapse the highest keys (the negative store: the most negative values) instead
+    /// of the lowest.
+    collapse_high: bool,
+    /// Keys beyond this (below for lowest-collapsing, above for highest) are counted in it.
+    bound: Option<i32>,
 }
+
+/// Key span limit of the stores of a [`DDSketch`] (32 KiB of bins per store at most).
+pub const MAX_BINS: usize = 4096;
 
 /// Grow by at least this many bins, so a slowly widening range does not reallocate on
 /// every new key.
 const GROW_CHUNK: usize = 64;
 
 impl DenseStore {
+    /// A store holding at most `limit` keys, collapsing its lowest (or, with
+    /// `collapse_high`, its highest) keys beyond that.
+    pub fn bounded(limit: usize, collapse_high: bool) -> DenseStore {
+        DenseStore {
+            limit,
+            collapse_high,
+            ..DenseStore::default()
+        }
+    }
+
+    #[inline]
+    fn clamp(&self, key: i32) -> i32 {
+        match self.bound {
+            Some(b) if (key < b) != self.collapse_high && key != b => b,
+            _ => key,
+        }
+    }
+
+    #[inline]
+    fn slot(&self, key: i32) -> Option<usize> {
+        let rel = key as i64 - self.offset as i64;
+        (rel >= 0 && (rel as usize) < self.bins.len()).then_some(rel as usize)
+    }
+
     #[inline]
     pub fn add(&mut self, key: i32, weight: f64) {
-        let i = self.index_for(key);
+        let mut key = self.clamp(key);
+        let i = match self.slot(key) {
+            Some(i) => i,
+            None => {
+                self.make_room(key, key);
+                key = self.clamp(key);
+                self.slot(key).expect("make_room covers the key")
+            }
+        };
         self.bins[i] += weight;
         self.count += weight;
     }
 
-    /// The slot of `key`, growing the bins when the key is outside them.
-    #[inline]
-    fn index_for(&mut self, key: i32) -> usize {
+    /// Grows (or collapses) so that keys `klo..=khi`, clamped, have slots.
+    #[cold]
+    fn make_room(&mut self, klo: i32, khi: i32) {
+        if self.limit > 0 {
+            let (lo, hi) = match self.key_range() {
+                Some((l, h)) => (l.min(klo), h.max(khi)),
+                None => (klo, khi),
+            };
+            if hi as i64 - lo as i64 + 1 > self.limit as i64 {
+                let lim = self.limit as i32;
+                if self.collapse_high {
+                    let ceil = lo + lim - 1;
+                    self.bound = Some(self.bound.map_or(ceil, |b| b.min(ceil)));
+                    self.rebuild(lo, ceil);
+                } else {
+                    let floor = hi - lim + 1;
+                    self.bound = Some(self.bound.map_or(floor, |b| b.max(floor)));
+                    self.rebuild(floor, hi);
+                }
+                return;
+            }
+            // Never lay out more than `limit` slots: then any key outside the slots is
+            // a key that may widen the span, and comes here to be checked.
+            let slack = ((self.limit as i64 - (hi as i64 - lo as i64 + 1)) / 2)
+                .min(GROW_CHUNK as i64) as i32;
+            self.rebuild(lo - slack, hi + slack);
+            return;
+        }
         if self.bins.is_empty() {
-            self.bins.resize(GROW_CHUNK, 0.0);
-            // Centre the first key so growth in either direction is cheap at first.
-            self.offset = key.saturating_sub((GROW_CHUNK / 2) as i32);
+            self.bins
+                .resize(GROW_CHUNK.max((khi as i64 - klo as i64 + 1) as usize), 0.0);
+            // Centre the first keys so growth in either direction is cheap at first.
+            self.offset = klo.saturating_sub((GROW_CHUNK / 2) as i32);
+            self.bins.resize(self.bins.len() + GROW_CHUNK / 2, 0.0);
+            return;
         }
-        let rel = key as i64 - self.offset as i64;
-        if rel >= 0 && (rel as usize) < self.bins.len() {
-            return rel as usize;
+        if self.slot(klo).is_none() {
+            self.grow_unbounded(klo);
         }
-        self.grow_to(key);
-        (key as i64 - self.offset as i64) as usize
+        if self.slot(khi).is_none() {
+            self.grow_unbounded(khi);
+        }
     }
 
-    #[cold]
-    fn grow_to(&mut self, key: i32) {
+    fn grow_unbounded(&mut self, key: i32) {
         let len = self.bins.len() as i64;
         let off = self.offset as i64;
         let k = key as i64;
@@ -139,6 +214,21 @@ impl DenseStore {
             let need = (k - off + 1) as usize;
             let new_len = need.max(len as usize + GROW_CHUNK);
             self.bins.resize(new_len, 0.0);
+        }
+    }
+
+    /// Re-lays the bins over exactly `lo..=hi`, every old key clamped to the bound.
+    fn rebuild(&mut self, lo: i32, hi: i32) {
+        let old = std::mem::take(&mut self.bins);
+        let old_offset = self.offset;
+        self.bins = vec![0.0; (hi as i64 - lo as i64 + 1) as usize];
+        self.offset = lo;
+        for (i, c) in old.into_iter().enumerate() {
+            if c != 0.0 {
+                let k = self.clamp(old_offset + i as i32);
+                let slot = self.slot(k).expect("rebuilt range covers clamped keys");
+                self.bins[slot] += c;
+            }
         }
     }
 
@@ -180,24 +270,30 @@ impl DenseStore {
             return;
         };
         // Size once for the whole range instead of growing per key.
-        self.index_for(lo);
-        self.index_for(hi);
-        let base = (lo - self.offset) as usize;
-        let src = &other.bins[(lo - other.offset) as usize..=(hi - other.offset) as usize];
-        for (d, s) in self.bins[base..base + src.len()].iter_mut().zip(src) {
-            *d += *s;
+        if self.slot(self.clamp(lo)).is_none() || self.slot(self.clamp(hi)).is_none() {
+            self.make_room(lo, hi);
         }
-        self.count += other.count;
+        if self.bound.is_none() && other.bound.is_none() {
+            // Nothing collapsed: one vectorisable pass over the overlapping slice.
+            let base = (lo - self.offset) as usize;
+            let src = &other.bins[(lo - other.offset) as usize..=(hi - other.offset) as usize];
+            for (d, s) in self.bins[base..base + src.len()].iter_mut().zip(src) {
+                *d += *s;
+            }
+            self.count += other.count;
+        } else {
+            for (k, c) in other.iter() {
+                self.add(k, c);
+            }
+        }
     }
 
     /// Subtracts `other`'s bins (the caller guarantees `other` is an earlier state of this
     /// store, so no bin goes negative): the delta between two cumulative snapshots.
     pub fn subtract(&mut self, other: &DenseStore) {
         for (k, c) in other.iter() {
-            let i = self.index_for(k);
-            self.bins[i] -= c;
+            self.add(k, -c);
         }
-        self.count -= other.count;
     }
 
     /// The key holding the value of rank `rank` (0-based, fractional allowed), with the
@@ -236,8 +332,8 @@ impl DDSketch {
     pub fn new(mapping: Mapping) -> DDSketch {
         DDSketch {
             mapping,
-            positive: DenseStore::default(),
-            negative: DenseStore::default(),
+            positive: DenseStore::bounded(MAX_BINS, false),
+            negative: DenseStore::bounded(MAX_BINS, true),
             zero_count: 0.0,
             count: 0.0,
             sum: 0.0,
@@ -440,6 +536,44 @@ mod tests {
         s.add(1.0);
         assert_eq!(s.quantile(1.5), None);
         assert_eq!(s.quantile(-0.1), None);
+    }
+
+    #[test]
+    fn bins_are_bounded_and_collapse_the_far_end() {
+        let mut s = sketch();
+        // 1e-300 .. 1e300 would need ~69,000 bins.
+        for e in -300..=300 {
+            s.add(10f64.powi(e));
+            s.add(-(10f64.powi(e)));
+        }
+        let (lo, hi) = s.positive().key_range().unwrap();
+        assert!((hi - lo + 1) as usize <= MAX_BINS);
+        assert_eq!(s.count(), 2.0 * 601.0);
+        // The highest values keep their accuracy (the lowest, here the most negative and
+        // the tiniest positive, collapsed): the maximum, and -1e-300 (rank 600 of 1,202).
+        let top = s.quantile(1.0).unwrap();
+        assert!((top - 1e300).abs() <= 0.01 * 1e300);
+        let near_zero = s.quantile(600.0 / 1201.0).unwrap();
+        assert!((near_zero + 1e-300).abs() <= 0.01 * 1e-300, "{near_zero}");
+        // Merging collapsed sketches in either order gives the same bins.
+        let mut a = sketch();
+        let mut b = sketch();
+        for e in -300..0 {
+            a.add(10f64.powi(e));
+        }
+        for e in 0..=300 {
+            b.add(10f64.powi(e));
+        }
+        let mut ab = a.clone();
+        ab.merge(&b);
+        let mut ba = b.clone();
+        ba.merge(&a);
+        assert_eq!(ab.bins(), ba.bins());
+        let mut all = sketch();
+        for e in -300..=300 {
+            all.add(10f64.powi(e));
+        }
+        assert_eq!(ab.bins(), all.bins());
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Property tests: merging is commutative and associative and gives exactly the sketch of
 //! the union; merged quantiles are within the relative accuracy of the union's exact
-//! quantiles; the protobuf encoding round-trips.
+//! quantiles; sketches whose range exceeds the bin limit collapse the same way whatever
+//! the merge order; the protobuf encoding round-trips.
 
 use ferrophp_metrics::proto::{decode_sketch, encode_sketch};
 use ferrophp_metrics::{DDSketch, Mapping};
@@ -32,6 +33,20 @@ fn value() -> impl Strategy<Value = f64> {
 
 fn values() -> impl Strategy<Value = Vec<f64>> {
     prop::collection::vec(value(), 0..300)
+}
+
+/// Values spanning 600 decades: their sketches collapse their lowest keys.
+fn wide_values() -> impl Strategy<Value = Vec<f64>> {
+    prop::collection::vec(
+        (-300i32..300, 1.0f64..10.0, any::<bool>()).prop_map(|(e, m, neg)| {
+            if neg {
+                -m * 10f64.powi(e)
+            } else {
+                m * 10f64.powi(e)
+            }
+        }),
+        0..200,
+    )
 }
 
 proptest! {
@@ -81,6 +96,24 @@ proptest! {
             let got = m.quantile(q).unwrap();
             prop_assert!((got - exact).abs() <= 0.01 * exact.abs() * (1.0 + 1e-9),
                 "q={} got {} exact {}", q, got, exact);
+        }
+    }
+
+    #[test]
+    fn collapsed_merges_are_exact_and_order_independent(
+        a in wide_values(), b in wide_values(), c in wide_values()
+    ) {
+        let (sa, sb, sc) = (sketch_of(&a), sketch_of(&b), sketch_of(&c));
+        let left = merged(&merged(&sa, &sb), &sc);
+        let right = merged(&sc, &merged(&sb, &sa));
+        prop_assert_eq!(left.bins(), right.bins());
+        let union: Vec<f64> = a.iter().chain(&b).chain(&c).copied().collect();
+        prop_assert_eq!(left.bins(), sketch_of(&union).bins());
+        let (pos, neg, _) = left.bins();
+        for bins in [pos, neg] {
+            if let (Some(f), Some(l)) = (bins.first(), bins.last()) {
+                prop_assert!((l.0 - f.0 + 1) as usize <= ferrophp_metrics::sketch::MAX_BINS);
+            }
         }
     }
 
