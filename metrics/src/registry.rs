@@ -66,6 +66,7 @@ pub enum Error {
     InvalidName(String),
     InvalidTagKey(String),
     DuplicateTag(String),
+    TagValueTooLong(String),
     NotFinite(f64),
     NegativeIncrement(f64),
     KindMismatch {
@@ -96,6 +97,12 @@ impl std::fmt::Display for Error {
                  (not starting with __, not \"quantile\"), at most {MAX_NAME} bytes"
             ),
             Error::DuplicateTag(k) => write!(f, "tag {k:?} given twice"),
+            Error::TagValueTooLong(k) => {
+                write!(
+                    f,
+                    "the value of tag {k:?} is longer than {MAX_TAG_VALUE} bytes"
+                )
+            }
             Error::NotFinite(v) => write!(f, "metric values must be finite numbers, got {v}"),
             Error::NegativeIncrement(v) => {
                 write!(f, "counters only go up: increment by {v} is negative")
@@ -609,7 +616,11 @@ impl Registry {
                 return Err(Error::DuplicateTag(String::from_utf8_lossy(k).into_owned()));
             }
             prev = Some(k);
-            let v = &v[..v.len().min(MAX_TAG_VALUE)];
+            if v.len() > MAX_TAG_VALUE {
+                return Err(Error::TagValueTooLong(
+                    String::from_utf8_lossy(k).into_owned(),
+                ));
+            }
             pairs.push((
                 String::from_utf8_lossy(k).into_owned(),
                 String::from_utf8_lossy(v).into_owned(),
