@@ -1,7 +1,8 @@
 //! Metrics end to end: a classic app and a worker-mode app record from PHP under
 //! concurrent load; the admin `/metrics` scrape shows counts, sums and quantiles that
 //! equal what was recorded (the quantiles exactly those of one sketch of all values: the
-//! merge of the threads' sketches is exact); PHP reads the same merged values back; push
+//! merge of the threads' sketches is exact, and worker threads replaced after
+//! `--max-requests` keep their share); PHP reads the same merged values back; push
 //! mode delivers payloads that DataDog's Python `ddsketch` decodes to the recorded counts;
 //! an unreachable collector costs a bounded queue with counted drops; invalid calls throw.
 
@@ -129,6 +130,10 @@ fn classic_and_worker_record_under_load_and_the_scrape_shows_the_merged_values()
             "3",
             "--worker",
             &worker_spec(),
+            // Worker threads are replaced every 7 requests: what an exiting thread
+            // recorded must stay in the totals.
+            "--max-requests",
+            "7",
             "--admin",
             "127.0.0.1:0",
             "--no-access-log",
