@@ -185,6 +185,14 @@ impl TagBuf {
         self.spans.len()
     }
 
+    /// A copy (the buffer is not `Clone` so hot paths do not copy it by accident).
+    pub fn clone_buf(&self) -> TagBuf {
+        TagBuf {
+            bytes: self.bytes.clone(),
+            spans: self.spans.clone(),
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.spans.is_empty()
     }

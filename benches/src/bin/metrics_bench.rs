@@ -145,6 +145,70 @@ fn php_part(threads: usize, total: usize, rounds: usize) {
     engine.shutdown();
 }
 
+/// The Rust side alone (no PHP call): `record()` with a name and one tag (key building,
+/// hash lookup, the shard's uncontended mutex, the sketch), `record_series()` by
+/// pre-resolved id (what the server's latency recording does), and `record()` while
+/// another thread scrapes in a loop (the only contention the shard mutex ever sees).
+fn rust_part() {
+    const N: usize = 2_000_000;
+    let registry = Registry::new(Config::default());
+    let mut tags = TagBuf::new();
+    tags.push(b"route", b"/api/items");
+    let time = |f: &mut dyn FnMut(usize)| {
+        let c0 = cpu(libc::RUSAGE_THREAD);
+        for i in 0..N {
+            f(i);
+        }
+        (cpu(libc::RUSAGE_THREAD) - c0).as_nanos() as f64 / N as f64
+    };
+    let value = |i: usize| 0.001 + (i & 1023) as f64 * 0.0001;
+    let r = registry.clone();
+    let t = tags.clone_buf();
+    let _ = time(&mut |i| {
+        r.record(b"rust_bench_seconds", &t, Op::Observe(value(i)))
+            .unwrap();
+    });
+    let record = time(&mut |i| {
+        r.record(b"rust_bench_seconds", &t, Op::Observe(value(i)))
+            .unwrap();
+    });
+    let id = r
+        .series(
+            b"rust_bench_by_id_seconds",
+            &t,
+            ferrophp_metrics::Kind::Distribution,
+        )
+        .unwrap()
+        .unwrap();
+    let by_id = time(&mut |i| r.record_series(id, Op::Observe(value(i))));
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let scraper = {
+        let r = r.clone();
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut n = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                std::hint::black_box(r.snapshot());
+                n += 1;
+            }
+            n
+        })
+    };
+    let contended = time(&mut |i| {
+        r.record(b"rust_bench_seconds", &t, Op::Observe(value(i)))
+            .unwrap();
+    });
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let scrapes = scraper.join().unwrap();
+    println!("## the Rust side alone (CPU of the recording thread, {N} calls)\n");
+    println!("| call | CPU ns/call |");
+    println!("|---|---:|");
+    println!("| record(name, [1 tag], observe) | {record:.1} |");
+    println!("| record_series(id, observe) | {by_id:.1} |");
+    println!("| record(name, [1 tag], observe) while another thread scrapes nonstop ({scrapes} scrapes) | {contended:.1} |");
+    println!();
+}
+
 fn flush_part() {
     const SERIES: usize = 50;
     const VALUES: usize = 200;
@@ -220,5 +284,6 @@ fn main() {
     if !std::env::args().any(|a| a == "--flush-only") {
         php_part(threads, total, rounds);
     }
+    rust_part();
     flush_part();
 }
