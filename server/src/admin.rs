@@ -2,6 +2,8 @@
 //!
 //! - `POST /workers/restart`: graceful restart of every worker script.
 //! - `GET /health`: 200 while serving, with worker request counts as JSON.
+//! - `GET /metrics`: Prometheus text: every metric PHP recorded (`Ferrophp\Metrics`) and
+//!   the server's request latency, merged across threads (see docs/metrics.md).
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -65,6 +67,16 @@ fn handle(engine: &EngineControl, req: Request<Incoming>) -> Response<ResponseBo
             resp.headers_mut().insert(
                 http::header::CONTENT_TYPE,
                 http::HeaderValue::from_static("application/json"),
+            );
+            resp.headers_mut().remove(http::header::CONTENT_LENGTH);
+            resp
+        }
+        (&Method::GET, "/metrics") => {
+            let mut resp = body::text_response(StatusCode::OK, "");
+            *resp.body_mut() = body::full(crate::metrics::render());
+            resp.headers_mut().insert(
+                http::header::CONTENT_TYPE,
+                http::HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
             );
             resp.headers_mut().remove(http::header::CONTENT_LENGTH);
             resp

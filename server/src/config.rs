@@ -88,13 +88,31 @@ pub struct ServeArgs {
     /// 0 resolves every request afresh [default: 1000]
     #[arg(long, env = "FERROPHP_ROUTE_CACHE_MS", value_name = "MS")]
     pub route_cache_ms: Option<u64>,
-    /// Admin listener (POST /workers/restart, GET /health); off unless set.
+    /// Admin listener (POST /workers/restart, GET /health, GET /metrics); off unless set.
     #[arg(long, env = "FERROPHP_ADMIN", value_name = "ADDR")]
     pub admin: Option<SocketAddr>,
     /// Directory (relative to the root, or absolute) where PHP never runs, such as an
     /// upload folder: its .php files get 403 and are never served. Repeatable.
     #[arg(long = "no-php-dir", value_name = "DIR")]
     pub no_php_dirs: Vec<PathBuf>,
+    /// Relative accuracy of metric distributions (DDSketch alpha) [default: 0.01]
+    #[arg(long, env = "FERROPHP_METRICS_RELATIVE_ACCURACY", value_name = "ALPHA")]
+    pub metrics_relative_accuracy: Option<f64>,
+    /// Most distinct metric series (name + tags); new ones beyond it are dropped and
+    /// counted [default: 10000]
+    #[arg(long, env = "FERROPHP_METRICS_MAX_SERIES", value_name = "N")]
+    pub metrics_max_series: Option<usize>,
+    /// Push metrics (one DDSketch protobuf payload per interval, HTTP POST) to this
+    /// http:// URL; off unless set.
+    #[arg(long, env = "FERROPHP_METRICS_PUSH_URL", value_name = "URL")]
+    pub metrics_push_url: Option<String>,
+    /// Push interval in milliseconds [default: 10000]
+    #[arg(long, env = "FERROPHP_METRICS_PUSH_INTERVAL_MS", value_name = "MS")]
+    pub metrics_push_interval_ms: Option<u64>,
+    /// Payloads kept while the collector is unreachable; the oldest is dropped (and
+    /// counted) beyond it [default: 60]
+    #[arg(long, env = "FERROPHP_METRICS_PUSH_BUFFER", value_name = "N")]
+    pub metrics_push_buffer: Option<usize>,
 }
 
 /// The same settings as a TOML file; every key is optional.
@@ -122,6 +140,11 @@ struct FileConfig {
     route_cache_ms: Option<u64>,
     admin: Option<SocketAddr>,
     no_php_dirs: Option<Vec<PathBuf>>,
+    metrics_relative_accuracy: Option<f64>,
+    metrics_max_series: Option<usize>,
+    metrics_push_url: Option<String>,
+    metrics_push_interval_ms: Option<u64>,
+    metrics_push_buffer: Option<usize>,
 }
 
 /// Resolved settings.
@@ -147,6 +170,16 @@ pub struct ServeConfig {
     pub route_cache: Duration,
     pub admin: Option<SocketAddr>,
     pub no_php_dirs: Vec<PathBuf>,
+    pub metrics: ferrophp_metrics::Config,
+    pub metrics_push: Option<MetricsPush>,
+}
+
+/// Push mode settings.
+#[derive(Debug, Clone)]
+pub struct MetricsPush {
+    pub url: String,
+    pub interval: Duration,
+    pub buffer: usize,
 }
 
 impl ServeConfig {
@@ -196,6 +229,47 @@ impl ServeConfig {
             spec.max_requests = args.max_requests;
             workers.push(spec);
         }
+        let mut metrics = ferrophp_metrics::Config::default();
+        if let Some(a) = args
+            .metrics_relative_accuracy
+            .or(file.metrics_relative_accuracy)
+        {
+            if !(a > 0.0 && a < 1.0) {
+                return Err(format!(
+                    "metrics relative accuracy must be between 0 and 1 (exclusive), got {a}"
+                ));
+            }
+            metrics.relative_accuracy = a;
+        }
+        if let Some(n) = args.metrics_max_series.or(file.metrics_max_series) {
+            metrics.max_series = n;
+        }
+        let metrics_push = match args.metrics_push_url.or(file.metrics_push_url) {
+            Some(url) => {
+                if !url.starts_with("http://") {
+                    return Err(format!(
+                        "metrics push URL must start with http://, got {url}"
+                    ));
+                }
+                let ms = args
+                    .metrics_push_interval_ms
+                    .or(file.metrics_push_interval_ms)
+                    .unwrap_or(10_000);
+                if ms == 0 {
+                    return Err("metrics push interval must be at least 1 ms".into());
+                }
+                Some(MetricsPush {
+                    url,
+                    interval: Duration::from_millis(ms),
+                    buffer: args
+                        .metrics_push_buffer
+                        .or(file.metrics_push_buffer)
+                        .unwrap_or(60)
+                        .max(1),
+                })
+            }
+            None => None,
+        };
         let mut watch = file.watch.unwrap_or_default();
         watch.extend(args.watch);
         let mut no_php_dirs = file.no_php_dirs.unwrap_or_default();
@@ -208,6 +282,8 @@ impl ServeConfig {
                 args.route_cache_ms.or(file.route_cache_ms).unwrap_or(1000),
             ),
             admin: args.admin.or(file.admin),
+            metrics,
+            metrics_push,
             root,
             listen: args
                 .listen

@@ -126,6 +126,7 @@ async fn serve(config: ServeConfig) -> Result<(), String> {
             .iter()
             .map(|w| Arc::new(Semaphore::new(w.threads))),
     );
+    crate::metrics::configure(config.metrics);
     let engine = Engine::start(EngineConfig {
         threads: config.threads,
         ini: config.ini.clone(),
@@ -149,6 +150,9 @@ async fn serve(config: ServeConfig) -> Result<(), String> {
     };
     if let Some(addr) = config.admin {
         admin::serve(addr, control.clone()).await?;
+    }
+    if let Some(push) = config.metrics_push.clone() {
+        crate::metrics::spawn_push(push);
     }
 
     let env = worker::env_list(&config.env);
@@ -300,6 +304,7 @@ async fn handle(app: &App, req: Request<Incoming>, conn: &Connection) -> Respons
     let method = req.method().clone();
     let uri = req.uri().clone();
     let response = dispatch(app, req, conn).await;
+    crate::metrics::record_request(response.status().as_u16(), started.elapsed());
     if app.access_log {
         tracing::info!(
             target: "access",

@@ -10,6 +10,7 @@ pub mod diagnostics;
 mod env;
 mod functions;
 pub mod layout;
+mod metrics;
 mod module;
 mod php;
 mod pool;

@@ -3,8 +3,9 @@
 //! a C table in the shim; these are its lifecycle callbacks. The shared cache
 //! (`crate::cache`) hooks in here: MINIT registers `UserCache\Cache`, its ini entries and
 //! the optional apcu_* functions; RINIT/RSHUTDOWN and a post-deactivate hook track when a
-//! thread may hold cached values. MINIT also sandboxes `putenv`/`getenv` per thread
-//! (`crate::env`), whose changes RSHUTDOWN forgets.
+//! thread may hold cached values. MINIT also registers `Ferrophp\Metrics` (`crate::metrics`)
+//! and sandboxes `putenv`/`getenv` per thread (`crate::env`), whose changes RSHUTDOWN
+//! forgets.
 
 use std::ffi::c_int;
 
@@ -14,6 +15,7 @@ use php_sys as sys;
 pub extern "C" fn ferrophp_module_minit(_type: c_int, module_number: c_int) -> sys::zend_result {
     crate::cache::module_startup(module_number);
     crate::env::install();
+    crate::metrics::module_startup();
     sys::ZEND_RESULT_CODE_SUCCESS
 }
 

@@ -19,7 +19,7 @@ mod arena;
 mod epoch;
 mod table;
 mod value;
-mod zv;
+pub(crate) mod zv;
 
 use std::ffi::{c_int, CStr};
 use std::sync::OnceLock;
