@@ -162,14 +162,30 @@ pub(crate) unsafe fn store_value(
     mode: Mode,
 ) -> Result<bool, ()> {
     // SAFETY: guaranteed by the caller.
-    let frozen = match unsafe { value::freeze(value) } {
-        Ok(f) => f,
+    match unsafe { try_store_value(key, hash, value, ttl, mode) } {
+        Ok(stored) => Ok(stored),
         Err(FreezeError::Refused(msg)) => {
             throw(&msg);
-            return Err(());
+            Err(())
         }
-        Err(FreezeError::Thrown) => return Err(()),
-    };
+        Err(FreezeError::Thrown) => Err(()),
+    }
+}
+
+/// [`store_value`] that leaves reporting a refusal to the caller (the apcu_* layer warns
+/// where APCu warns).
+///
+/// # Safety
+/// As for [`store_value`].
+pub(crate) unsafe fn try_store_value(
+    key: &[u8],
+    hash: u64,
+    value: *const sys::zval,
+    ttl: u64,
+    mode: Mode,
+) -> Result<bool, FreezeError> {
+    // SAFETY: guaranteed by the caller.
+    let frozen = unsafe { value::freeze(value) }?;
     let value = match frozen {
         Frozen::Scalar(z) => Value::Scalar(z),
         Frozen::Block(b) => Value::Block(b),

@@ -44,6 +44,10 @@ pub(crate) struct Node {
     slot: u32,
     gen: u32,
     bytes: usize,
+    /// Unix seconds when this value was stored, and the store's sequence number (the
+    /// order APCUIterator and apcu_cache_info list entries in).
+    pub(crate) created: u64,
+    pub(crate) seq: u64,
 }
 
 impl Node {
@@ -53,6 +57,19 @@ impl Node {
 
     pub(crate) fn touch_id(&self) -> (u32, u32) {
         (self.slot, self.gen)
+    }
+
+    pub(crate) fn key(&self) -> &[u8] {
+        &self.key
+    }
+
+    pub(crate) fn hash(&self) -> u64 {
+        self.hash
+    }
+
+    /// Bytes this entry counts against the limit.
+    pub(crate) fn bytes(&self) -> usize {
+        self.bytes
     }
 }
 
@@ -97,6 +114,7 @@ struct Writer {
     expiry: BinaryHeap<Reverse<(u64, u32, u32)>>,
     retired: Vec<Retired>,
     ops_since_reclaim: u32,
+    next_seq: u64,
 }
 
 // SAFETY: the raw node pointers are owned by the table and only used under the mutex.
@@ -150,6 +168,7 @@ impl Table {
                 expiry: BinaryHeap::new(),
                 retired: Vec::new(),
                 ops_since_reclaim: 0,
+                next_seq: 0,
             }),
             limit,
             retired_cap,
@@ -184,6 +203,25 @@ impl Table {
             p = node.next.load(Ordering::Acquire);
         }
         None
+    }
+
+    /// Number of index buckets (`apcu_cache_info()['num_slots']`).
+    pub(crate) fn slots(&self) -> usize {
+        self.buckets.len()
+    }
+
+    /// Calls `f` for every linked node, bucket by bucket (listing for apcu_cache_info and
+    /// APCUIterator; never on a hot path). Call between `epoch::enter` and `epoch::leave`.
+    pub(crate) fn for_each_node(&self, mut f: impl FnMut(&Node)) {
+        for bucket in self.buckets.iter() {
+            let mut p = bucket.load(Ordering::Acquire);
+            while !p.is_null() {
+                // SAFETY: as in `lookup`.
+                let node = unsafe { &*p };
+                f(node);
+                p = node.next.load(Ordering::Acquire);
+            }
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, Writer> {
@@ -419,7 +457,10 @@ impl Table {
             slot,
             gen,
             bytes,
+            created: now(),
+            seq: w.next_seq,
         }));
+        w.next_seq += 1;
         let s = &mut w.slots[slot as usize];
         s.gen = gen;
         s.node = node;

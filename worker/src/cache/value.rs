@@ -582,7 +582,7 @@ impl Freezer {
         unsafe {
             let mut arg = *value;
             sys::ferrophp_uc_try_addref(&mut arg);
-            let ok = call_function(c"serialize", &mut out, std::slice::from_mut(&mut arg));
+            let ok = call_isolated(c"serialize", &mut out, std::slice::from_mut(&mut arg));
             sys::ferrophp_uc_zval_dtor(&mut arg);
             if !ok || zv::has_exception() || zv::ztype(&out) != zv::IS_STRING {
                 sys::ferrophp_uc_zval_dtor(&mut out);
@@ -667,6 +667,28 @@ unsafe fn flat_scalars(ht: *mut sys::HashTable) -> Option<bool> {
         })
     };
     all.ok().map(|()| is_list)
+}
+
+/// [`call_function`] for serialize()/unserialize() with a context of their own: called
+/// from inside a user's `__serialize`/`unserialize` (a cache call in a Serializable
+/// class), PHP would otherwise join the outer call's back-reference table, and `R:`/`r:`
+/// numbers would point into the wrong value (APCu bug 76145).
+///
+/// # Safety
+/// As for [`call_function`].
+unsafe fn call_isolated(
+    name: &std::ffi::CStr,
+    ret: *mut sys::zval,
+    args: &mut [sys::zval],
+) -> bool {
+    // SAFETY: guaranteed by the caller; the lock is a per-thread counter restored below
+    // (a bailout out of the call ends the request, which resets it).
+    unsafe {
+        sys::ferrophp_uc_serialize_lock(1);
+        let ok = call_function(name, ret, args);
+        sys::ferrophp_uc_serialize_lock(-1);
+        ok
+    }
 }
 
 /// Whether `zv` is a PHP reference (`&`) held by more than this one slot, i.e. one whose
@@ -977,7 +999,7 @@ unsafe fn build(node: &GNode, dst: *mut sys::zval, cx: &mut Rebuild, copy: bool)
             GNode::Serialized { id, data, wrapped } => {
                 *dst = zv::null();
                 let mut arg = zv::interned_str(*data);
-                if !call_function(c"unserialize", dst, std::slice::from_mut(&mut arg))
+                if !call_isolated(c"unserialize", dst, std::slice::from_mut(&mut arg))
                     || zv::has_exception()
                 {
                     return false;
