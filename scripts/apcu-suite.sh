@@ -57,9 +57,21 @@ SRC=$WORK/apcu-$APCU_VERSION
 if [[ ! -f $SRC/tests/skipif.inc ]]; then
   orig=$(ls "$WORK"/php-apcu_"$APCU_VERSION"*.orig.tar.xz 2>/dev/null | head -1 || true)
   if [[ -z $orig ]]; then
+    # Derive a deb-src entry from the machine's own apt sources, as build-php.sh does
+    # (no mirror address in the repo).
+    if ! apt-get source --download-only --print-uris php-apcu >/dev/null 2>&1; then
+      [[ $(id -u) -eq 0 ]] || { log "need a deb-src entry for bookworm; run as root once"; exit 1; }
+      if [[ -f /etc/apt/sources.list.d/debian.sources ]]; then
+        sed -e 's/^Types:.*/Types: deb-src/' /etc/apt/sources.list.d/debian.sources \
+          >/etc/apt/sources.list.d/ferrophp-src.sources
+      elif [[ -f /etc/apt/sources.list ]]; then
+        grep -E '^deb ' /etc/apt/sources.list | sed 's/^deb /deb-src /' \
+          >/etc/apt/sources.list.d/ferrophp-src.list
+      fi
+      apt-get update -qq >&2
+    fi
     log "downloading Debian's php-apcu source package"
-    (cd "$WORK" && { apt-get source --download-only php-apcu >&2 ||
-      { [[ $(id -u) -eq 0 ]] && apt-get update -qq >&2 && apt-get source --download-only php-apcu >&2; }; })
+    (cd "$WORK" && apt-get source --download-only php-apcu >&2)
     orig=$(ls "$WORK"/php-apcu_"$APCU_VERSION"*.orig.tar.xz 2>/dev/null | head -1 || true)
     [[ -n $orig ]] || { log "apt-get source php-apcu gave no $APCU_VERSION tarball (deb-src entries?)"; exit 1; }
   fi
