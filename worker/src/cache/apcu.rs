@@ -107,6 +107,44 @@ unsafe fn string_key(zv: *const sys::zval) -> Option<Vec<u8>> {
     }
 }
 
+/// Whether `apc.enabled` is on. When it is off, the layer behaves as APCu does when
+/// disabled: stores fail, fetches miss, the info functions warn and return false,
+/// APCUIterator cannot be built.
+fn on() -> bool {
+    ENABLED.load(Ordering::Relaxed)
+}
+
+/// [`api::fetch_into`] unless disabled.
+///
+/// # Safety
+/// As for [`api::fetch_into`].
+unsafe fn fetch_into(key: &[u8], hash: u64, dst: Rv, force_copy: bool) -> Fetched {
+    if !on() {
+        return Fetched::Miss;
+    }
+    // SAFETY: guaranteed by the caller.
+    unsafe { api::fetch_into(key, hash, dst, force_copy) }
+}
+
+fn exists(key: &[u8], hash: u64) -> bool {
+    on() && api::exists(key, hash)
+}
+
+fn delete(key: &[u8], hash: u64) -> bool {
+    on() && api::delete(key, hash)
+}
+
+fn add_to(key: &[u8], hash: u64, step: i64, ttl: u64) -> Option<i64> {
+    if !on() {
+        return None;
+    }
+    api::add_to(key, hash, step, ttl)
+}
+
+fn cas(key: &[u8], hash: u64, old: i64, new: i64) -> bool {
+    on() && api::cas(key, hash, old, new)
+}
+
 /// Stores one value the way APCu reports failures: a resource is refused with APCu's
 /// warning; other values our freezer refuses (closures, generators, internal objects)
 /// go to PHP's serialize(), which throws the exception APCu's serializer throws. Err:
@@ -115,6 +153,9 @@ unsafe fn string_key(zv: *const sys::zval) -> Option<Vec<u8>> {
 /// # Safety
 /// On a PHP thread inside a request; `value` live.
 unsafe fn store_one(key: &[u8], value: *const sys::zval, ttl: u64, mode: Mode) -> Result<bool, ()> {
+    if !on() {
+        return Ok(false);
+    }
     // SAFETY: guaranteed by the caller.
     match unsafe { api::try_store_value(key, hash(key), value, ttl, mode) } {
         Ok(stored) => Ok(stored),
@@ -167,7 +208,7 @@ pub unsafe extern "C" fn ferrophp_apcu_fetch(ed: Ed, rv: Rv) {
             let ht = zv::set_new_array(rv, keys.len() as u32);
             for k in keys {
                 let mut v = sys::zval::default();
-                match api::fetch_into(&k, hash(&k), &mut v, false) {
+                match fetch_into(&k, hash(&k), &mut v, false) {
                     Fetched::Hit => api::insert_bytes_key(ht, &k, &mut v),
                     Fetched::Miss => {}
                     Fetched::Failed => return,
@@ -177,7 +218,7 @@ pub unsafe extern "C" fn ferrophp_apcu_fetch(ed: Ed, rv: Rv) {
         } else if let Some(k) = api::key_from_zval(key) {
             *rv = zv::bool_(false);
             if ok_key(&k) {
-                match api::fetch_into(&k, hash(&k), rv, false) {
+                match fetch_into(&k, hash(&k), rv, false) {
                     Fetched::Hit => ok = true,
                     Fetched::Miss => *rv = zv::bool_(false),
                     Fetched::Failed => return,
@@ -279,14 +320,14 @@ pub unsafe extern "C" fn ferrophp_apcu_delete(ed: Ed, rv: Rv) {
         match zv::ztype(key) {
             zv::IS_STRING => {
                 let k = zv::str_bytes((*key).value.str_);
-                *rv = zv::bool_(api::delete(k, hash(k)));
+                *rv = zv::bool_(delete(k, hash(k)));
             }
             zv::IS_ARRAY => {
                 let mut failed: Vec<sys::zval> = Vec::new();
                 let _ = zv::for_each::<()>((*key).value.arr, |_, v| {
                     let v = zv::deref(v);
                     let deleted = match string_key(v) {
-                        Some(k) => api::delete(&k, hash(&k)),
+                        Some(k) => delete(&k, hash(&k)),
                         None => {
                             warn(DELETE_EXPECTS);
                             false
@@ -335,7 +376,7 @@ pub unsafe extern "C" fn ferrophp_apcu_exists(ed: Ed, rv: Rv) {
             });
             let ht = zv::set_new_array(rv, 0);
             for k in keys {
-                if api::exists(&k, hash(&k)) {
+                if exists(&k, hash(&k)) {
                     let mut t = zv::bool_(true);
                     api::insert_bytes_key(ht, &k, &mut t);
                 }
@@ -343,7 +384,7 @@ pub unsafe extern "C" fn ferrophp_apcu_exists(ed: Ed, rv: Rv) {
             return;
         }
         match string_key(key) {
-            Some(k) => *rv = zv::bool_(api::exists(&k, hash(&k))),
+            Some(k) => *rv = zv::bool_(exists(&k, hash(&k))),
             None => {
                 warn("apc_exists() expects a string or array of strings.");
                 *rv = zv::bool_(false);
@@ -372,7 +413,7 @@ unsafe fn inc_impl(ed: Ed, rv: Rv, sign: i64) {
         }
         let k = zv::str_bytes(key);
         let r = if ok_key(k) {
-            api::add_to(
+            add_to(
                 k,
                 zv::str_hash(key),
                 step.wrapping_mul(sign),
@@ -419,7 +460,7 @@ pub unsafe extern "C" fn ferrophp_apcu_cas(ed: Ed, rv: Rv) {
             return;
         }
         let k = zv::str_bytes(key);
-        *rv = zv::bool_(ok_key(k) && api::cas(k, zv::str_hash(key), old, new));
+        *rv = zv::bool_(ok_key(k) && cas(k, zv::str_hash(key), old, new));
     }
 }
 
@@ -443,6 +484,10 @@ pub unsafe extern "C" fn ferrophp_apcu_entry(ed: Ed, rv: Rv) {
             return;
         }
         let k = zv::str_bytes(key);
+        if !on() {
+            *rv = zv::null();
+            return;
+        }
         if !ok_key(k) || !sys::ferrophp_uc_is_callable(producer) {
             *rv = zv::bool_(false);
             return;
@@ -464,8 +509,16 @@ pub unsafe extern "C" fn ferrophp_apcu_entry(ed: Ed, rv: Rv) {
 /// `apcu_clear_cache(): bool`
 #[no_mangle]
 pub unsafe extern "C" fn ferrophp_apcu_clear_cache(ed: Ed, rv: Rv) {
-    // SAFETY: the same body as UserCache\Cache::clear().
-    unsafe { api::ferrophp_uc_clear(ed, rv) }
+    // SAFETY: the same body as UserCache\Cache::clear() (a no-op when disabled).
+    unsafe {
+        if !on() {
+            if sys::zend_parse_parameters(argc(ed), c"".as_ptr()) == sys::ZEND_RESULT_CODE_SUCCESS {
+                *rv = zv::bool_(true);
+            }
+            return;
+        }
+        api::ferrophp_uc_clear(ed, rv)
+    }
 }
 
 /// What the listings report about one live entry.
@@ -543,6 +596,11 @@ pub unsafe extern "C" fn ferrophp_apcu_cache_info(ed: Ed, rv: Rv) {
         {
             return;
         }
+        if !on() {
+            warn("No APC info available.  Perhaps APC is not enabled? Check apc.enabled in your ini file");
+            *rv = zv::bool_(false);
+            return;
+        }
         let t = super::cache();
         let (hits, misses, _) = epoch::stats();
         zv::set_new_array(rv, 16);
@@ -616,6 +674,10 @@ pub unsafe extern "C" fn ferrophp_apcu_key_info(ed: Ed, rv: Rv) {
         {
             return;
         }
+        *rv = zv::null();
+        if !on() {
+            return;
+        }
         let k = zv::str_bytes(key);
         let h = zv::str_hash(key);
         let table = super::cache();
@@ -660,6 +722,11 @@ pub unsafe extern "C" fn ferrophp_apcu_sma_info(ed: Ed, rv: Rv) {
         if sys::zend_parse_parameters(argc(ed), c"|b".as_ptr(), &mut limited)
             != sys::ZEND_RESULT_CODE_SUCCESS
         {
+            return;
+        }
+        if !on() {
+            warn("No APC SMA info available.  Perhaps APC is disabled via apc.enabled?");
+            *rv = zv::bool_(false);
             return;
         }
         zv::set_new_array(rv, 4);
@@ -800,11 +867,11 @@ impl IterState {
         unsafe {
             let mut value = sys::zval::default();
             if f & ITER_VALUE != 0 {
-                match api::fetch_into(&m.key, m.hash, &mut value, false) {
+                match fetch_into(&m.key, m.hash, &mut value, false) {
                     Fetched::Hit => {}
                     Fetched::Miss | Fetched::Failed => return None,
                 }
-            } else if !api::exists(&m.key, m.hash) {
+            } else if !exists(&m.key, m.hash) {
                 return None;
             }
             let mut a = sys::zval::default();
@@ -1133,7 +1200,7 @@ unsafe fn iterator_delete(obj: *mut sys::zval) -> bool {
         }
         for m in live_entries(|_| true) {
             if it.matches(&m.key) {
-                api::delete(&m.key, m.hash);
+                delete(&m.key, m.hash);
             }
         }
         true
