@@ -107,6 +107,32 @@ unsafe fn string_key(zv: *const sys::zval) -> Option<Vec<u8>> {
     }
 }
 
+/// A scalar key argument converted to a string as APCu's `convert_to_string` does (ints,
+/// floats, bools, null, objects with __toString). None when conversion threw.
+///
+/// # Safety
+/// On a PHP thread inside a request; `zv` live.
+unsafe fn converted_key(zv: *const sys::zval) -> Option<Vec<u8>> {
+    // SAFETY: guaranteed by the caller; strval() gets its own reference and the result
+    // is released.
+    unsafe {
+        if let Some(k) = api::key_from_zval(zv) {
+            return Some(k);
+        }
+        let mut arg = *zv::deref(zv);
+        sys::ferrophp_uc_try_addref(&mut arg);
+        let mut out = sys::zval::default();
+        value::call_function(c"strval", &mut out, std::slice::from_mut(&mut arg));
+        sys::ferrophp_uc_zval_dtor(&mut arg);
+        let k = string_key(&out);
+        sys::ferrophp_uc_zval_dtor(&mut out);
+        if zv::has_exception() {
+            return None;
+        }
+        k
+    }
+}
+
 /// Whether `apc.enabled` is on. When it is off, the layer behaves as APCu does when
 /// disabled: stores fail, fetches miss, the info functions warn and return false,
 /// APCUIterator cannot be built.
@@ -215,7 +241,7 @@ pub unsafe extern "C" fn ferrophp_apcu_fetch(ed: Ed, rv: Rv) {
                 }
             }
             ok = true;
-        } else if let Some(k) = api::key_from_zval(key) {
+        } else if let Some(k) = converted_key(key) {
             *rv = zv::bool_(false);
             if ok_key(&k) {
                 match fetch_into(&k, hash(&k), rv, false) {
@@ -224,6 +250,8 @@ pub unsafe extern "C" fn ferrophp_apcu_fetch(ed: Ed, rv: Rv) {
                     Fetched::Failed => return,
                 }
             }
+        } else if zv::has_exception() {
+            return;
         } else {
             warn("apc_fetch() expects a string or array of strings.");
             *rv = zv::bool_(false);
@@ -383,12 +411,8 @@ pub unsafe extern "C" fn ferrophp_apcu_exists(ed: Ed, rv: Rv) {
             }
             return;
         }
-        match string_key(key) {
-            Some(k) => *rv = zv::bool_(exists(&k, hash(&k))),
-            None => {
-                warn("apc_exists() expects a string or array of strings.");
-                *rv = zv::bool_(false);
-            }
+        if let Some(k) = converted_key(key) {
+            *rv = zv::bool_(exists(&k, hash(&k)));
         }
     }
 }
