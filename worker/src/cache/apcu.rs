@@ -71,11 +71,6 @@ fn hash(k: &[u8]) -> u64 {
     unsafe { sys::zend_hash_func(k.as_ptr().cast(), k.len()) }
 }
 
-/// APCu takes any string as a key, the empty one included.
-fn ok_key(_k: &[u8]) -> bool {
-    true
-}
-
 fn warn(msg: &str) {
     let msg = CString::new(msg.replace('\0', "\\0")).unwrap_or_default();
     // SAFETY: inside an internal function call; PHP copies the message.
@@ -242,13 +237,12 @@ pub unsafe extern "C" fn ferrophp_apcu_fetch(ed: Ed, rv: Rv) {
             }
             ok = true;
         } else if let Some(k) = converted_key(key) {
+            // APCu takes any string as a key, the empty one included.
             *rv = zv::bool_(false);
-            if ok_key(&k) {
-                match fetch_into(&k, hash(&k), rv, false) {
-                    Fetched::Hit => ok = true,
-                    Fetched::Miss => *rv = zv::bool_(false),
-                    Fetched::Failed => return,
-                }
+            match fetch_into(&k, hash(&k), rv, false) {
+                Fetched::Hit => ok = true,
+                Fetched::Miss => *rv = zv::bool_(false),
+                Fetched::Failed => return,
             }
         } else if zv::has_exception() {
             return;
@@ -436,16 +430,12 @@ unsafe fn inc_impl(ed: Ed, rv: Rv, sign: i64) {
             return;
         }
         let k = zv::str_bytes(key);
-        let r = if ok_key(k) {
-            add_to(
-                k,
-                zv::str_hash(key),
-                step.wrapping_mul(sign),
-                ttl.max(0) as u64,
-            )
-        } else {
-            None
-        };
+        let r = add_to(
+            k,
+            zv::str_hash(key),
+            step.wrapping_mul(sign),
+            ttl.max(0) as u64,
+        );
         *rv = match r {
             Some(n) => zv::long(n),
             None => zv::bool_(false),
@@ -484,7 +474,7 @@ pub unsafe extern "C" fn ferrophp_apcu_cas(ed: Ed, rv: Rv) {
             return;
         }
         let k = zv::str_bytes(key);
-        *rv = zv::bool_(ok_key(k) && cas(k, zv::str_hash(key), old, new));
+        *rv = zv::bool_(cas(k, zv::str_hash(key), old, new));
     }
 }
 
@@ -512,7 +502,7 @@ pub unsafe extern "C" fn ferrophp_apcu_entry(ed: Ed, rv: Rv) {
             *rv = zv::null();
             return;
         }
-        if !ok_key(k) || !sys::ferrophp_uc_is_callable(producer) {
+        if !sys::ferrophp_uc_is_callable(producer) {
             *rv = zv::bool_(false);
             return;
         }
