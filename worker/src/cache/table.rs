@@ -258,7 +258,7 @@ impl Table {
             return StoreResult::TooBig;
         }
         let expires = if ttl == 0 { 0 } else { now + ttl };
-        self.link(&mut w, hash, key, value, expires, bytes);
+        self.link(&mut w, hash, key, value, (expires, now), bytes);
         self.stores.fetch_add(1, Ordering::Relaxed);
         StoreResult::Stored
     }
@@ -285,6 +285,9 @@ impl Table {
             Ok(v) => v,
             Err(r) => return Some(r),
         };
+        // An update keeps the entry's expiry and creation time, as APCu's in-place update.
+        // SAFETY: as above.
+        let created = existing.map_or(now, |(_, n)| unsafe { (*n).created });
         let expires = match existing {
             // SAFETY: as above.
             Some((_, n)) => unsafe { (*n).expires },
@@ -296,7 +299,7 @@ impl Table {
             self.full_failures.fetch_add(1, Ordering::Relaxed);
             return None;
         }
-        self.link(&mut w, hash, key, value, expires, bytes);
+        self.link(&mut w, hash, key, value, (expires, created), bytes);
         Some(result)
     }
 
@@ -309,11 +312,11 @@ impl Table {
         hash: u64,
         key: &[u8],
         value: Value,
-        expires: u64,
+        (expires, created): (u64, u64),
         bytes: usize,
     ) {
         let existing = self.find_locked(hash, key);
-        let node = self.new_node(w, hash, key, value, expires, bytes);
+        let node = self.new_node(w, hash, key, value, (expires, created), bytes);
         match existing {
             Some((pred, old)) => {
                 // SAFETY: both nodes are valid under the lock; readers see either the old
@@ -432,7 +435,7 @@ impl Table {
         hash: u64,
         key: &[u8],
         value: Value,
-        expires: u64,
+        (expires, created): (u64, u64),
         bytes: usize,
     ) -> *mut Node {
         let slot = match w.free.pop() {
@@ -457,7 +460,7 @@ impl Table {
             slot,
             gen,
             bytes,
-            created: now(),
+            created,
             seq: w.next_seq,
         }));
         w.next_seq += 1;
