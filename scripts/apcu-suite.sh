@@ -5,13 +5,15 @@
 #   layer        ferrophp php-cli, APCu NOT loaded: our apcu_* compatibility layer
 #   real         ferrophp php-cli with the real apcu.so (built here with our phpize)
 #   real-cli     our build's own bin/php (the ZTS CLI) with the real apcu.so
+#   edge         test-data/apcu/edge.php (API edge cases) under real-cli with
+#                apc.serializer=default and under the layer: the outputs must match
 #
 # Everything it downloads or builds goes to ~/.cache/ferrophp/apcu (never into the repo);
 # no APCu code is kept in the repository. Idempotent: reruns reuse the source, the build
 # and the copies of the tests. As root it installs what it needs (apt); otherwise it
 # says what is missing.
 #
-# Usage: scripts/apcu-suite.sh [layer|real|real-cli|all] [TEST.phpt ...]
+# Usage: scripts/apcu-suite.sh [layer|real|real-cli|edge|all] [TEST.phpt ...]
 # Results: ~/.cache/ferrophp/apcu/results-<mode>.txt, one "STATUS test.phpt" per line
 # (STATUS: PASS FAIL SKIP BORK XFAIL WARN LEAK), and a summary line per mode on stdout:
 #   apcu-suite <mode>: pass=N fail=N skip=N other=N
@@ -27,7 +29,7 @@ mkdir -p "$WORK"
 
 modes=${1:-all}
 shift || true
-if [[ $modes == all ]]; then modes="layer real real-cli"; fi
+if [[ $modes == all ]]; then modes="layer real real-cli edge"; fi
 only=("$@")
 
 # --- what we run on -------------------------------------------------------------------
@@ -141,4 +143,19 @@ run_mode() {
   echo "apcu-suite $mode: pass=$pass fail=$fail skip=$skip other=$((total - pass - fail - skip)) (log: $out)"
 }
 
-for m in $modes; do run_mode "$m"; done
+# --- edge cases, differentially -------------------------------------------------------
+run_edge() {
+  local edge=$ROOT/test-data/apcu/edge.php
+  "$PREFIX/bin/php" -n -d extension="$APCU_SO" -d apc.enable_cli=1 -d apc.serializer=default \
+    "$edge" >"$WORK/edge-real.txt" 2>&1 || true
+  "$FERROPHP" php-cli -n "$edge" >"$WORK/edge-layer.txt" 2>&1 || true
+  if diff -u "$WORK/edge-real.txt" "$WORK/edge-layer.txt" >"$WORK/edge.diff"; then
+    echo "apcu-suite edge: same output ($(wc -l <"$WORK/edge-real.txt") lines)"
+  else
+    echo "apcu-suite edge: DIFFERENT (see $WORK/edge.diff)"
+  fi
+}
+
+for m in $modes; do
+  if [[ $m == edge ]]; then run_edge; else run_mode "$m"; fi
+done

@@ -2,7 +2,8 @@
 //! scripts/apcu-suite.sh, which also runs it against the real APCu built for the same PHP.
 //! Every test of the layer must pass unless docs/apcu-compat.md lists it with the result
 //! it gets (failures and skips, each with its reason), and the listed results of the real
-//! APCu must hold too, so the table stays true.
+//! APCu must hold too, so the table stays true. test-data/apcu/edge.php (API edge cases)
+//! must print the same under the real APCu and under the layer.
 //!
 //! The script downloads and builds what it needs into ~/.cache/ferrophp/apcu (as root it
 //! installs missing tools with apt); the first run takes a minute or two.
@@ -36,11 +37,15 @@ fn expected() -> BTreeMap<String, [String; 3]> {
     out
 }
 
-fn results(mode: &str) -> BTreeMap<String, String> {
+fn results_dir() -> std::path::PathBuf {
     let home = std::env::var("HOME").expect("HOME");
     let cache = std::env::var("FERROPHP_CACHE").unwrap_or(format!("{home}/.cache/ferrophp"));
-    let path = format!("{cache}/apcu/results-{mode}.txt");
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    Path::new(&cache).join("apcu")
+}
+
+fn results(mode: &str) -> BTreeMap<String, String> {
+    let path = results_dir().join(format!("results-{mode}.txt"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     text.lines()
         .filter_map(|l| l.split_once(' '))
         .map(|(status, name)| (name.to_string(), status.to_string()))
@@ -62,6 +67,13 @@ fn apcu_own_suite_passes_on_our_layer_except_the_listed_cases() {
         String::from_utf8_lossy(&out.stderr)
     );
     eprintln!("{stdout}");
+
+    // API edge cases (test-data/apcu/edge.php): real APCu and the layer print the same.
+    assert!(
+        stdout.contains("apcu-suite edge: same output"),
+        "edge cases differ from real APCu:\n{stdout}\n{}",
+        std::fs::read_to_string(results_dir().join("edge.diff")).unwrap_or_default()
+    );
 
     let expected = expected();
     let modes = ["layer", "real", "real-cli"];

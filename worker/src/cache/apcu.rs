@@ -173,12 +173,18 @@ fn cas(key: &[u8], hash: u64, old: i64, new: i64) -> bool {
 ///
 /// # Safety
 /// On a PHP thread inside a request; `value` live.
-unsafe fn store_one(key: &[u8], value: *const sys::zval, ttl: u64, mode: Mode) -> Result<bool, ()> {
+unsafe fn store_one(key: &[u8], value: *const sys::zval, ttl: i64, mode: Mode) -> Result<bool, ()> {
     if !on() {
         return Ok(false);
     }
     // SAFETY: guaranteed by the caller.
-    match unsafe { api::try_store_value(key, hash(key), value, ttl, mode) } {
+    match unsafe { api::try_store_value(key, hash(key), value, ttl.max(0) as u64, mode) } {
+        Ok(true) if ttl < 0 => {
+            // APCu stores an entry that is already expired: it replaced the old value
+            // and is never seen again.
+            api::delete(key, hash(key));
+            Ok(true)
+        }
         Ok(stored) => Ok(stored),
         Err(FreezeError::Thrown) => Err(()),
         Err(FreezeError::Refused(msg)) => {
@@ -267,7 +273,6 @@ unsafe fn store_impl(ed: Ed, rv: Rv, mode: Mode) {
         {
             return;
         }
-        let ttl = ttl.max(0) as u64;
         if zv::ztype(key) == zv::IS_ARRAY {
             // apcu_store(array $values, $unused = null, int $ttl = 0): failed keys => -1.
             let mut failed = Vec::new();
@@ -479,47 +484,48 @@ pub unsafe extern "C" fn ferrophp_apcu_cas(ed: Ed, rv: Rv) {
 }
 
 /// `apcu_entry(string $key, callable $callback, int $ttl = 0): mixed` — the callback
-/// receives the key.
+/// receives the key; its value is returned whether or not it could be stored (a
+/// resource is refused with APCu's warning, as by apcu_store).
 #[no_mangle]
 pub unsafe extern "C" fn ferrophp_apcu_entry(ed: Ed, rv: Rv) {
     let mut key: *mut sys::zend_string = std::ptr::null_mut();
-    let mut producer: *mut sys::zval = std::ptr::null_mut();
+    // SAFETY: all-zero is the "empty" fcall info ZPP's "f" fills in.
+    let mut fci: sys::zend_fcall_info = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    let mut fcc: sys::zend_fcall_info_cache = unsafe { std::mem::zeroed() };
     let mut ttl: sys::zend_long = 0;
-    // SAFETY: "Sz|l" matches the out-pointers.
+    // SAFETY: "Sf|l" matches the out-pointers (a non-callable is a TypeError, as in APCu).
     unsafe {
         if sys::zend_parse_parameters(
             argc(ed),
-            c"Sz|l".as_ptr(),
+            c"Sf|l".as_ptr(),
             &mut key,
-            &mut producer,
+            &mut fci,
+            &mut fcc,
             &mut ttl,
         ) != sys::ZEND_RESULT_CODE_SUCCESS
         {
             return;
         }
-        let k = zv::str_bytes(key);
+        *rv = zv::null();
         if !on() {
-            *rv = zv::null();
             return;
         }
-        if !sys::ferrophp_uc_is_callable(producer) {
-            *rv = zv::bool_(false);
-            return;
-        }
+        let k = zv::str_bytes(key);
         let mut arg = sys::zval::default();
         zv::set_request_string(&mut arg, k);
-        *rv = zv::null();
-        api::remember(
+        api::remember_with(
             k,
             zv::str_hash(key),
-            producer,
+            &mut fci.function_name,
             std::slice::from_mut(&mut arg),
-            ttl.max(0) as u64,
             rv,
+            |v| store_one(k, v, ttl, Mode::Overwrite),
         );
         sys::ferrophp_uc_zval_dtor(&mut arg);
     }
 }
+
 /// `apcu_clear_cache(): bool`
 #[no_mangle]
 pub unsafe extern "C" fn ferrophp_apcu_clear_cache(ed: Ed, rv: Rv) {
@@ -836,6 +842,27 @@ impl IterState {
         }
     }
 
+    /// Whether the search regex compiles (preg_match() on "" does not return false).
+    fn regex_compiles(&mut self) -> bool {
+        let Some(re) = &self.regex else {
+            return true;
+        };
+        // SAFETY: as in `matches`.
+        unsafe {
+            let mut args = [*re, sys::zval::default()];
+            sys::ferrophp_uc_try_addref(&mut args[0]);
+            zv::set_request_string(&mut args[1], b"");
+            let mut out = sys::zval::default();
+            value::call_function(c"preg_match", &mut out, &mut args);
+            let ok = zv::ztype(&out) == zv::IS_LONG;
+            sys::ferrophp_uc_zval_dtor(&mut out);
+            for a in &mut args {
+                sys::ferrophp_uc_zval_dtor(a);
+            }
+            ok
+        }
+    }
+
     fn clear_stack(&mut self) {
         for (_, mut v) in self.stack.drain(..) {
             // SAFETY: items are request values this state owns.
@@ -1050,7 +1077,7 @@ pub unsafe extern "C" fn ferrophp_apcu_it_construct(ed: Ed, _rv: Rv) {
                 _ => {}
             }
         }
-        let state = Box::new(IterState {
+        let mut state = Box::new(IterState {
             format: format as i64,
             deleted_list: list as i64 == LIST_DELETED,
             regex,
@@ -1067,6 +1094,15 @@ pub unsafe extern "C" fn ferrophp_apcu_it_construct(ed: Ed, _rv: Rv) {
             key_idx: 0,
             totals: None,
         });
+        if state.regex.is_some() && !state.regex_compiles() {
+            // APCu stops here too (with a fatal error); the iterator stays uninitialised.
+            let re = state.regex.map(|r| zv::str_bytes(r.value.str_).to_vec());
+            warn(&format!(
+                "Could not compile regular expression: {}",
+                String::from_utf8_lossy(&re.unwrap_or_default())
+            ));
+            return;
+        }
         if !(*slot).is_null() {
             ferrophp_apcu_iterator_drop(*slot);
         }

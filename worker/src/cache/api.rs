@@ -283,7 +283,7 @@ fn end_flight(key: &[u8], flight: &Arc<Flight>) {
     flight.cv.notify_all();
 }
 
-/// `remember` / `apcu_entry`: the cached value, or the producer's (stored) result.
+/// `remember`: the cached value, or the producer's (stored) result.
 ///
 /// # Safety
 /// On a PHP thread inside a request; `producer` callable; `args` passed to it.
@@ -294,6 +294,28 @@ pub(crate) unsafe fn remember(
     args: &mut [sys::zval],
     ttl: u64,
     dst: Rv,
+) {
+    // SAFETY: guaranteed by the caller.
+    unsafe {
+        remember_with(key, hash, producer, args, dst, |v| {
+            store_value(key, hash, v, ttl, Mode::Overwrite)
+        })
+    }
+}
+
+/// [`remember`] with the caller's store (`apcu_entry` reports refusals as APCu does).
+/// `store` returns Err when an exception is pending; the produced value is returned
+/// whether or not it was stored.
+///
+/// # Safety
+/// As for [`remember`].
+pub(crate) unsafe fn remember_with(
+    key: &[u8],
+    hash: u64,
+    producer: *mut sys::zval,
+    args: &mut [sys::zval],
+    dst: Rv,
+    store: impl FnOnce(*const sys::zval) -> Result<bool, ()>,
 ) {
     loop {
         // SAFETY: guaranteed by the caller.
@@ -350,7 +372,7 @@ pub(crate) unsafe fn remember(
             return;
         }
         // SAFETY: `produced` is a live value we own.
-        let stored = unsafe { store_value(key, hash, &produced, ttl, Mode::Overwrite) };
+        let stored = store(&produced);
         end_flight(key, &flight);
         if stored.is_err() {
             // SAFETY: as above.

@@ -16,7 +16,7 @@
 //! `serialize()`/`unserialize()`; closures, resources and internal objects that cannot be
 //! rebuilt are refused with the path of the offending part.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ffi::c_char;
 use std::fmt::Write as _;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -207,6 +207,14 @@ pub(crate) unsafe fn freeze(value: *const sys::zval) -> Result<Frozen, FreezeErr
             // at objects elsewhere in the value (`r:N;`), which only one serialize() of
             // the whole value keeps, as APCu does. Start again with just that.
             drop(f.finish(Root::Plain(zv::null())));
+            // serialize() would quietly write a resource as `i:0;`: refuse it as the
+            // recipe walk does (APCu's native copy warns for it too).
+            // SAFETY: as above.
+            if unsafe { contains_resource(value, 0, &mut HashSet::new()) } {
+                return Err(FreezeError::Refused(
+                    "cannot store a resource (in a value stored through serialize())".into(),
+                ));
+            }
             let mut f = Freezer::new();
             // SAFETY: as above.
             let node = unsafe {
@@ -688,6 +696,40 @@ unsafe fn call_isolated(
         let ok = call_function(name, ret, args);
         sys::ferrophp_uc_serialize_lock(-1);
         ok
+    }
+}
+
+/// Whether a resource is reachable from `zv` through arrays and references (objects
+/// serialize themselves and are not entered). `seen` stops cycles through references.
+///
+/// # Safety
+/// `zv` is a live zval.
+unsafe fn contains_resource(
+    zv: *const sys::zval,
+    depth: usize,
+    seen: &mut HashSet<*const sys::HashTable>,
+) -> bool {
+    // SAFETY: guaranteed by the caller; we only read.
+    unsafe {
+        let zv = zv::deref(zv);
+        match zv::ztype(zv) {
+            zv::IS_RESOURCE => true,
+            zv::IS_ARRAY if depth <= MAX_DEPTH => {
+                let ht = (*zv).value.arr;
+                if !seen.insert(ht) {
+                    return false;
+                }
+                zv::for_each(ht, |_, v| {
+                    if contains_resource(v, depth + 1, seen) {
+                        Err(())
+                    } else {
+                        Ok(())
+                    }
+                })
+                .is_err()
+            }
+            _ => false,
+        }
     }
 }
 
