@@ -47,3 +47,8 @@ t('neg ttl add', fn() => [apcu_add('na', 1, -1), apcu_add('na', 2), apcu_fetch('
 t('iterator clone', fn() => clone new APCUIterator());
 t('serialize iterator', fn() => serialize(new APCUIterator()));
 t('typed props', function () { $o = new class { public int $a = 1; public ?array $b = null; }; apcu_store('tp', $o); return get_object_vars(apcu_fetch('tp')); });
+t('entry nested same key', fn() => [apcu_entry('nx', fn() => apcu_entry('nx', fn() => 1) + 1), apcu_fetch('nx')]);
+t('entry throws', fn() => apcu_entry('ny', function () { throw new RuntimeException('boom'); }));
+t('entry after throw', fn() => apcu_exists('ny'));
+t('entry ttl', fn() => [apcu_entry('nz', fn($k) => "key was $k", 100), apcu_key_info('nz')['ttl']]);
+t('entry existing', function () { apcu_store('nw', 'old'); return apcu_entry('nw', fn() => 'new'); });

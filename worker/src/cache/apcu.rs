@@ -520,7 +520,10 @@ pub unsafe extern "C" fn ferrophp_apcu_entry(ed: Ed, rv: Rv) {
             &mut fci.function_name,
             std::slice::from_mut(&mut arg),
             rv,
-            |v| store_one(k, v, ttl, Mode::Overwrite),
+            true,
+            // Exclusive, as APCu's entry store: a value stored meanwhile (by a nested
+            // apcu_entry or apcu_store) stays.
+            |v| store_one(k, v, ttl, Mode::Add),
         );
         sys::ferrophp_uc_zval_dtor(&mut arg);
     }

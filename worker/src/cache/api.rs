@@ -297,7 +297,7 @@ pub(crate) unsafe fn remember(
 ) {
     // SAFETY: guaranteed by the caller.
     unsafe {
-        remember_with(key, hash, producer, args, dst, |v| {
+        remember_with(key, hash, producer, args, dst, false, |v| {
             store_value(key, hash, v, ttl, Mode::Overwrite)
         })
     }
@@ -315,9 +315,10 @@ pub(crate) unsafe fn remember_with(
     producer: *mut sys::zval,
     args: &mut [sys::zval],
     dst: Rv,
+    reentrant: bool,
     store: impl FnOnce(*const sys::zval) -> Result<bool, ()>,
 ) {
-    loop {
+    let flight = loop {
         // SAFETY: guaranteed by the caller.
         match unsafe { fetch_into(key, hash, dst, false) } {
             Fetched::Hit | Fetched::Failed => return,
@@ -328,6 +329,11 @@ pub(crate) unsafe fn remember_with(
         if let Some(f) = map.get(key).cloned() {
             drop(map);
             if Arc::ptr_eq(&f.owner, &me) && f.owner_request == my_request {
+                if reentrant {
+                    // apcu_entry inside its own producer for the same key: APCu runs the
+                    // inner producer at once (its lock is recursive).
+                    break None;
+                }
                 throw("remember(): the producer for this key called remember() for the same key");
                 return;
             }
@@ -355,6 +361,14 @@ pub(crate) unsafe fn remember_with(
         });
         map.insert(key.to_vec(), flight.clone());
         drop(map);
+        break Some(flight);
+    };
+    let end = |flight: &Option<Arc<Flight>>| {
+        if let Some(f) = flight {
+            end_flight(key, f);
+        }
+    };
+    {
         let mut produced = sys::zval::default();
         // SAFETY: calling the user's producer; it may throw (then `produced` is UNDEF).
         let ok = unsafe {
@@ -368,12 +382,12 @@ pub(crate) unsafe fn remember_with(
         if !ok || zv::has_exception() {
             // SAFETY: releases whatever the call returned.
             unsafe { sys::ferrophp_uc_zval_dtor(&mut produced) };
-            end_flight(key, &flight);
+            end(&flight);
             return;
         }
         // SAFETY: `produced` is a live value we own.
         let stored = store(&produced);
-        end_flight(key, &flight);
+        end(&flight);
         if stored.is_err() {
             // SAFETY: as above.
             unsafe { sys::ferrophp_uc_zval_dtor(&mut produced) };
@@ -381,7 +395,6 @@ pub(crate) unsafe fn remember_with(
         }
         // SAFETY: the produced value moves into the return slot.
         unsafe { *dst = produced };
-        return;
     }
 }
 
