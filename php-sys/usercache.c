@@ -4,6 +4,8 @@
 #include "zend_enum.h"
 #include "zend_interfaces.h"
 #include "ext/spl/spl_exceptions.h"
+#include "php_ini.h"
+#include "ext/standard/basic_functions.h"
 #include "usercache.h"
 
 zend_class_entry *ferrophp_uc_cache_ce;
@@ -107,7 +109,7 @@ ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_apcu_delete, 0, 1, IS_MIXED, 0)
 ZEND_END_ARG_INFO()
 
 ZEND_BEGIN_ARG_WITH_RETURN_TYPE_MASK_EX(arginfo_apcu_exists, 0, 1, MAY_BE_BOOL|MAY_BE_ARRAY)
-    ZEND_ARG_TYPE_MASK(0, key, MAY_BE_STRING|MAY_BE_ARRAY, NULL)
+    ZEND_ARG_INFO(0, key)
 ZEND_END_ARG_INFO()
 
 ZEND_BEGIN_ARG_WITH_RETURN_TYPE_MASK_EX(arginfo_apcu_inc, 0, 1, MAY_BE_LONG|MAY_BE_FALSE)
@@ -136,6 +138,10 @@ ZEND_BEGIN_ARG_WITH_RETURN_TYPE_MASK_EX(arginfo_apcu_cache_info, 0, 0, MAY_BE_AR
     ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(0, limited, _IS_BOOL, 0, "false")
 ZEND_END_ARG_INFO()
 
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_apcu_key_info, 0, 1, IS_ARRAY, 1)
+    ZEND_ARG_TYPE_INFO(0, key, IS_STRING, 0)
+ZEND_END_ARG_INFO()
+
 #define arginfo_apcu_enabled arginfo_apcu_clear_cache
 #define arginfo_apcu_add arginfo_apcu_store
 #define arginfo_apcu_dec arginfo_apcu_inc
@@ -153,10 +159,148 @@ const zend_function_entry ferrophp_uc_apcu_functions[] = {
     ZEND_RAW_FENTRY("apcu_entry", ferrophp_apcu_entry, arginfo_apcu_entry, 0)
     ZEND_RAW_FENTRY("apcu_clear_cache", ferrophp_apcu_clear_cache, arginfo_apcu_clear_cache, 0)
     ZEND_RAW_FENTRY("apcu_cache_info", ferrophp_apcu_cache_info, arginfo_apcu_cache_info, 0)
+    ZEND_RAW_FENTRY("apcu_key_info", ferrophp_apcu_key_info, arginfo_apcu_key_info, 0)
     ZEND_RAW_FENTRY("apcu_sma_info", ferrophp_apcu_sma_info, arginfo_apcu_sma_info, 0)
     ZEND_RAW_FENTRY("apcu_enabled", ferrophp_apcu_enabled, arginfo_apcu_enabled, 0)
     ZEND_FE_END
 };
+
+/* ---- APCUIterator (APCu 5.1 stub: apc_iterator.stub.php) ---- */
+
+zend_class_entry *ferrophp_apcu_iterator_ce;
+static zend_object_handlers ferrophp_apcu_iterator_handlers;
+
+typedef struct {
+    void *state; /* Box<IterState> owned by Rust; NULL until __construct ran */
+    zend_object std;
+} ferrophp_apcu_iterator;
+
+static inline ferrophp_apcu_iterator *apcu_iterator_from(zend_object *obj) {
+    return (ferrophp_apcu_iterator *)((char *)obj - XtOffsetOf(ferrophp_apcu_iterator, std));
+}
+
+static zend_object *apcu_iterator_create(zend_class_entry *ce) {
+    ferrophp_apcu_iterator *it = zend_object_alloc(sizeof(ferrophp_apcu_iterator), ce);
+    it->state = NULL;
+    zend_object_std_init(&it->std, ce);
+    object_properties_init(&it->std, ce);
+    it->std.handlers = &ferrophp_apcu_iterator_handlers;
+    return &it->std;
+}
+
+static void apcu_iterator_free(zend_object *obj) {
+    ferrophp_apcu_iterator *it = apcu_iterator_from(obj);
+    if (it->state) {
+        ferrophp_apcu_iterator_drop(it->state);
+        it->state = NULL;
+    }
+    zend_object_std_dtor(obj);
+}
+
+void **ferrophp_apcu_iterator_state(zval *obj) {
+    if (Z_TYPE_P(obj) != IS_OBJECT || !instanceof_function(Z_OBJCE_P(obj), ferrophp_apcu_iterator_ce)) {
+        return NULL;
+    }
+    return &apcu_iterator_from(Z_OBJ_P(obj))->state;
+}
+
+void **ferrophp_apcu_iterator_this(zend_execute_data *execute_data) {
+    return ferrophp_apcu_iterator_state(&EX(This));
+}
+
+ZEND_BEGIN_ARG_INFO_EX(arginfo_apcu_it_construct, 0, 0, 0)
+    ZEND_ARG_INFO_WITH_DEFAULT_VALUE(0, search, "null")
+    ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(0, format, IS_LONG, 0, "APC_ITER_ALL")
+    ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(0, chunk_size, IS_LONG, 0, "0")
+    ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(0, list, IS_LONG, 0, "APC_LIST_ACTIVE")
+ZEND_END_ARG_INFO()
+
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_apcu_it_void, 0, 0, IS_VOID, 0)
+ZEND_END_ARG_INFO()
+
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_apcu_it_valid, 0, 0, _IS_BOOL, 0)
+ZEND_END_ARG_INFO()
+
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_MASK_EX(arginfo_apcu_it_key, 0, 0, MAY_BE_STRING|MAY_BE_LONG)
+ZEND_END_ARG_INFO()
+
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_apcu_it_current, 0, 0, IS_MIXED, 0)
+ZEND_END_ARG_INFO()
+
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_apcu_it_total, 0, 0, IS_LONG, 0)
+ZEND_END_ARG_INFO()
+
+#define APCU_IT_ME(name, fn, arginfo) ZEND_RAW_FENTRY(name, fn, arginfo, ZEND_ACC_PUBLIC)
+
+static const zend_function_entry ferrophp_apcu_iterator_methods[] = {
+    APCU_IT_ME("__construct", ferrophp_apcu_it_construct, arginfo_apcu_it_construct)
+    APCU_IT_ME("rewind", ferrophp_apcu_it_rewind, arginfo_apcu_it_void)
+    APCU_IT_ME("next", ferrophp_apcu_it_next, arginfo_apcu_it_void)
+    APCU_IT_ME("valid", ferrophp_apcu_it_valid, arginfo_apcu_it_valid)
+    APCU_IT_ME("key", ferrophp_apcu_it_key, arginfo_apcu_it_key)
+    APCU_IT_ME("current", ferrophp_apcu_it_current, arginfo_apcu_it_current)
+    APCU_IT_ME("getTotalHits", ferrophp_apcu_it_total_hits, arginfo_apcu_it_total)
+    APCU_IT_ME("getTotalSize", ferrophp_apcu_it_total_size, arginfo_apcu_it_total)
+    APCU_IT_ME("getTotalCount", ferrophp_apcu_it_total_count, arginfo_apcu_it_total)
+    ZEND_FE_END
+};
+
+/* apc.* ini entries as APCu 5.1.22 declares them (names, defaults, scopes): read by code
+ * that checks for APCu (ini_get('apc.enabled')) and by our layer. PHP_INI_BEGIN names
+ * its array `ini_entries`, which the usercache.* table below already uses. */
+static const zend_ini_entry_def ferrophp_apc_ini_entries[] = {
+    PHP_INI_ENTRY("apc.enabled", "1", PHP_INI_SYSTEM, NULL)
+    PHP_INI_ENTRY("apc.shm_segments", "1", PHP_INI_SYSTEM, NULL)
+    PHP_INI_ENTRY("apc.shm_size", "32M", PHP_INI_SYSTEM, NULL)
+    PHP_INI_ENTRY("apc.entries_hint", "4096", PHP_INI_SYSTEM, NULL)
+    PHP_INI_ENTRY("apc.gc_ttl", "3600", PHP_INI_SYSTEM, NULL)
+    PHP_INI_ENTRY("apc.ttl", "0", PHP_INI_SYSTEM, NULL)
+    PHP_INI_ENTRY("apc.smart", "0", PHP_INI_SYSTEM, NULL)
+    PHP_INI_ENTRY("apc.mmap_file_mask", NULL, PHP_INI_SYSTEM, NULL)
+    PHP_INI_ENTRY("apc.enable_cli", "0", PHP_INI_SYSTEM, NULL)
+    PHP_INI_ENTRY("apc.slam_defense", "0", PHP_INI_SYSTEM, NULL)
+    PHP_INI_ENTRY("apc.preload_path", NULL, PHP_INI_SYSTEM, NULL)
+    PHP_INI_ENTRY("apc.coredump_unmap", "0", PHP_INI_SYSTEM, NULL)
+    PHP_INI_ENTRY("apc.use_request_time", "0", PHP_INI_ALL, NULL)
+    PHP_INI_ENTRY("apc.serializer", "php", PHP_INI_SYSTEM, NULL)
+PHP_INI_END()
+
+void ferrophp_uc_register_apcu(int module_number) {
+    zend_class_entry ce;
+    zend_register_ini_entries_ex(ferrophp_apc_ini_entries, module_number, MODULE_PERSISTENT);
+    zend_register_functions(NULL, ferrophp_uc_apcu_functions, NULL, MODULE_PERSISTENT);
+
+    INIT_CLASS_ENTRY(ce, "APCUIterator", ferrophp_apcu_iterator_methods);
+    ferrophp_apcu_iterator_ce = zend_register_internal_class(&ce);
+    ferrophp_apcu_iterator_ce->create_object = apcu_iterator_create;
+    zend_class_implements(ferrophp_apcu_iterator_ce, 1, zend_ce_iterator);
+    memcpy(&ferrophp_apcu_iterator_handlers, zend_get_std_object_handlers(), sizeof(zend_object_handlers));
+    ferrophp_apcu_iterator_handlers.clone_obj = NULL;
+    ferrophp_apcu_iterator_handlers.free_obj = apcu_iterator_free;
+    ferrophp_apcu_iterator_handlers.offset = XtOffsetOf(ferrophp_apcu_iterator, std);
+
+    REGISTER_LONG_CONSTANT("APC_LIST_ACTIVE", 1, CONST_PERSISTENT | CONST_CS);
+    REGISTER_LONG_CONSTANT("APC_LIST_DELETED", 2, CONST_PERSISTENT | CONST_CS);
+    REGISTER_LONG_CONSTANT("APC_ITER_TYPE", 1 << 0, CONST_PERSISTENT | CONST_CS);
+    REGISTER_LONG_CONSTANT("APC_ITER_KEY", 1 << 1, CONST_PERSISTENT | CONST_CS);
+    REGISTER_LONG_CONSTANT("APC_ITER_VALUE", 1 << 2, CONST_PERSISTENT | CONST_CS);
+    REGISTER_LONG_CONSTANT("APC_ITER_NUM_HITS", 1 << 3, CONST_PERSISTENT | CONST_CS);
+    REGISTER_LONG_CONSTANT("APC_ITER_MTIME", 1 << 4, CONST_PERSISTENT | CONST_CS);
+    REGISTER_LONG_CONSTANT("APC_ITER_CTIME", 1 << 5, CONST_PERSISTENT | CONST_CS);
+    REGISTER_LONG_CONSTANT("APC_ITER_DTIME", 1 << 6, CONST_PERSISTENT | CONST_CS);
+    REGISTER_LONG_CONSTANT("APC_ITER_ATIME", 1 << 7, CONST_PERSISTENT | CONST_CS);
+    REGISTER_LONG_CONSTANT("APC_ITER_REFCOUNT", 1 << 8, CONST_PERSISTENT | CONST_CS);
+    REGISTER_LONG_CONSTANT("APC_ITER_MEM_SIZE", 1 << 9, CONST_PERSISTENT | CONST_CS);
+    REGISTER_LONG_CONSTANT("APC_ITER_TTL", 1 << 10, CONST_PERSISTENT | CONST_CS);
+    REGISTER_LONG_CONSTANT("APC_ITER_NONE", 0, CONST_PERSISTENT | CONST_CS);
+    REGISTER_LONG_CONSTANT("APC_ITER_ALL", 0xffffffffL, CONST_PERSISTENT | CONST_CS);
+}
+
+void ferrophp_uc_serialize_lock(int delta) { BG(serialize_lock) += delta; }
+
+void ferrophp_uc_warning(const char *msg) { php_error_docref(NULL, E_WARNING, "%s", msg); }
+
+bool ferrophp_uc_ini_configured(const char *name, size_t len) { return cfg_get_entry(name, len) != NULL; }
 
 void ferrophp_uc_register_classes(void) {
     zend_class_entry ce;

@@ -39,6 +39,19 @@ FERROPHP_UC_HANDLER(ferrophp_apcu_clear_cache);
 FERROPHP_UC_HANDLER(ferrophp_apcu_cache_info);
 FERROPHP_UC_HANDLER(ferrophp_apcu_sma_info);
 FERROPHP_UC_HANDLER(ferrophp_apcu_enabled);
+FERROPHP_UC_HANDLER(ferrophp_apcu_key_info);
+/* APCUIterator methods (worker/src/cache/apcu.rs). */
+FERROPHP_UC_HANDLER(ferrophp_apcu_it_construct);
+FERROPHP_UC_HANDLER(ferrophp_apcu_it_rewind);
+FERROPHP_UC_HANDLER(ferrophp_apcu_it_next);
+FERROPHP_UC_HANDLER(ferrophp_apcu_it_valid);
+FERROPHP_UC_HANDLER(ferrophp_apcu_it_key);
+FERROPHP_UC_HANDLER(ferrophp_apcu_it_current);
+FERROPHP_UC_HANDLER(ferrophp_apcu_it_total_hits);
+FERROPHP_UC_HANDLER(ferrophp_apcu_it_total_size);
+FERROPHP_UC_HANDLER(ferrophp_apcu_it_total_count);
+/* Frees an iterator's Rust state (free_obj of APCUIterator). */
+void ferrophp_apcu_iterator_drop(void *state);
 
 extern zend_class_entry *ferrophp_uc_cache_ce;
 extern zend_class_entry *ferrophp_uc_exception_ce;
@@ -47,6 +60,24 @@ extern const zend_function_entry ferrophp_uc_apcu_functions[];
 /* INIT_NS_CLASS_ENTRY + zend_register_internal_class_ex for UserCache\Cache and
  * UserCache\Exception (extends RuntimeException); sets the two pointers above. */
 void ferrophp_uc_register_classes(void);
+/* The APCu compatibility surface, when APCu itself is not loaded: the apc.* ini entries
+ * (APCu's names and defaults), the apcu_* functions, the APCUIterator class (implements
+ * Iterator; each object carries one Rust state pointer) and the APC_ITER_* / APC_LIST_*
+ * constants. */
+void ferrophp_uc_register_apcu(int module_number);
+extern zend_class_entry *ferrophp_apcu_iterator_ce;
+/* The state slot of an APCUIterator object (NULL when `obj` is not one). */
+void **ferrophp_apcu_iterator_state(zval *obj);
+/* The state slot of $this in a running APCUIterator method. */
+void **ferrophp_apcu_iterator_this(zend_execute_data *execute_data);
+/* php_error_docref(NULL, E_WARNING, "%s", msg): "func(): msg" like APCu's warnings. */
+void ferrophp_uc_warning(const char *msg);
+/* BG(serialize_lock) += delta. While it is non-zero, serialize()/unserialize() start a
+ * context of their own instead of joining one in progress (an apcu_fetch from inside
+ * Serializable::unserialize, APCu bug 76145). */
+void ferrophp_uc_serialize_lock(int delta);
+/* cfg_get_entry(name, len) != NULL: the entry was set in php.ini or with -d. */
+bool ferrophp_uc_ini_configured(const char *name, size_t len);
 /* zend_register_functions(NULL, fns, NULL, MODULE_PERSISTENT). */
 zend_result ferrophp_uc_register_functions(const zend_function_entry *fns);
 /* zend_hash_str_find_ptr(&module_registry, name, len): the registered copy of a module. */

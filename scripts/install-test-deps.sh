@@ -11,7 +11,8 @@ log() { echo "install-test-deps: $*" >&2; }
 # FPM instead of pulling in Apache.
 PACKAGES=(nginx php8.2-fpm php8.2-xml dokuwiki wrk valgrind
   php-symfony-http-kernel php-symfony-runtime php-symfony-routing php-symfony-http-foundation
-  php-symfony-event-dispatcher php-symfony-error-handler)
+  php-symfony-event-dispatcher php-symfony-error-handler
+  php-symfony-cache composer)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

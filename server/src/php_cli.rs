@@ -1,6 +1,7 @@
 //! `ferrophp php-cli`: runs one script the way the `php` CLI does ($argv/$argc, STDIN,
 //! STDOUT and STDERR, exit codes, errors on stderr, `-d` ini overrides), on the same
-//! embedded engine the server uses.
+//! embedded engine the server uses. It accepts what PHP's `run-tests.php` passes to a
+//! CLI (`-f FILE`, `-r CODE`, `-q`, `-n`, `-c`, `-d`), so .phpt suites can run on it.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -21,11 +22,43 @@ pub struct Args {
     /// Read no php.ini.
     #[arg(short = 'n')]
     no_php_ini: bool,
-    /// The script to run.
-    script: PathBuf,
-    /// Arguments passed to the script as $argv[1..].
+    /// Parse and execute this file (like `php -f FILE`); the arguments after it are the
+    /// script's.
+    #[arg(short = 'f', value_name = "FILE", conflicts_with = "code")]
+    file: Option<PathBuf>,
+    /// Run PHP code without `<?php` tags (like `php -r CODE`).
+    #[arg(short = 'r', value_name = "CODE")]
+    code: Option<String>,
+    /// Accepted for compatibility (the CLI never prints CGI headers anyway).
+    #[arg(short = 'q')]
+    _quiet: bool,
+    /// The script to run (unless `-f` or `-r` named it), then the arguments passed to it
+    /// as $argv[1..].
     #[arg(allow_hyphen_values = true)]
     args: Vec<String>,
+}
+
+/// A `-r` snippet written to a file for the engine (which runs files), removed on drop.
+struct CodeFile(PathBuf);
+
+impl CodeFile {
+    fn new(code: &str) -> std::io::Result<CodeFile> {
+        let path = std::env::temp_dir().join(format!(
+            "ferrophp-r-{}-{}.php",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.subsec_nanos())
+        ));
+        std::fs::write(&path, format!("<?php {code}"))?;
+        Ok(CodeFile(path))
+    }
+}
+
+impl Drop for CodeFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
 }
 
 /// What the `php` CLI hard-codes, so scripts behave the same here. Errors are logged
@@ -41,7 +74,31 @@ const CLI_INI: &[(&str, &str)] = &[
     ("register_argc_argv", "1"),
 ];
 
-pub fn run(args: Args) -> i32 {
+pub fn run(mut args: Args) -> i32 {
+    // Which file runs, what `$argv[0]` says, and the arguments after it.
+    let mut code_file = None;
+    let (script, argv0) = if let Some(code) = &args.code {
+        match CodeFile::new(code) {
+            Ok(f) => {
+                let p = f.0.clone();
+                code_file = Some(f);
+                (p, "Standard input code".to_owned())
+            }
+            Err(e) => {
+                eprintln!("ferrophp: cannot write the -r code to a file: {e}");
+                return 1;
+            }
+        }
+    } else if let Some(f) = args.file.take() {
+        let name = f.to_string_lossy().into_owned();
+        (f, name)
+    } else if !args.args.is_empty() {
+        let name = args.args.remove(0);
+        (PathBuf::from(&name), name)
+    } else {
+        eprintln!("ferrophp php-cli: no script given (a file, -f FILE or -r CODE)");
+        return 1;
+    };
     let mut ini: Vec<(String, String)> = CLI_INI
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -68,15 +125,13 @@ pub fn run(args: Args) -> i32 {
         }
     };
 
-    if !args.script.is_file() {
-        eprintln!("Could not open input file: {}", args.script.display());
+    if !script.is_file() {
+        eprintln!("Could not open input file: {}", script.display());
         return 1;
     }
-    let script_name = args.script.to_string_lossy().into_owned();
-    let mut request = ScriptRequest::new(args.script.clone(), Box::new(StdoutSink));
-    request.argv = std::iter::once(script_name.clone())
-        .chain(args.args)
-        .collect();
+    let script_name = script.to_string_lossy().into_owned();
+    let mut request = ScriptRequest::new(script.clone(), Box::new(StdoutSink));
+    request.argv = std::iter::once(argv0).chain(args.args).collect();
     request.import_environment = true;
     request.keep_working_directory = true;
     request.define_std_streams = true;
@@ -97,6 +152,7 @@ pub fn run(args: Args) -> i32 {
         Err(_) => 255,
     };
     engine.shutdown();
+    drop(code_file);
     code
 }
 

@@ -95,3 +95,29 @@ fn opcache_is_active() {
     assert!(text.contains(r#""opcache_enabled":true"#), "{text}");
     assert!(text.contains(r#""sapi":"ferrophp""#), "{text}");
 }
+
+/// What PHP's run-tests.php passes to a CLI: `-f FILE args`, `-r CODE`, `-q`.
+#[test]
+fn run_tests_options_f_r_q() {
+    let path = script("argv.php");
+    let out = php_cli(&["-q", "-d", "precision=14", "-f", &path, "one", "-x"], b"");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let expected = format!("3\n0:{path}\n1:one\n2:-x\n3 3\n");
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), expected);
+
+    let out = php_cli(&["-n", "-r", "echo PHP_VERSION, ' ', $argv[0];"], b"");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        stdout.starts_with("8.") && stdout.ends_with(" Standard input code"),
+        "{stdout}"
+    );
+}

@@ -61,8 +61,12 @@ $std = new stdClass; $std->a = 1; $std->{'0'} = 'zero'; Cache::store('std', $std
 check(throws(fn() => Cache::store('bad', ['a' => [0, 1, 2, (object)['b' => fn() => 1]]]), UserCache\Exception::class, "\$value['a'][3]->b"), 'closure refused with path');
 check(throws(fn() => Cache::store('bad', ['r' => fopen('php://memory', 'r')]), UserCache\Exception::class, "resource at \$value['r']"), 'resource refused with path');
 check(throws(fn() => Cache::store('bad', (function () { yield 1; })()), UserCache\Exception::class, 'Generator'), 'generator refused');
-check(throws(function () { $a = [1]; $a[] = &$a; Cache::store('bad', $a); }, UserCache\Exception::class, 'recursive'), 'recursive reference refused');
 check(!Cache::exists('bad'), 'nothing stored on refusal');
+// References keep their aliasing (stored through serialize(), as APCu does), cycles too.
+$x = 1; check(Cache::store('refs', [&$x, &$x]), 'aliased references stored');
+$r = Cache::fetch('refs'); $r[0] = 5; check($r[1] === 5, 'aliasing kept');
+$a = [1]; $a[] = &$a; check(Cache::store('cycle', $a), 'self-referencing array stored');
+$c = Cache::fetch('cycle'); check($c[1][1][1][0] === 1, 'cycle kept');
 // Argument errors.
 check(throws(fn() => Cache::store('', 1), ValueError::class, 'must not be empty'), 'empty key');
 check(throws(fn() => Cache::fetch(str_repeat('k', 4097)), ValueError::class, '4096'), 'long key');

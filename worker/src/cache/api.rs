@@ -162,14 +162,30 @@ pub(crate) unsafe fn store_value(
     mode: Mode,
 ) -> Result<bool, ()> {
     // SAFETY: guaranteed by the caller.
-    let frozen = match unsafe { value::freeze(value) } {
-        Ok(f) => f,
+    match unsafe { try_store_value(key, hash, value, ttl, mode) } {
+        Ok(stored) => Ok(stored),
         Err(FreezeError::Refused(msg)) => {
             throw(&msg);
-            return Err(());
+            Err(())
         }
-        Err(FreezeError::Thrown) => return Err(()),
-    };
+        Err(FreezeError::Thrown) => Err(()),
+    }
+}
+
+/// [`store_value`] that leaves reporting a refusal to the caller (the apcu_* layer warns
+/// where APCu warns).
+///
+/// # Safety
+/// As for [`store_value`].
+pub(crate) unsafe fn try_store_value(
+    key: &[u8],
+    hash: u64,
+    value: *const sys::zval,
+    ttl: u64,
+    mode: Mode,
+) -> Result<bool, FreezeError> {
+    // SAFETY: guaranteed by the caller.
+    let frozen = unsafe { value::freeze(value) }?;
     let value = match frozen {
         Frozen::Scalar(z) => Value::Scalar(z),
         Frozen::Block(b) => Value::Block(b),
@@ -267,7 +283,7 @@ fn end_flight(key: &[u8], flight: &Arc<Flight>) {
     flight.cv.notify_all();
 }
 
-/// `remember` / `apcu_entry`: the cached value, or the producer's (stored) result.
+/// `remember`: the cached value, or the producer's (stored) result.
 ///
 /// # Safety
 /// On a PHP thread inside a request; `producer` callable; `args` passed to it.
@@ -279,7 +295,30 @@ pub(crate) unsafe fn remember(
     ttl: u64,
     dst: Rv,
 ) {
-    loop {
+    // SAFETY: guaranteed by the caller.
+    unsafe {
+        remember_with(key, hash, producer, args, dst, false, |v| {
+            store_value(key, hash, v, ttl, Mode::Overwrite)
+        })
+    }
+}
+
+/// [`remember`] with the caller's store (`apcu_entry` reports refusals as APCu does).
+/// `store` returns Err when an exception is pending; the produced value is returned
+/// whether or not it was stored.
+///
+/// # Safety
+/// As for [`remember`].
+pub(crate) unsafe fn remember_with(
+    key: &[u8],
+    hash: u64,
+    producer: *mut sys::zval,
+    args: &mut [sys::zval],
+    dst: Rv,
+    reentrant: bool,
+    store: impl FnOnce(*const sys::zval) -> Result<bool, ()>,
+) {
+    let flight = loop {
         // SAFETY: guaranteed by the caller.
         match unsafe { fetch_into(key, hash, dst, false) } {
             Fetched::Hit | Fetched::Failed => return,
@@ -290,6 +329,11 @@ pub(crate) unsafe fn remember(
         if let Some(f) = map.get(key).cloned() {
             drop(map);
             if Arc::ptr_eq(&f.owner, &me) && f.owner_request == my_request {
+                if reentrant {
+                    // apcu_entry inside its own producer for the same key: APCu runs the
+                    // inner producer at once (its lock is recursive).
+                    break None;
+                }
                 throw("remember(): the producer for this key called remember() for the same key");
                 return;
             }
@@ -317,6 +361,14 @@ pub(crate) unsafe fn remember(
         });
         map.insert(key.to_vec(), flight.clone());
         drop(map);
+        break Some(flight);
+    };
+    let end = |flight: &Option<Arc<Flight>>| {
+        if let Some(f) = flight {
+            end_flight(key, f);
+        }
+    };
+    {
         let mut produced = sys::zval::default();
         // SAFETY: calling the user's producer; it may throw (then `produced` is UNDEF).
         let ok = unsafe {
@@ -330,12 +382,12 @@ pub(crate) unsafe fn remember(
         if !ok || zv::has_exception() {
             // SAFETY: releases whatever the call returned.
             unsafe { sys::ferrophp_uc_zval_dtor(&mut produced) };
-            end_flight(key, &flight);
+            end(&flight);
             return;
         }
         // SAFETY: `produced` is a live value we own.
-        let stored = unsafe { store_value(key, hash, &produced, ttl, Mode::Overwrite) };
-        end_flight(key, &flight);
+        let stored = store(&produced);
+        end(&flight);
         if stored.is_err() {
             // SAFETY: as above.
             unsafe { sys::ferrophp_uc_zval_dtor(&mut produced) };
@@ -343,7 +395,6 @@ pub(crate) unsafe fn remember(
         }
         // SAFETY: the produced value moves into the return slot.
         unsafe { *dst = produced };
-        return;
     }
 }
 

@@ -50,7 +50,7 @@ pub(crate) fn parse_size(s: &str) -> Option<usize> {
     num.trim().parse::<usize>().ok()?.checked_mul(mult)
 }
 
-fn ini_string(name: &CStr) -> Option<String> {
+pub(crate) fn ini_string(name: &CStr) -> Option<String> {
     // SAFETY: reads a registered ini entry's current value (a NUL-terminated string PHP
     // owns) during module start-up.
     unsafe {
@@ -76,7 +76,17 @@ pub(crate) fn module_startup(module_number: c_int) {
         sys::ferrophp_uc_register_ini(module_number);
         sys::ferrophp_uc_register_classes();
     }
-    let limit = ini_string(c"usercache.memory_limit")
+    let apcu = apcu::module_startup(module_number);
+    // Without a usercache.memory_limit of its own, an app's apc.shm_size sizes the cache.
+    // SAFETY: reads the configuration hash during MINIT.
+    let own_limit =
+        unsafe { sys::ferrophp_uc_ini_configured(c"usercache.memory_limit".as_ptr(), 22) };
+    let limit_ini = if apcu && !own_limit {
+        c"apc.shm_size"
+    } else {
+        c"usercache.memory_limit"
+    };
+    let limit = ini_string(limit_ini)
         .and_then(|s| parse_size(&s))
         .filter(|&n| n > 0)
         .unwrap_or(DEFAULT_LIMIT);
@@ -97,19 +107,6 @@ pub(crate) fn module_startup(module_number: c_int) {
         if !me.is_null() && (*me).post_deactivate_func.is_none() {
             (*me).post_deactivate_func = Some(sys::ferrophp_uc_post_deactivate);
         }
-    }
-    let compat = ini_string(c"usercache.apcu_compat").is_none_or(|v| {
-        !matches!(
-            v.trim().to_ascii_lowercase().as_str(),
-            "0" | "off" | "false" | "no" | ""
-        )
-    });
-    // SAFETY: module_registry holds every extension that will start (all are registered
-    // before the first MINIT runs), so this sees APCu whatever the load order.
-    let apcu_loaded = unsafe { !sys::ferrophp_uc_find_module(c"apcu".as_ptr(), 4).is_null() };
-    if compat && !apcu_loaded {
-        // SAFETY: a static function table registered once, at MINIT.
-        unsafe { sys::ferrophp_uc_register_functions(sys::ferrophp_uc_apcu_functions.as_ptr()) };
     }
 }
 

@@ -44,6 +44,10 @@ pub(crate) struct Node {
     slot: u32,
     gen: u32,
     bytes: usize,
+    /// Unix seconds when this value was stored, and the store's sequence number (the
+    /// order APCUIterator and apcu_cache_info list entries in).
+    pub(crate) created: u64,
+    pub(crate) seq: u64,
 }
 
 impl Node {
@@ -53,6 +57,19 @@ impl Node {
 
     pub(crate) fn touch_id(&self) -> (u32, u32) {
         (self.slot, self.gen)
+    }
+
+    pub(crate) fn key(&self) -> &[u8] {
+        &self.key
+    }
+
+    pub(crate) fn hash(&self) -> u64 {
+        self.hash
+    }
+
+    /// Bytes this entry counts against the limit.
+    pub(crate) fn bytes(&self) -> usize {
+        self.bytes
     }
 }
 
@@ -97,6 +114,7 @@ struct Writer {
     expiry: BinaryHeap<Reverse<(u64, u32, u32)>>,
     retired: Vec<Retired>,
     ops_since_reclaim: u32,
+    next_seq: u64,
 }
 
 // SAFETY: the raw node pointers are owned by the table and only used under the mutex.
@@ -150,6 +168,7 @@ impl Table {
                 expiry: BinaryHeap::new(),
                 retired: Vec::new(),
                 ops_since_reclaim: 0,
+                next_seq: 0,
             }),
             limit,
             retired_cap,
@@ -186,6 +205,25 @@ impl Table {
         None
     }
 
+    /// Number of index buckets (`apcu_cache_info()['num_slots']`).
+    pub(crate) fn slots(&self) -> usize {
+        self.buckets.len()
+    }
+
+    /// Calls `f` for every linked node, bucket by bucket (listing for apcu_cache_info and
+    /// APCUIterator; never on a hot path). Call between `epoch::enter` and `epoch::leave`.
+    pub(crate) fn for_each_node(&self, mut f: impl FnMut(&Node)) {
+        for bucket in self.buckets.iter() {
+            let mut p = bucket.load(Ordering::Acquire);
+            while !p.is_null() {
+                // SAFETY: as in `lookup`.
+                let node = unsafe { &*p };
+                f(node);
+                p = node.next.load(Ordering::Acquire);
+            }
+        }
+    }
+
     fn lock(&self) -> MutexGuard<'_, Writer> {
         self.writer.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -220,7 +258,7 @@ impl Table {
             return StoreResult::TooBig;
         }
         let expires = if ttl == 0 { 0 } else { now + ttl };
-        self.link(&mut w, hash, key, value, expires, bytes);
+        self.link(&mut w, hash, key, value, (expires, now), bytes);
         self.stores.fetch_add(1, Ordering::Relaxed);
         StoreResult::Stored
     }
@@ -247,6 +285,9 @@ impl Table {
             Ok(v) => v,
             Err(r) => return Some(r),
         };
+        // An update keeps the entry's expiry and creation time, as APCu's in-place update.
+        // SAFETY: as above.
+        let created = existing.map_or(now, |(_, n)| unsafe { (*n).created });
         let expires = match existing {
             // SAFETY: as above.
             Some((_, n)) => unsafe { (*n).expires },
@@ -258,7 +299,7 @@ impl Table {
             self.full_failures.fetch_add(1, Ordering::Relaxed);
             return None;
         }
-        self.link(&mut w, hash, key, value, expires, bytes);
+        self.link(&mut w, hash, key, value, (expires, created), bytes);
         Some(result)
     }
 
@@ -271,11 +312,11 @@ impl Table {
         hash: u64,
         key: &[u8],
         value: Value,
-        expires: u64,
+        (expires, created): (u64, u64),
         bytes: usize,
     ) {
         let existing = self.find_locked(hash, key);
-        let node = self.new_node(w, hash, key, value, expires, bytes);
+        let node = self.new_node(w, hash, key, value, (expires, created), bytes);
         match existing {
             Some((pred, old)) => {
                 // SAFETY: both nodes are valid under the lock; readers see either the old
@@ -394,7 +435,7 @@ impl Table {
         hash: u64,
         key: &[u8],
         value: Value,
-        expires: u64,
+        (expires, created): (u64, u64),
         bytes: usize,
     ) -> *mut Node {
         let slot = match w.free.pop() {
@@ -419,7 +460,10 @@ impl Table {
             slot,
             gen,
             bytes,
+            created,
+            seq: w.next_seq,
         }));
+        w.next_seq += 1;
         let s = &mut w.slots[slot as usize];
         s.gen = gen;
         s.node = node;

@@ -16,7 +16,7 @@
 //! `serialize()`/`unserialize()`; closures, resources and internal objects that cannot be
 //! rebuilt are refused with the path of the offending part.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ffi::c_char;
 use std::fmt::Write as _;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -52,10 +52,14 @@ pub(crate) enum GNode {
         class: *mut sys::zend_string,
         case: *mut sys::zend_string,
     },
-    /// `serialize()` output of an object with its own serialization protocol.
+    /// `serialize()` output of the whole value (it holds an object with its own
+    /// serialization protocol, or a PHP reference whose aliasing must survive). With
+    /// `wrapped`, the data is `serialize([&$value])` (the value itself was a reference
+    /// that its own contents point back at) and the value is element 0.
     Serialized {
         id: u32,
         data: *mut sys::zend_string,
+        wrapped: bool,
     },
 }
 
@@ -180,6 +184,7 @@ struct Freezer {
 /// # Safety
 /// On a PHP thread inside a request; `value` is live for the call.
 pub(crate) unsafe fn freeze(value: *const sys::zval) -> Result<Frozen, FreezeError> {
+    let outer = value;
     // SAFETY: guaranteed by the caller.
     let value = unsafe { zv::deref(value) };
     // SAFETY: as above; scalars are plain 16-byte values.
@@ -202,9 +207,25 @@ pub(crate) unsafe fn freeze(value: *const sys::zval) -> Result<Frozen, FreezeErr
             // at objects elsewhere in the value (`r:N;`), which only one serialize() of
             // the whole value keeps, as APCu does. Start again with just that.
             drop(f.finish(Root::Plain(zv::null())));
+            // serialize() would quietly write a resource as `i:0;`: refuse it as the
+            // recipe walk does (APCu's native copy warns for it too).
+            // SAFETY: as above.
+            if unsafe { contains_resource(value, 0, &mut HashSet::new()) } {
+                return Err(FreezeError::Refused(
+                    "cannot store a resource (in a value stored through serialize())".into(),
+                ));
+            }
             let mut f = Freezer::new();
             // SAFETY: as above.
-            let node = unsafe { f.serialized(value) };
+            let node = unsafe {
+                if shared_reference(outer) {
+                    // `$v = [&$v]; apcu_store(['k' => &$v])`: the value's contents point
+                    // back at the value itself, which only a wrapper serializes.
+                    f.serialized_wrapped(outer)
+                } else {
+                    f.serialized(value)
+                }
+            };
             return match node {
                 Ok(g) => Ok(Frozen::Block(f.finish(Root::Graph(g)))),
                 Err(e) => {
@@ -332,6 +353,13 @@ impl Freezer {
             return Err(self
                 .refuse("a value nested too deep (or a recursive reference)")
                 .into());
+        }
+        // SAFETY: guaranteed by the caller.
+        if unsafe { shared_reference(zv) } {
+            // A PHP reference another slot also holds (`[&$x, &$x]`, `$a[] = &$a`): a
+            // recipe would copy each side and lose the aliasing. serialize() of the whole
+            // value keeps it (R:N), as APCu keeps it.
+            return Err(Unshareable::WholeValue);
         }
         // SAFETY: guaranteed by the caller.
         let zv = unsafe { zv::deref(zv) };
@@ -562,7 +590,7 @@ impl Freezer {
         unsafe {
             let mut arg = *value;
             sys::ferrophp_uc_try_addref(&mut arg);
-            let ok = call_function(c"serialize", &mut out, std::slice::from_mut(&mut arg));
+            let ok = call_isolated(c"serialize", &mut out, std::slice::from_mut(&mut arg));
             sys::ferrophp_uc_zval_dtor(&mut arg);
             if !ok || zv::has_exception() || zv::ztype(&out) != zv::IS_STRING {
                 sys::ferrophp_uc_zval_dtor(&mut out);
@@ -574,7 +602,40 @@ impl Freezer {
             let data = self.string(zv::str_bytes(out.value.str_));
             sys::ferrophp_uc_zval_dtor(&mut out);
             self.next_id = 1;
-            Ok(GNode::Serialized { id: 0, data })
+            Ok(GNode::Serialized {
+                id: 0,
+                data,
+                wrapped: false,
+            })
+        }
+    }
+
+    /// `serialize([&$value])` for a value that is a reference its own contents hold.
+    ///
+    /// # Safety
+    /// As for [`Freezer::serialized`]; `reference` is an IS_REFERENCE zval.
+    unsafe fn serialized_wrapped(
+        &mut self,
+        reference: *const sys::zval,
+    ) -> Result<GNode, FreezeError> {
+        // SAFETY: the wrapper array holds its own reference count on the reference and
+        // is released (with that count) before returning.
+        unsafe {
+            let mut wrapper = sys::zval::default();
+            let ht = zv::set_new_array(&mut wrapper, 1);
+            let mut elem = *reference;
+            sys::ferrophp_uc_try_addref(&mut elem);
+            zv::insert(ht, &HKey::Index(0), &mut elem);
+            let r = self.serialized(&wrapper);
+            sys::ferrophp_uc_zval_dtor(&mut wrapper);
+            match r? {
+                GNode::Serialized { id, data, .. } => Ok(GNode::Serialized {
+                    id,
+                    data,
+                    wrapped: true,
+                }),
+                other => Ok(other),
+            }
         }
     }
 }
@@ -596,15 +657,17 @@ unsafe fn flat_scalars(ht: *mut sys::HashTable) -> Option<bool> {
                 HKey::Str(_) => is_list = false,
             }
             next += 1;
-            if matches!(
-                zv::ztype(zv::deref(val)),
-                zv::IS_NULL
-                    | zv::IS_FALSE
-                    | zv::IS_TRUE
-                    | zv::IS_LONG
-                    | zv::IS_DOUBLE
-                    | zv::IS_STRING
-            ) {
+            if !shared_reference(val)
+                && matches!(
+                    zv::ztype(zv::deref(val)),
+                    zv::IS_NULL
+                        | zv::IS_FALSE
+                        | zv::IS_TRUE
+                        | zv::IS_LONG
+                        | zv::IS_DOUBLE
+                        | zv::IS_STRING
+                )
+            {
                 Ok(())
             } else {
                 Err(())
@@ -612,6 +675,73 @@ unsafe fn flat_scalars(ht: *mut sys::HashTable) -> Option<bool> {
         })
     };
     all.ok().map(|()| is_list)
+}
+
+/// [`call_function`] for serialize()/unserialize() with a context of their own: called
+/// from inside a user's `__serialize`/`unserialize` (a cache call in a Serializable
+/// class), PHP would otherwise join the outer call's back-reference table, and `R:`/`r:`
+/// numbers would point into the wrong value (APCu bug 76145).
+///
+/// # Safety
+/// As for [`call_function`].
+unsafe fn call_isolated(
+    name: &std::ffi::CStr,
+    ret: *mut sys::zval,
+    args: &mut [sys::zval],
+) -> bool {
+    // SAFETY: guaranteed by the caller; the lock is a per-thread counter restored below
+    // (a bailout out of the call ends the request, which resets it).
+    unsafe {
+        sys::ferrophp_uc_serialize_lock(1);
+        let ok = call_function(name, ret, args);
+        sys::ferrophp_uc_serialize_lock(-1);
+        ok
+    }
+}
+
+/// Whether a resource is reachable from `zv` through arrays and references (objects
+/// serialize themselves and are not entered). `seen` stops cycles through references.
+///
+/// # Safety
+/// `zv` is a live zval.
+unsafe fn contains_resource(
+    zv: *const sys::zval,
+    depth: usize,
+    seen: &mut HashSet<*const sys::HashTable>,
+) -> bool {
+    // SAFETY: guaranteed by the caller; we only read.
+    unsafe {
+        let zv = zv::deref(zv);
+        match zv::ztype(zv) {
+            zv::IS_RESOURCE => true,
+            zv::IS_ARRAY if depth <= MAX_DEPTH => {
+                let ht = (*zv).value.arr;
+                if !seen.insert(ht) {
+                    return false;
+                }
+                zv::for_each(ht, |_, v| {
+                    if contains_resource(v, depth + 1, seen) {
+                        Err(())
+                    } else {
+                        Ok(())
+                    }
+                })
+                .is_err()
+            }
+            _ => false,
+        }
+    }
+}
+
+/// Whether `zv` is a PHP reference (`&`) held by more than this one slot, i.e. one whose
+/// aliasing a copy would lose.
+///
+/// # Safety
+/// `zv` is a live zval.
+unsafe fn shared_reference(zv: *const sys::zval) -> bool {
+    // SAFETY: guaranteed by the caller; an IS_REFERENCE zval points at a live
+    // zend_reference whose header holds its refcount.
+    unsafe { zv::ztype(zv) == zv::IS_REFERENCE && (*(*zv).value.ref_).gc.refcount > 1 }
 }
 
 /// A class with its own (un)serialization protocol.
@@ -908,13 +1038,30 @@ unsafe fn build(node: &GNode, dst: *mut sys::zval, cx: &mut Rebuild, copy: bool)
                 zv::set_object_copy(dst, obj);
                 true
             }
-            GNode::Serialized { id, data } => {
+            GNode::Serialized { id, data, wrapped } => {
                 *dst = zv::null();
                 let mut arg = zv::interned_str(*data);
-                if !call_function(c"unserialize", dst, std::slice::from_mut(&mut arg))
+                if !call_isolated(c"unserialize", dst, std::slice::from_mut(&mut arg))
                     || zv::has_exception()
                 {
                     return false;
+                }
+                if *wrapped {
+                    // The value is element 0 of the wrapper, taken out of its reference.
+                    let mut wrapper = *dst;
+                    *dst = zv::null();
+                    if zv::ztype(&wrapper) == zv::IS_ARRAY {
+                        let mut first = None;
+                        let _ = zv::for_each::<()>(wrapper.value.arr, |_, v| {
+                            first.get_or_insert(*zv::deref(v));
+                            Ok(())
+                        });
+                        if let Some(v) = first {
+                            *dst = v;
+                            sys::ferrophp_uc_try_addref(dst);
+                        }
+                    }
+                    sys::ferrophp_uc_zval_dtor(&mut wrapper);
                 }
                 if zv::ztype(dst) == zv::IS_OBJECT {
                     cx.objects[*id as usize] = (*dst).value.obj;
