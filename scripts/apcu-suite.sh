@@ -13,7 +13,7 @@
 # and the copies of the tests. As root it installs what it needs (apt); otherwise it
 # says what is missing.
 #
-# Usage: scripts/apcu-suite.sh [layer|real|real-cli|edge|all] [TEST.phpt ...]
+# Usage: scripts/apcu-suite.sh [layer|real|real-cli|edge|all|source] [TEST.phpt ...]
 # Results: ~/.cache/ferrophp/apcu/results-<mode>.txt, one "STATUS test.phpt" per line
 # (STATUS: PASS FAIL SKIP BORK XFAIL WARN LEAK), and a summary line per mode on stdout:
 #   apcu-suite <mode>: pass=N fail=N skip=N other=N
@@ -78,6 +78,12 @@ if [[ ! -f $SRC/tests/skipif.inc ]]; then
     [[ -n $orig ]] || { log "apt-get source php-apcu gave no $APCU_VERSION tarball (deb-src entries?)"; exit 1; }
   fi
   tar -xf "$orig" -C "$WORK" "apcu-$APCU_VERSION"
+fi
+# `source`: only make sure the APCu source is here and print its directory (the release
+# test builds it with the release tree's own phpize).
+if [[ $modes == source ]]; then
+  echo "$SRC"
+  exit 0
 fi
 
 # --- real APCu built against our PHP (keyed by the PHP prefix) --------------------------

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the standalone release: dist/ferrophp-<version>-linux-x86_64.tar.gz, a tree that
-# runs from any directory (rpath $ORIGIN/lib) on a stock Debian 12:
+# runs from any directory (rpath $ORIGIN/lib) on a stock Debian 12 (debootstrap minbase):
 #
 #   ferrophp                 the binary
 #   php.ini, conf.d/         php.ini-production with our defaults; OPcache on
@@ -61,25 +61,21 @@ for script in php-config phpize; do
   chmod +x "$TREE/bin/$script"
 done
 
-# Bundle every library that a Debian 12 base system does not have: ask dpkg which
-# package owns it and keep only those of Priority: required as system dependencies.
-required_lib() {
-  local pkg prio
-  pkg=$(dpkg -S "$1" 2>/dev/null | head -1 | cut -d: -f1) || return 1
-  [[ -n $pkg ]] || return 1
-  prio=$(dpkg-query -W -f='${Priority}' "$pkg" 2>/dev/null) || return 1
-  [[ $prio == required ]]
-}
+# Bundle every library that a Debian 12 base system (debootstrap minbase, made once by
+# scripts/debian-rootfs.sh) lacks; take the rest from the system.
+ROOTFS=$(scripts/debian-rootfs.sh)
+base_libs=$(find "$ROOTFS/usr/lib/x86_64-linux-gnu" "$ROOTFS/lib/x86_64-linux-gnu" \
+  -maxdepth 1 -name 'lib*.so*' -printf '%f\n' 2>/dev/null | sort -u)
 : >"$TREE/lib/SYSTEM-LIBRARIES.txt"
-ldd "$TREE/lib/libphp.so" "$TREE/ferrophp" | awk '/=> \//{print $3}' | sort -u | while read -r lib; do
-  real=$(readlink -f "$lib")
-  if required_lib "$real" || required_lib "$lib"; then
-    echo "$(basename "$lib") ($(dpkg -S "$real" 2>/dev/null | head -1 | cut -d: -f1))" >>"$TREE/lib/SYSTEM-LIBRARIES.txt"
-  elif [[ $(basename "$lib") != libphp.so ]]; then
-    cp -L "$lib" "$TREE/lib/$(basename "$lib")"
+ldd "$TREE/lib/libphp.so" "$TREE/ferrophp" | awk '/=> \//{print $1, $3}' | sort -u | while read -r soname path; do
+  [[ $soname == libphp.so ]] && continue
+  if grep -qxF "$soname" <<<"$base_libs"; then
+    echo "$soname" >>"$TREE/lib/SYSTEM-LIBRARIES.txt"
+  else
+    cp -L "$path" "$TREE/lib/$soname"
   fi
 done
-sort -o "$TREE/lib/SYSTEM-LIBRARIES.txt" "$TREE/lib/SYSTEM-LIBRARIES.txt"
+sort -u -o "$TREE/lib/SYSTEM-LIBRARIES.txt" "$TREE/lib/SYSTEM-LIBRARIES.txt"
 
 patchelf --set-rpath '$ORIGIN/lib' "$TREE/ferrophp"
 for so in "$TREE"/lib/*.so*; do

@@ -43,7 +43,12 @@ impl Server {
     }
 
     pub fn start_with_env(root: &Path, args: &[&str], envs: &[(&str, &str)]) -> Server {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_ferrophp"));
+        Self::start_binary(Path::new(env!("CARGO_BIN_EXE_ferrophp")), root, args, envs)
+    }
+
+    /// As [`Server::start_with_env`], with another `ferrophp` binary (a release tree's).
+    pub fn start_binary(bin: &Path, root: &Path, args: &[&str], envs: &[(&str, &str)]) -> Server {
+        let mut cmd = Command::new(bin);
         cmd.arg("serve")
             .arg("--root")
             .arg(root)
