@@ -1,12 +1,17 @@
 //! The admin listener: a separate address (never the public one) for operators.
 //!
 //! - `POST /workers/restart`: graceful restart of every worker script.
-//! - `GET /health`: 200 while serving, with worker request counts as JSON.
+//! - `GET /health`, `GET /healthz`: 200 while the process serves (liveness), with worker
+//!   request counts as JSON.
+//! - `GET /readyz`: 200 once the listener is up (every worker has booted before it
+//!   opens), 503 from the moment a graceful drain begins (readiness: take the instance
+//!   out of the balancer).
 //! - `GET /metrics`: Prometheus text: every metric PHP recorded (`Ferrophp\Metrics`) and
 //!   the server's request latency, merged across threads (see docs/metrics.md).
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use http::{Method, Request, Response, StatusCode};
 use hyper::body::Incoming;
@@ -16,6 +21,13 @@ use tokio::net::TcpListener;
 use worker::EngineControl;
 
 use crate::body::{self, ResponseBody};
+
+/// Set when the server starts its graceful drain: `/readyz` answers 503 from then on.
+static DRAINING: AtomicBool = AtomicBool::new(false);
+
+pub fn set_draining() {
+    DRAINING.store(true, Ordering::Relaxed);
+}
 
 pub async fn serve(addr: SocketAddr, engine: EngineControl) -> Result<SocketAddr, String> {
     let listener = TcpListener::bind(addr)
@@ -52,7 +64,14 @@ fn handle(engine: &EngineControl, req: Request<Incoming>) -> Response<ResponseBo
             tracing::info!("admin: restarting workers");
             body::text_response(StatusCode::OK, "restarting workers")
         }
-        (&Method::GET, "/health") => {
+        (&Method::GET, "/readyz") => {
+            if DRAINING.load(Ordering::Relaxed) {
+                body::text_response(StatusCode::SERVICE_UNAVAILABLE, "draining")
+            } else {
+                body::text_response(StatusCode::OK, "ready")
+            }
+        }
+        (&Method::GET, "/health" | "/healthz") => {
             let served: Vec<String> = engine
                 .worker_requests_served()
                 .iter()

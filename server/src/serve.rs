@@ -263,6 +263,7 @@ async fn serve(config: ServeConfig) -> Result<(), String> {
         "shutting down: no new connections, waiting up to {:?} for requests in flight",
         config.grace
     );
+    admin::set_draining();
     drop(listener);
     if tokio::time::timeout(config.grace, graceful.shutdown())
         .await

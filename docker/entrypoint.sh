@@ -1,0 +1,17 @@
+#!/bin/sh
+# Container entry point: `serve` (the default) gets the worker script and ini settings
+# from the environment; anything else (`php-cli script.php`, `--help`) runs as given.
+# exec keeps ferrophp as PID 1, so `docker stop` (SIGTERM) starts its graceful drain.
+set -e
+if [ "${1:-serve}" = serve ]; then
+  [ $# -gt 0 ] && shift
+  set -- serve "$@"
+  if [ -n "$FERROPHP_WORKER_SCRIPT" ]; then
+    set -- "$@" --worker "$FERROPHP_WORKER_SCRIPT"
+  fi
+  # FERROPHP_INI: space-separated key=value pairs, each passed as -d.
+  for kv in $FERROPHP_INI; do
+    set -- "$@" -d "$kv"
+  done
+fi
+exec /opt/ferrophp/ferrophp "$@"
