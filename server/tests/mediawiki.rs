@@ -20,8 +20,9 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Instant;
 
 use common::{client_builder, encode, Server};
-use reqwest::blocking::Client;
+use reqwest::blocking::{Client, RequestBuilder};
 use reqwest::cookie::{CookieStore, Jar};
+use reqwest::StatusCode;
 use serde_json::Value;
 
 const ADMIN: &str = "Admin";
@@ -91,16 +92,30 @@ impl Wiki {
         self.server.url(path)
     }
 
-    fn count(&self) {
+    /// Sends one request and reads its whole body. A failed exchange most likely means
+    /// the server died (issue 11 took it down on the first page): say what it logged.
+    fn send(&self, what: &str, request: RequestBuilder) -> (StatusCode, String) {
         self.requests
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        match request.send().and_then(|r| Ok((r.status(), r.text()?))) {
+            Ok(answer) => answer,
+            Err(e) => {
+                let stderr = self.server.stderr();
+                let mut tail = stderr.len().saturating_sub(2000);
+                while !stderr.is_char_boundary(tail) {
+                    tail += 1;
+                }
+                panic!(
+                    "{what}: {e}; alarming server stderr lines:\n{}\n... stderr ends with:\n{}",
+                    alarming(&stderr).join("\n"),
+                    &stderr[tail..]
+                );
+            }
+        }
     }
 
     fn get_text(&self, path: &str) -> String {
-        self.count();
-        let r = self.client.get(self.url(path)).send().unwrap();
-        let status = r.status();
-        let text = r.text().unwrap();
+        let (status, text) = self.send(&format!("GET {path}"), self.client.get(self.url(path)));
         assert_eq!(status, 200, "GET {path}: {}", excerpt(&text));
         text
     }
@@ -110,17 +125,12 @@ impl Wiki {
     }
 
     fn api_post(&self, form: &[(&str, &str)]) -> Value {
-        self.count();
         let mut fields = form.to_vec();
         fields.push(("format", "json"));
-        let r = self
-            .client
-            .post(self.url("/api.php"))
-            .form(&fields)
-            .send()
-            .unwrap();
-        let status = r.status();
-        let text = r.text().unwrap();
+        let (status, text) = self.send(
+            &format!("POST api.php {form:?}"),
+            self.client.post(self.url("/api.php")).form(&fields),
+        );
         assert_eq!(status, 200, "POST api.php {form:?}: {}", excerpt(&text));
         json(&text)
     }
@@ -190,15 +200,12 @@ impl Wiki {
         fields.push(("wpTextbox1".into(), text.into()));
         fields.push(("wpSummary".into(), "through the edit form".into()));
         fields.push(("wpSave".into(), "Save changes".into()));
-        self.count();
-        let r = self
-            .client
-            .post(self.url(&format!("/index.php?title={title}&action=submit")))
-            .form(&fields)
-            .send()
-            .unwrap();
-        let status = r.status();
-        let body = r.text().unwrap();
+        let (status, body) = self.send(
+            "edit form save",
+            self.client
+                .post(self.url(&format!("/index.php?title={title}&action=submit")))
+                .form(&fields),
+        );
         assert!(
             status == 302 || status == 303,
             "form save answered {status}: {}",
