@@ -10,7 +10,9 @@
 //! fetching its parser-cache and session keys raw (test-data/mediawiki/apcu-probe.php,
 //! no MediaWiki involved), then makes a few hundred requests from two clients at once that
 //! overwrite those entries with values of many sizes, and checks that the server stayed up
-//! with no crash or PHP error on stderr and nothing in MediaWiki's exception log.
+//! with no crash or PHP error on stderr and nothing in MediaWiki's exception log. A third
+//! run (classic) gives the cache half the memory MediaWiki wants, so the same traffic also
+//! evicts.
 
 mod common;
 
@@ -33,7 +35,7 @@ const KEYSPACE: &str = "ferrowiki";
 /// APCUBagOStuff appends this to every key it hands to apcu_*.
 const APCU_SUFFIX: &str = ":4";
 /// Stress iterations per client; each makes two or three requests.
-const ROUNDS: usize = 50;
+const ROUNDS: usize = 40;
 
 /// The installed instance every test copies: made once while any test holds it (both
 /// tests of a parallel run share one install), removed when the last one lets go.
@@ -64,8 +66,9 @@ fn template() -> Arc<tempfile::TempDir> {
     dir
 }
 
-/// A private copy of the installed instance (each server gets its own database).
-fn instance() -> tempfile::TempDir {
+/// A private copy of the installed instance (each server gets its own database), and
+/// the template, to hold while the test runs so that tests starting later reuse it.
+fn instance() -> (Arc<tempfile::TempDir>, tempfile::TempDir) {
     let template = template();
     let dir = tempfile::tempdir().unwrap();
     let status = Command::new("cp")
@@ -75,7 +78,7 @@ fn instance() -> tempfile::TempDir {
         .status()
         .unwrap();
     assert!(status.success(), "copying the instance failed");
-    dir
+    (template, dir)
 }
 
 /// One served instance and a logged-in-capable client (cookies kept in `jar`).
@@ -85,6 +88,7 @@ struct Wiki {
     jar: Arc<Jar>,
     dir: PathBuf,
     requests: std::sync::atomic::AtomicUsize,
+    _template: Arc<tempfile::TempDir>,
 }
 
 impl Wiki {
@@ -326,8 +330,8 @@ enum Mode {
     Worker,
 }
 
-fn serve(mode: Mode) -> (tempfile::TempDir, Wiki) {
-    let dir = instance();
+fn serve(mode: Mode, cache_limit: Option<&str>) -> (tempfile::TempDir, Wiki) {
+    let (template, dir) = instance();
     let docroot = dir.path().join("docroot");
     let worker_args: Vec<String> = match mode {
         Mode::Classic => Vec::new(),
@@ -345,7 +349,18 @@ fn serve(mode: Mode) -> (tempfile::TempDir, Wiki) {
             args
         }
     };
-    let args: Vec<&str> = worker_args.iter().map(String::as_str).collect();
+    let mut args: Vec<&str> = worker_args.iter().map(String::as_str).collect();
+    let limit_ini = cache_limit.map(|l| format!("usercache.memory_limit={l}"));
+    if let Some(ini) = &limit_ini {
+        args.extend(["-d", ini]);
+        // A cache that evicts may evict the session (MediaWiki then answers "badtoken",
+        // as it would with a full APCu): sessions go to the database instead.
+        std::fs::write(
+            dir.path().join("test-overrides.php"),
+            "<?php\n$wgSessionCacheType = CACHE_DB;\n",
+        )
+        .unwrap();
+    }
     let server = Server::start(&docroot, &args);
     let jar = Arc::new(Jar::default());
     let client = client_builder()
@@ -358,6 +373,7 @@ fn serve(mode: Mode) -> (tempfile::TempDir, Wiki) {
         jar,
         dir: dir.path().to_path_buf(),
         requests: Default::default(),
+        _template: template,
     };
     (dir, wiki)
 }
@@ -384,9 +400,12 @@ fn alarming(stderr: &str) -> Vec<&str> {
         .collect()
 }
 
-fn run(mode: Mode) {
+/// Runs the whole scenario in `mode`; with `cache_limit`, the cache is too small for
+/// what MediaWiki stores, so the stress phase also evicts.
+fn run(mode: Mode, cache_limit: Option<&str>) {
     let started = Instant::now();
-    let (_dir, mut wiki) = serve(mode);
+    let evicting = cache_limit.is_some();
+    let (_dir, mut wiki) = serve(mode, cache_limit);
     let booted = started.elapsed();
 
     // The installer's main page, rendered by MediaWiki's skin.
@@ -412,9 +431,14 @@ fn run(mode: Mode) {
     let token = wiki.csrf_token();
     let session_key = format!("{KEYSPACE}:MWSession:{}{APCU_SUFFIX}", wiki.session_id());
     let probe = wiki.probe(std::slice::from_ref(&session_key));
+    let expected = if evicting {
+        Value::Null
+    } else {
+        "array".into()
+    };
     assert_eq!(
-        probe["keys"][&session_key], "array",
-        "session not in the apcu cache: {probe}"
+        probe["keys"][&session_key], expected,
+        "session (in the apcu cache unless evicting): {probe}"
     );
 
     // An edit through the API, read back as wikitext and as a rendered page.
@@ -487,10 +511,11 @@ fn run(mode: Mode) {
                     if round % 5 == 4 {
                         let keys = parser_cache_keys(page);
                         let probe = wiki.probe(&keys);
+                        // Gone is fine when the cache evicts; another value never is.
+                        let cached = &probe["keys"][&keys[1]];
                         assert!(
-                            probe["keys"][&keys[1]]
-                                .as_str()
-                                .is_some_and(|v| v.contains(&marker)),
+                            cached.as_str().is_some_and(|v| v.contains(&marker))
+                                || (evicting && cached.is_null()),
                             "{title} round {round}: cached rendering is not the latest: {}",
                             excerpt(&probe.to_string())
                         );
@@ -513,6 +538,25 @@ fn run(mode: Mode) {
         n(&after, "num_hits") > n(&before, "num_hits"),
         "no hits: {before} -> {after}"
     );
+    if evicting {
+        // Least-recently-used entries went, not only expired ones (UserCache's own
+        // summary counts those apart as expunges).
+        let own = wiki.probe(&[])["usercache"].clone();
+        assert!(
+            n(&own, "evictions") > n(&own, "expunges"),
+            "no LRU evictions: {own}"
+        );
+        assert!(
+            n(&own, "memory_used") <= n(&own, "memory_limit"),
+            "over the limit: {own}"
+        );
+    } else {
+        assert_eq!(
+            n(&after, "evictions"),
+            0,
+            "evictions at the default limit: {after}"
+        );
+    }
 
     // Still serving, nothing alarming logged, nothing in MediaWiki's own error logs.
     assert!(wiki.server.is_running(), "server died");
@@ -535,7 +579,7 @@ fn run(mode: Mode) {
         }
     }
     eprintln!(
-        "mediawiki {mode:?}: {} requests; boot {booted:?}, functional {:?}, stress {stress:?}, \
+        "mediawiki {mode:?} (cache limit {cache_limit:?}): {} requests; boot {booted:?}, functional {:?}, stress {stress:?}, \
          total {:?}; cache {after}",
         wiki.requests.load(std::sync::atomic::Ordering::Relaxed),
         functional - booted,
@@ -545,10 +589,18 @@ fn run(mode: Mode) {
 
 #[test]
 fn mediawiki_classic_edits_and_caches_through_apcu() {
-    run(Mode::Classic);
+    run(Mode::Classic, None);
+}
+
+/// MediaWiki keeps about 4 MiB live in the cache here: with a 2 MiB limit the stores of
+/// the stress phase evict (expired entries first, then the least recently used) while
+/// other requests hold fetched values.
+#[test]
+fn mediawiki_classic_with_a_cache_that_evicts() {
+    run(Mode::Classic, Some("1M"));
 }
 
 #[test]
 fn mediawiki_worker_edits_and_caches_through_apcu() {
-    run(Mode::Worker);
+    run(Mode::Worker, None);
 }

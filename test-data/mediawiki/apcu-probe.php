@@ -4,6 +4,11 @@
 // anything else as its type).
 header('Content-Type: application/json');
 $out = ['info' => apcu_cache_info(true), 'keys' => []];
+// ferrophp's own summary tells evictions of expired entries (expunges) from LRU ones;
+// apcu_cache_info() reports both as APCu's "expunges".
+if (class_exists(UserCache\Cache::class)) {
+    $out['usercache'] = UserCache\Cache::info();
+}
 foreach ((array) ($_GET['key'] ?? []) as $key) {
     $value = apcu_fetch($key, $found);
     $out['keys'][$key] = $found ? (is_string($value) ? $value : get_debug_type($value)) : null;

@@ -35,3 +35,8 @@ $wgRateLimits = [];
 // test's concurrent edits ("database is locked", a limit of SQLite under MediaWiki's
 // deferred transactions, not of the server). Nothing here needs them.
 $wgJobRunRate = 0;
+
+// A test may add its own overrides next to this file.
+if (is_file(__DIR__ . '/test-overrides.php')) {
+    require __DIR__ . '/test-overrides.php';
+}
