@@ -1,7 +1,9 @@
 //! A real application that caches through `apcu_*`: MediaWiki 1.39 from Debian's
 //! `mediawiki` package, installed with SQLite into a private instance by
 //! `ferrophp php-cli` (test-data/mediawiki/make-instance.sh), served in classic mode and in
-//! worker mode. APCu is not loaded, so every cache MediaWiki has (parser output, messages,
+//! two worker modes: one request per boot of a worker script (worker.php, MediaWiki's own
+//! entry points unchanged) and a persistent request loop (persistent-worker.php, MediaWiki
+//! set up once per thread, its request singletons reset per request). APCu is not loaded, so every cache MediaWiki has (parser output, messages,
 //! sessions, ResourceLoader's local-server cache) goes through ferrophp's `apcu_*` layer
 //! over the shared cache, where issue 11's heap overflow was found with a real app.
 //!
@@ -10,9 +12,10 @@
 //! fetching its parser-cache and session keys raw (test-data/mediawiki/apcu-probe.php,
 //! no MediaWiki involved), then makes a few hundred requests from two clients at once that
 //! overwrite those entries with values of many sizes, and checks that the server stayed up
-//! with no crash or PHP error on stderr and nothing in MediaWiki's exception log. A third
-//! run (classic) gives the cache half the memory MediaWiki wants, so the same traffic also
-//! evicts.
+//! with no crash or PHP error on stderr and nothing in MediaWiki's exception log. A fourth
+//! run (persistent worker) gives the cache half the memory MediaWiki wants, so the
+//! same traffic also evicts, and values the workers keep pin retired memory until they are
+//! restarted.
 
 mod common;
 
@@ -120,8 +123,26 @@ impl Wiki {
 
     fn get_text(&self, path: &str) -> String {
         let (status, text) = self.send(&format!("GET {path}"), self.client.get(self.url(path)));
-        assert_eq!(status, 200, "GET {path}: {}", excerpt(&text));
+        assert_eq!(status, 200, "GET {path}: {}", self.explain(&text));
         text
+    }
+
+    /// What to show of a failed answer: MediaWiki's error page text (past the skin's
+    /// head), and the end of its exception log, which names the exception.
+    fn explain(&self, body: &str) -> String {
+        let content = body
+            .find("id=\"mw-content-text\"")
+            .map_or(body, |i| &body[i..]);
+        let log = std::fs::read_to_string(self.dir.join("exception.log")).unwrap_or_default();
+        let mut tail = log.len().saturating_sub(3000);
+        while !log.is_char_boundary(tail) {
+            tail += 1;
+        }
+        format!(
+            "{}\n--- exception.log ends with:\n{}",
+            excerpt(content),
+            &log[tail..]
+        )
     }
 
     fn api_get(&self, query: &str) -> Value {
@@ -135,7 +156,12 @@ impl Wiki {
             &format!("POST api.php {form:?}"),
             self.client.post(self.url("/api.php")).form(&fields),
         );
-        assert_eq!(status, 200, "POST api.php {form:?}: {}", excerpt(&text));
+        assert_eq!(
+            status,
+            200,
+            "POST api.php {form:?}: {}",
+            self.explain(&text)
+        );
         json(&text)
     }
 
@@ -327,7 +353,10 @@ const STRESS_LENGTHS: [usize; 10] = [
 #[derive(Clone, Copy, PartialEq, Debug)]
 enum Mode {
     Classic,
+    /// worker.php: one request per boot of the worker script.
     Worker,
+    /// persistent-worker.php: MediaWiki set up once per thread, then a request loop.
+    PersistentWorker,
 }
 
 fn serve(mode: Mode, cache_limit: Option<&str>) -> (tempfile::TempDir, Wiki) {
@@ -335,11 +364,17 @@ fn serve(mode: Mode, cache_limit: Option<&str>) -> (tempfile::TempDir, Wiki) {
     let docroot = dir.path().join("docroot");
     let worker_args: Vec<String> = match mode {
         Mode::Classic => Vec::new(),
-        Mode::Worker => {
+        Mode::Worker | Mode::PersistentWorker => {
             // index.php and api.php become worker scripts (their own threads); load.php
             // and the probe stay classic, on the same shared cache.
-            let worker =
-                Path::new(env!("CARGO_MANIFEST_DIR")).join("../test-data/mediawiki/worker.php");
+            let script = if mode == Mode::Worker {
+                "worker.php"
+            } else {
+                "persistent-worker.php"
+            };
+            let worker = Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../test-data/mediawiki")
+                .join(script);
             let mut args = Vec::new();
             for (entry, threads) in [("index.php", 2), ("api.php", 2)] {
                 std::fs::copy(&worker, docroot.join(entry)).unwrap();
@@ -351,16 +386,19 @@ fn serve(mode: Mode, cache_limit: Option<&str>) -> (tempfile::TempDir, Wiki) {
     };
     let mut args: Vec<&str> = worker_args.iter().map(String::as_str).collect();
     let limit_ini = cache_limit.map(|l| format!("usercache.memory_limit={l}"));
+    let mut overrides = String::from("<?php\n");
     if let Some(ini) = &limit_ini {
         args.extend(["-d", ini]);
         // A cache that evicts may evict the session (MediaWiki then answers "badtoken",
         // as it would with a full APCu): sessions go to the database instead.
-        std::fs::write(
-            dir.path().join("test-overrides.php"),
-            "<?php\n$wgSessionCacheType = CACHE_DB;\n",
-        )
-        .unwrap();
+        overrides.push_str("$wgSessionCacheType = CACHE_DB;\n");
     }
+    if mode == Mode::PersistentWorker {
+        // MediaWiki's PHP session handler (for legacy $_SESSION code) would be installed
+        // once at boot; it is not needed, and its sessions are not what is tested here.
+        overrides.push_str("$wgPHPSessionHandling = 'disable';\n");
+    }
+    std::fs::write(dir.path().join("test-overrides.php"), overrides).unwrap();
     let server = Server::start(&docroot, &args);
     let jar = Arc::new(Jar::default());
     let client = client_builder()
@@ -538,10 +576,11 @@ fn run(mode: Mode, cache_limit: Option<&str>) {
         n(&after, "num_hits") > n(&before, "num_hits"),
         "no hits: {before} -> {after}"
     );
+    // UserCache's own summary: expunges (expired entries evicted) apart from evictions,
+    // retired bytes, copy mode.
+    let own = wiki.probe(&[])["usercache"].clone();
     if evicting {
-        // Least-recently-used entries went, not only expired ones (UserCache's own
-        // summary counts those apart as expunges).
-        let own = wiki.probe(&[])["usercache"].clone();
+        // Least-recently-used entries went, not only expired ones.
         assert!(
             n(&own, "evictions") > n(&own, "expunges"),
             "no LRU evictions: {own}"
@@ -569,18 +608,47 @@ fn run(mode: Mode, cache_limit: Option<&str>) {
         let text = std::fs::read_to_string(wiki.dir.join(log)).unwrap_or_default();
         assert!(text.is_empty(), "{log}:\n{}", excerpt(&text));
     }
-    if mode == Mode::Worker {
-        // index.php and api.php really went through the worker scripts.
-        for entry in ["index.php", "api.php"] {
+    match mode {
+        Mode::Classic => {}
+        Mode::Worker => {
+            // index.php and api.php really went through the worker scripts.
+            for entry in ["index.php", "api.php"] {
+                assert!(
+                    stderr.contains(&format!("docroot/{entry} exit_status=0")),
+                    "{entry} was not served by its worker"
+                );
+            }
+        }
+        Mode::PersistentWorker => {
+            // One PHP state per thread served several requests, and no script ever ended.
+            // With a small cache the pool restarts the scripts whenever their pinned
+            // retired memory passes usercache.retired_limit, so their counts stay low.
+            let at_least = if evicting { 1 } else { 10 };
+            for path in [
+                "/index.php?title=Main_Page",
+                "/api.php?action=query&format=json",
+            ] {
+                let r = wiki.client.get(wiki.url(path)).send().unwrap();
+                let served: u64 = r
+                    .headers()
+                    .get("x-worker-served")
+                    .and_then(|v| v.to_str().ok()?.parse().ok())
+                    .unwrap_or_else(|| panic!("{path}: no X-Worker-Served header"));
+                assert!(
+                    served >= at_least,
+                    "{path}: worker state served only {served}"
+                );
+                eprintln!("mediawiki {mode:?}: {path} served by a worker state's request {served}");
+            }
             assert!(
-                stderr.contains(&format!("docroot/{entry} exit_status=0")),
-                "{entry} was not served by its worker"
+                !stderr.contains("worker script ended"),
+                "a persistent worker script ended"
             );
         }
     }
     eprintln!(
         "mediawiki {mode:?} (cache limit {cache_limit:?}): {} requests; boot {booted:?}, functional {:?}, stress {stress:?}, \
-         total {:?}; cache {after}",
+         total {:?}; cache {own}",
         wiki.requests.load(std::sync::atomic::Ordering::Relaxed),
         functional - booted,
         started.elapsed()
@@ -594,13 +662,21 @@ fn mediawiki_classic_edits_and_caches_through_apcu() {
 
 /// MediaWiki keeps about 4 MiB live in the cache here: with a 2 MiB limit the stores of
 /// the stress phase evict (expired entries first, then the least recently used) while
-/// other requests hold fetched values.
+/// other requests hold fetched values, and the persistent workers' pinned values push the
+/// cache into copy mode and the pool into restarting them. (At 1 MiB MediaWiki itself
+/// gives up: its message blob is evicted while threads wait for each other's rebuild, and
+/// MessageCache throws "Process cache for 'en' should be set by now".)
 #[test]
-fn mediawiki_classic_with_a_cache_that_evicts() {
-    run(Mode::Classic, Some("1M"));
+fn mediawiki_persistent_worker_with_a_cache_that_evicts() {
+    run(Mode::PersistentWorker, Some("2M"));
 }
 
 #[test]
 fn mediawiki_worker_edits_and_caches_through_apcu() {
     run(Mode::Worker, None);
+}
+
+#[test]
+fn mediawiki_persistent_worker_edits_and_caches_through_apcu() {
+    run(Mode::PersistentWorker, None);
 }
