@@ -40,8 +40,8 @@ const APCU_SUFFIX: &str = ":4";
 /// Stress iterations per client; each makes two or three requests.
 const ROUNDS: usize = 40;
 
-/// The installed instance every test copies: made once while any test holds it (both
-/// tests of a parallel run share one install), removed when the last one lets go.
+/// The installed instance every test copies: made once while any test holds it (the
+/// tests of one run overlap, so they share one install), removed when the last lets go.
 fn template() -> Arc<tempfile::TempDir> {
     static TEMPLATE: Mutex<Weak<tempfile::TempDir>> = Mutex::new(Weak::new());
     let mut slot = TEMPLATE.lock().unwrap_or_else(|e| e.into_inner());
