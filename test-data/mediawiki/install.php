@@ -1,6 +1,9 @@
 <?php
 // Installs MediaWiki with SQLite, as maintenance/install.php would.
 // Usage: ferrophp php-cli install.php CONFDIR DBDIR
+// maintenance/install.php itself refuses to run here: MaintenanceRunner::init() demands
+// PHP_SAPI "cli" (or "phpdbg"), and under ferrophp php-cli PHP_SAPI is "ferrophp". This
+// does what it does (CliInstaller) after the same bootstrap.
 define('MW_CONFIG_CALLBACK', 'Installer::overrideConfig');
 define('MEDIAWIKI_INSTALL', true);
 define('MEDIAWIKI', true);
