@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # Debian packages the test suite and benchmarks use as real components: nginx +
-# php8.2-fpm (the baseline), DokuWiki (a real app served in tests), wrk and valgrind.
+# php8.2-fpm (the baseline), DokuWiki and MediaWiki (real apps served in tests; MediaWiki
+# caches through apcu_* when it exists), wrk and valgrind.
 # Idempotent; quick when everything is present. Services are not started here: tests
 # start their own instances on loopback.
 set -euo pipefail
 
 log() { echo "install-test-deps: $*" >&2; }
 
-# php8.2-fpm in the same transaction makes apt satisfy dokuwiki's `php` dependency with
-# FPM instead of pulling in Apache.
-PACKAGES=(nginx php8.2-fpm php8.2-xml dokuwiki wrk valgrind
+# php8.2-fpm in the same transaction makes apt satisfy dokuwiki's and mediawiki's `php`
+# dependency with FPM instead of pulling in Apache, and nginx satisfies mediawiki's
+# `apache2 | httpd`.
+PACKAGES=(nginx php8.2-fpm php8.2-xml dokuwiki mediawiki wrk valgrind
   php-symfony-http-kernel php-symfony-runtime php-symfony-routing php-symfony-http-foundation
   php-symfony-event-dispatcher php-symfony-error-handler
   php-symfony-cache composer)
