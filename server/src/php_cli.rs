@@ -117,6 +117,7 @@ pub fn run(mut args: Args) -> i32 {
         ini_defaults: Vec::new(),
         workers: Vec::new(),
         log_target: LogTarget::Stderr,
+        cli: true,
     }) {
         Ok(e) => e,
         Err(e) => {

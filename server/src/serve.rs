@@ -138,6 +138,7 @@ async fn serve(config: ServeConfig) -> Result<(), String> {
         no_php_ini: false,
         workers: worker_configs,
         log_target: LogTarget::Tracing,
+        cli: false,
     })
     .map_err(|e| e.to_string())?;
     let control = engine.control();

@@ -106,6 +106,28 @@ fn putenv_is_per_request_in_classic_mode_and_never_crosses_threads() {
 }
 
 #[test]
+fn concurrent_big_putenv_neither_crashes_nor_leaks() {
+    let server = Server::start(&root(), &["--threads", "2"]);
+    for round in 0..5 {
+        let handles: Vec<_> = ["a", "b"]
+            .into_iter()
+            .map(|v| {
+                let url = server.url(&format!("/bigenv.php?v={v}"));
+                std::thread::spawn(move || {
+                    let text = common::client().get(url).send().unwrap().text().unwrap();
+                    (v, text)
+                })
+            })
+            .collect();
+        for h in handles {
+            let (v, text) = h.join().unwrap();
+            assert_eq!(text, format!("{} {v}", 3 << 20), "round {round}");
+        }
+    }
+    server.assert_alive();
+}
+
+#[test]
 fn putenv_and_env_changes_persist_within_a_worker() {
     let server = worker("env-worker.php", 1, &[]);
     let v = json(&server.get("/env-worker.php?put=WORKER_VAR%3Dkept"));

@@ -27,7 +27,7 @@ pub use request::{
     env_list, BufferSink, CgiRequest, Disconnected, ResponseHead, ResponseSink, ScriptOutcome,
     ScriptRequest,
 };
-pub use sapi::{LogTarget, SAPI_NAME};
+pub use sapi::{LogTarget, CLI_SAPI_NAME, SAPI_NAME};
 pub use worker_mode::WorkerConfig;
 
 /// PHP version the runtime was built against.
@@ -49,6 +49,10 @@ pub struct EngineConfig {
     /// Worker scripts, each with its own PHP threads (in addition to `threads`).
     pub workers: Vec<WorkerConfig>,
     pub log_target: LogTarget,
+    /// Run as PHP's command-line SAPI: `PHP_SAPI` is "cli" (`ferrophp php-cli`), so tools
+    /// that insist on the CLI run (Symfony Console, artisan, MediaWiki maintenance), and
+    /// `opcache.enable_cli` applies as with `php`. Otherwise the SAPI is "ferrophp".
+    pub cli: bool,
 }
 
 impl Default for EngineConfig {
@@ -61,6 +65,7 @@ impl Default for EngineConfig {
             ini_defaults: Vec::new(),
             workers: Vec::new(),
             log_target: LogTarget::Tracing,
+            cli: false,
         }
     }
 }
@@ -154,6 +159,7 @@ impl Engine {
             no_php_ini: config.no_php_ini,
             ini_defaults: config.ini_defaults.clone(),
             log_target: config.log_target,
+            cli: config.cli,
         };
         let threads = config.threads.max(1);
         let worker_configs = config.workers.clone();

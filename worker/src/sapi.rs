@@ -23,6 +23,8 @@ use crate::server_vars;
 /// Our SAPI name: `php_sapi_name()` and `PHP_SAPI`. OPcache only runs under SAPI names on
 /// its allow-list; scripts/build-php.sh adds this one.
 pub const SAPI_NAME: &CStr = c"ferrophp";
+/// The SAPI name under `ferrophp php-cli` (see `EngineConfig::cli`).
+pub const CLI_SAPI_NAME: &CStr = c"cli";
 const SAPI_PRETTY_NAME: &CStr = c"ferrophp PHP application server";
 
 /// Where PHP's log lines (errors with `log_errors=1`, `error_log()`) go.
@@ -45,6 +47,8 @@ pub(crate) struct ModuleSettings {
     /// Defaults php.ini may override.
     pub ini_defaults: Vec<(String, String)>,
     pub log_target: LogTarget,
+    /// PHP's "cli" SAPI name instead of ours.
+    pub cli: bool,
 }
 
 static LOG_TARGET: std::sync::OnceLock<LogTarget> = std::sync::OnceLock::new();
@@ -64,7 +68,12 @@ pub(crate) fn engine_startup(settings: &ModuleSettings) -> Result<StartedModule,
     let mut defaults = crate::layout::ini_defaults();
     defaults.extend(settings.ini_defaults.iter().cloned());
     let _ = INI_DEFAULTS.set(defaults);
-    let module: &'static mut sys::sapi_module_struct = Box::leak(Box::new(sapi_module()));
+    let name = if settings.cli {
+        CLI_SAPI_NAME
+    } else {
+        SAPI_NAME
+    };
+    let module: &'static mut sys::sapi_module_struct = Box::leak(Box::new(sapi_module(name)));
     let ini = CString::new(settings.ini_entries.clone())
         .map_err(|_| "ini entries contain a NUL byte".to_owned())?;
     let ini_path = match &settings.php_ini {
@@ -522,9 +531,9 @@ pub(crate) fn execute_file(script: &CStr) -> ScriptOutcome {
 // SAPI callbacks. PHP calls these on PHP threads only.
 // ---------------------------------------------------------------------------------------
 
-fn sapi_module() -> sys::sapi_module_struct {
+fn sapi_module(name: &'static CStr) -> sys::sapi_module_struct {
     sys::sapi_module_struct {
-        name: SAPI_NAME.as_ptr() as *mut c_char,
+        name: name.as_ptr() as *mut c_char,
         pretty_name: SAPI_PRETTY_NAME.as_ptr() as *mut c_char,
         startup: Some(on_startup),
         activate: Some(on_activate),
