@@ -8,34 +8,7 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{client_builder, Server};
-
-fn hidden_inputs(html: &str) -> Vec<(String, String)> {
-    let mut fields = Vec::new();
-    for tag in html.split("<input").skip(1) {
-        let tag = &tag[..tag.find('>').unwrap_or(tag.len())];
-        let attr = |name: &str| {
-            let key = format!("{name}=\"");
-            tag.find(&key).map(|i| {
-                let rest = &tag[i + key.len()..];
-                rest[..rest.find('"').unwrap_or(rest.len())].to_string()
-            })
-        };
-        if attr("type").as_deref() == Some("hidden") {
-            if let (Some(name), Some(value)) = (attr("name"), attr("value")) {
-                fields.push((name, html_unescape(&value)));
-            }
-        }
-    }
-    fields
-}
-
-fn html_unescape(s: &str) -> String {
-    s.replace("&quot;", "\"")
-        .replace("&lt;", "<")
-        .replace("&gt;", ">")
-        .replace("&amp;", "&")
-}
+use common::{client_builder, hidden_inputs, Server};
 
 #[test]
 fn dokuwiki_renders_saves_an_edit_and_reads_it_back() {

@@ -24,7 +24,7 @@ use std::process::Command;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Instant;
 
-use common::{client_builder, encode, Server};
+use common::{client_builder, encode, hidden_inputs, Server};
 use reqwest::blocking::{Client, RequestBuilder};
 use reqwest::cookie::{CookieStore, Jar};
 use reqwest::StatusCode;
@@ -289,34 +289,6 @@ fn excerpt(text: &str) -> &str {
         end -= 1;
     }
     &text[..end]
-}
-
-fn hidden_inputs(html: &str) -> Vec<(String, String)> {
-    let mut fields = Vec::new();
-    for tag in html.split("<input").skip(1) {
-        let tag = &tag[..tag.find('>').unwrap_or(tag.len())];
-        let attr = |name: &str| {
-            let key = format!(" {name}=\"");
-            tag.find(&key).map(|i| {
-                let rest = &tag[i + key.len()..];
-                rest[..rest.find('"').unwrap_or(rest.len())].to_string()
-            })
-        };
-        if attr("type").as_deref() == Some("hidden") {
-            if let (Some(name), Some(value)) = (attr("name"), attr("value")) {
-                fields.push((name, html_unescape(&value)));
-            }
-        }
-    }
-    fields
-}
-
-fn html_unescape(s: &str) -> String {
-    s.replace("&quot;", "\"")
-        .replace("&#039;", "'")
-        .replace("&lt;", "<")
-        .replace("&gt;", ">")
-        .replace("&amp;", "&")
 }
 
 /// MediaWiki's parser-cache keys for a page, as apcu_* sees them: the metadata

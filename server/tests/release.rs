@@ -169,25 +169,35 @@ fn moved_tree_finds_its_own_php_ini_conf_d_and_extensions() {
     );
 }
 
-#[test]
-fn moved_tree_serves_classic_and_worker_pages_without_the_build_cache() {
-    let tree = unpack_and_move();
+/// Serves a site of two pages from the tree's own binary: `page.php` classic, and
+/// `worker.php` as a one-thread worker whose handler runs `handler_body`.
+fn serve_site(tree: &Tree, page: &str, handler_body: &str) -> Server {
     let site = tree.root.join("site");
-    std::fs::create_dir(&site).unwrap();
-    std::fs::write(site.join("hello.php"), "<?php echo 'Hello, World!';").unwrap();
+    std::fs::create_dir_all(&site).unwrap();
+    std::fs::write(site.join("page.php"), format!("<?php {page}")).unwrap();
     std::fs::write(
         site.join("worker.php"),
-        "<?php $n = 0; while (frankenphp_handle_request(function () use (&$n) { echo 'worker ', ++$n; })) {}",
+        format!("<?php while (frankenphp_handle_request(function () {{ {handler_body} }})) {{}}"),
     )
     .unwrap();
     let spec = format!("{},1", site.join("worker.php").display());
-    let server = Server::start_binary(
+    Server::start_binary(
         &tree.root.join("ferrophp"),
         &site,
         &["--worker", &spec],
         &[("LD_LIBRARY_PATH", "")],
+    )
+}
+
+#[test]
+fn moved_tree_serves_classic_and_worker_pages_without_the_build_cache() {
+    let tree = unpack_and_move();
+    let server = serve_site(
+        &tree,
+        "echo 'Hello, World!';",
+        "$GLOBALS['n'] = ($GLOBALS['n'] ?? 0) + 1; echo 'worker ', $GLOBALS['n'];",
     );
-    let r = server.get("/hello.php");
+    let r = server.get("/page.php");
     assert_eq!((r.status, r.text().as_str()), (200, "Hello, World!"));
     assert_eq!(server.get("/worker.php").text(), "worker 1");
     assert_eq!(server.get("/worker.php").text(), "worker 2");
@@ -219,7 +229,14 @@ fn every_library_resolves_and_the_tree_runs_on_a_bare_debian_12() {
             .to_owned();
     let guest = format!("opt/ferrophp-release-test-{}", std::process::id());
     let inside = Path::new(&rootfs).join(&guest);
-    let _ = std::fs::remove_dir_all(&inside);
+    // Removed whatever happens, so the cached base system stays bare.
+    struct RemoveOnDrop(PathBuf);
+    impl Drop for RemoveOnDrop {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+    let _remove = RemoveOnDrop(inside.clone());
     run(Command::new("cp").arg("-a").arg(&tree.root).arg(&inside));
     std::fs::write(inside.join("probe.php"), PROBE).unwrap();
     let out = clean(&mut Command::new("unshare"))
@@ -229,7 +246,6 @@ fn every_library_resolves_and_the_tree_runs_on_a_bare_debian_12() {
         ))
         .output()
         .unwrap();
-    let _ = std::fs::remove_dir_all(&inside);
     assert!(
         out.status.success(),
         "in the minbase chroot: {:?}\n{}\n{}",
@@ -297,27 +313,10 @@ fn apcu_builds_with_the_trees_phpize_and_loads_in_classic_and_worker_mode() {
     assert!(v["apcu"].is_string(), "the real APCu is loaded: {v}");
     assert_eq!(v["apcu_fetch"], serde_json::json!([1, 2]), "{v}");
 
-    let site = tree.root.join("site");
-    std::fs::create_dir(&site).unwrap();
-    std::fs::write(
-        site.join("count.php"),
-        "<?php echo phpversion('apcu'), ' ', apcu_inc('hits');",
-    )
-    .unwrap();
-    std::fs::write(
-        site.join("worker.php"),
-        "<?php while (frankenphp_handle_request(function () { echo phpversion('apcu'), ' ', apcu_inc('hits'); })) {}",
-    )
-    .unwrap();
-    let spec = format!("{},1", site.join("worker.php").display());
-    let server = Server::start_binary(
-        &tree.root.join("ferrophp"),
-        &site,
-        &["--worker", &spec],
-        &[],
-    );
+    let count = "echo phpversion('apcu'), ' ', apcu_inc('hits');";
+    let server = serve_site(&tree, count, count);
     let version = v["apcu"].as_str().unwrap().to_owned();
-    assert_eq!(server.get("/count.php").text(), format!("{version} 1"));
+    assert_eq!(server.get("/page.php").text(), format!("{version} 1"));
     assert_eq!(server.get("/worker.php").text(), format!("{version} 2"));
-    assert_eq!(server.get("/count.php").text(), format!("{version} 3"));
+    assert_eq!(server.get("/page.php").text(), format!("{version} 3"));
 }

@@ -537,3 +537,34 @@ impl KeepAlive {
         self.send(format!("GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n").as_bytes())
     }
 }
+
+/// The `name => value` pairs of an HTML page's hidden form inputs (CSRF tokens and
+/// the like that a real form post sends back).
+pub fn hidden_inputs(html: &str) -> Vec<(String, String)> {
+    let mut fields = Vec::new();
+    for tag in html.split("<input").skip(1) {
+        let tag = &tag[..tag.find('>').unwrap_or(tag.len())];
+        let attr = |name: &str| {
+            let key = format!(" {name}=\"");
+            tag.find(&key).map(|i| {
+                let rest = &tag[i + key.len()..];
+                rest[..rest.find('"').unwrap_or(rest.len())].to_string()
+            })
+        };
+        if attr("type").as_deref() == Some("hidden") {
+            if let (Some(name), Some(value)) = (attr("name"), attr("value")) {
+                fields.push((name, html_unescape(&value)));
+            }
+        }
+    }
+    fields
+}
+
+/// The few HTML entities form values use.
+pub fn html_unescape(s: &str) -> String {
+    s.replace("&quot;", "\"")
+        .replace("&#039;", "'")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&")
+}
