@@ -73,9 +73,11 @@ pub fn render() -> String {
 
 /// Starts push mode: every interval, one payload of what changed is queued and the queue
 /// is sent oldest first until the collector fails (then the rest waits for the next
-/// interval; a full queue drops its oldest payload).
-pub fn spawn_push(push: MetricsPush) {
-    tokio::spawn(async move {
+/// interval; a full queue drops its oldest payload). The returned handle's
+/// [`PushHandle::finish`] sends what the last, partial interval recorded at shutdown.
+pub fn spawn_push(push: MetricsPush) -> PushHandle {
+    let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
         let mut pusher = Pusher::new(push.buffer);
         let mut ticker = tokio::time::interval(push.interval);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -86,33 +88,62 @@ pub fn spawn_push(push: MetricsPush) {
             push.interval.as_millis()
         );
         loop {
-            ticker.tick().await;
-            let now = SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |d| d.as_millis() as u64);
-            pusher.collect(global(), now, push.interval.as_millis() as u64);
-            while let Some(payload) = pusher.front() {
-                match tokio::time::timeout(
-                    push.interval.max(Duration::from_secs(1)),
-                    post(&push.url, payload),
-                )
-                .await
-                {
-                    Ok(Ok(())) => pusher.delivered(),
-                    Ok(Err(e)) => {
-                        SEND_FAILURES.fetch_add(1, Ordering::Relaxed);
-                        tracing::debug!("metrics push to {} failed: {e}", push.url);
-                        break;
-                    }
-                    Err(_) => {
-                        SEND_FAILURES.fetch_add(1, Ordering::Relaxed);
-                        tracing::debug!("metrics push to {} timed out", push.url);
-                        break;
-                    }
+            tokio::select! {
+                _ = ticker.tick() => flush(&mut pusher, &push).await,
+                _ = &mut stopped => {
+                    flush(&mut pusher, &push).await;
+                    return;
                 }
             }
         }
     });
+    PushHandle { stop, task }
+}
+
+/// The running push task (see [`spawn_push`]).
+pub struct PushHandle {
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl PushHandle {
+    /// Collects and sends once more (what was recorded since the last interval), waiting
+    /// at most `timeout` for the collector; after PHP has shut down, so nothing is lost.
+    pub async fn finish(self, timeout: Duration) {
+        let _ = self.stop.send(());
+        if tokio::time::timeout(timeout, self.task).await.is_err() {
+            tracing::warn!("final metrics push did not finish within {timeout:?}");
+        }
+    }
+}
+
+/// Queues what changed since the last collection and sends the queue, oldest first,
+/// until the collector fails.
+async fn flush(pusher: &mut Pusher, push: &MetricsPush) {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    pusher.collect(global(), now, push.interval.as_millis() as u64);
+    while let Some(payload) = pusher.front() {
+        match tokio::time::timeout(
+            push.interval.max(Duration::from_secs(1)),
+            post(&push.url, payload),
+        )
+        .await
+        {
+            Ok(Ok(())) => pusher.delivered(),
+            Ok(Err(e)) => {
+                SEND_FAILURES.fetch_add(1, Ordering::Relaxed);
+                tracing::debug!("metrics push to {} failed: {e}", push.url);
+                break;
+            }
+            Err(_) => {
+                SEND_FAILURES.fetch_add(1, Ordering::Relaxed);
+                tracing::debug!("metrics push to {} timed out", push.url);
+                break;
+            }
+        }
+    }
 }
 
 /// One HTTP/1.1 POST of `body` to an `http://host[:port]/path` URL; Ok on a 2xx status.

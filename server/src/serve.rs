@@ -4,7 +4,7 @@
 
 use std::convert::Infallible;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use http::{Request, Response, StatusCode};
 use hyper::body::Incoming;
@@ -152,9 +152,7 @@ async fn serve(config: ServeConfig) -> Result<(), String> {
     if let Some(addr) = config.admin {
         admin::serve(addr, control.clone()).await?;
     }
-    if let Some(push) = config.metrics_push.clone() {
-        crate::metrics::spawn_push(push);
-    }
+    let metrics_push = config.metrics_push.clone().map(crate::metrics::spawn_push);
 
     let env = worker::env_list(&config.env);
     let document_root: Arc<str> = router.document_root().to_string_lossy().into();
@@ -204,7 +202,7 @@ async fn serve(config: ServeConfig) -> Result<(), String> {
                 Err(e) => {
                     // EMFILE and friends: back off instead of spinning.
                     tracing::warn!("accept failed: {e}");
-                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    tokio::time::sleep(Duration::from_millis(50)).await;
                     continue;
                 }
             },
@@ -282,6 +280,10 @@ async fn serve(config: ServeConfig) -> Result<(), String> {
             tracing::info!("PHP shut down cleanly");
         }
         Err(e) => tracing::warn!("{e}; exiting without PHP shutdown"),
+    }
+    // What PHP recorded since the last push interval leaves the process too.
+    if let Some(push) = metrics_push {
+        push.finish(Duration::from_secs(5)).await;
     }
     Ok(())
 }

@@ -354,6 +354,51 @@ fn push_mode_delivers_one_payload_per_interval_that_ddsketch_decodes() {
 }
 
 #[test]
+fn shutdown_pushes_what_the_last_partial_interval_recorded() {
+    const N: usize = 40;
+    let receiver = Receiver::start(0);
+    let mut server = Server::start(
+        &app(),
+        &[
+            "--threads",
+            "2",
+            "--worker",
+            &worker_spec(),
+            "--no-access-log",
+            "--metrics-push-url",
+            &receiver.url(),
+            // Far longer than the test: only the final push at shutdown can deliver.
+            "--metrics-push-interval-ms",
+            "600000",
+        ],
+    );
+    load(&server, N);
+    assert!(receiver.payloads.lock().unwrap().is_empty());
+    server.sigterm();
+    assert!(
+        server.wait_exit(Duration::from_secs(20)).is_some(),
+        "no exit"
+    );
+    let key = |mode: &str| format!("app_value[\"mode:{mode}\"]");
+    let done = wait_until(Duration::from_secs(10), || {
+        let t = receiver.totals();
+        ["classic", "worker"]
+            .iter()
+            .all(|m| t.get(&key(m)).is_some_and(|e| e.0 >= N as f64))
+    });
+    assert!(
+        done,
+        "nothing recorded reached the collector: {:?}",
+        receiver.totals()
+    );
+    assert_eq!(
+        receiver.payloads.lock().unwrap().len(),
+        1,
+        "one final payload"
+    );
+}
+
+#[test]
 fn an_unreachable_collector_costs_a_bounded_queue_with_counted_drops() {
     // A port nobody listens on (bound, then released).
     let port = std::net::TcpListener::bind("127.0.0.1:0")
