@@ -7,6 +7,7 @@
 #include "ext/filter/php_filter.h"
 #include "ext/standard/url.h"
 #include "ext/session/php_session.h"
+#include "ext/spl/spl_exceptions.h"
 #include <ctype.h>
 #include <dlfcn.h>
 #include <stdatomic.h>
@@ -198,6 +199,11 @@ void ferrophp_report_exception(void) {
             zend_exception_error(EG(exception), E_ERROR);
         } zend_end_try();
     }
+}
+
+void ferrophp_throw_runtime_exception_for_call(const char *what) {
+    zend_throw_exception_ex(spl_ce_RuntimeException, 0, "%s() %s",
+                            get_active_function_name(), what);
 }
 
 static void ferrophp_delete_session_global(void) {

@@ -106,6 +106,9 @@ bool ferrophp_module_request_hook(const char *name, size_t len, bool startup);
 void ferrophp_zval_destroy(zval *zv);
 /* Reports EG(exception) as an uncaught exception (E_ERROR without bailing out). */
 void ferrophp_report_exception(void);
+/* Throws RuntimeException("<the called function>() <what>"), as FrankenPHP does for a
+ * worker function called outside a worker. */
+void ferrophp_throw_runtime_exception_for_call(const char *what);
 
 /* A worker request inside the long-lived worker script: what php_request_startup and
  * php_request_shutdown do per HTTP request, minus the engine-level parts that would

@@ -482,7 +482,13 @@ pub unsafe extern "C" fn ferrophp_fn_handle_request(
     // Rust value that needs dropping.
     let ends_script = {
         let Some(worker) = current_worker() else {
-            php::throw_error(c"ferrophp_handle_request() can only be called from a worker script");
+            // FrankenPHP's exception class and message, under the name that was called.
+            // SAFETY: inside an internal function call; the message is a C literal.
+            unsafe {
+                sys::ferrophp_throw_runtime_exception_for_call(
+                    c"called while not in worker mode".as_ptr(),
+                )
+            };
             return;
         };
         if worker.handling.get() {
