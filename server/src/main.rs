@@ -3,6 +3,7 @@
 mod admin;
 mod body;
 mod config;
+mod interim;
 mod php_bridge;
 mod php_cli;
 mod routing;

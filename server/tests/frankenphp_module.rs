@@ -670,3 +670,58 @@ fn a_204_set_by_a_status_line_then_flushed() {
         }
     });
 }
+
+// TestEarlyHints_module / _worker: the 103 reaches the client before the final response,
+// with Link and the request's own header; the final response has no Link.
+#[test]
+fn early_hints_reach_the_client_before_the_response() {
+    both("early-hints.php", &[], |server, mode| {
+        let stream = common::connect(server.addr);
+        let mut writer = stream.try_clone().unwrap();
+        let mut reader = BufReader::new(stream);
+        for i in 0..3 {
+            // The handler sleeps 600 ms after sending the hint: the hint arrives first.
+            let req =
+                format!("GET /early-hints.php?i={i}&ms=600 HTTP/1.1\r\nHost: localhost\r\n\r\n");
+            let started = Instant::now();
+            writer.write_all(req.as_bytes()).unwrap();
+            let (status, hint) = common::read_head(&mut reader).unwrap();
+            assert_eq!(status, 103, "{mode}: {hint:?}");
+            assert!(
+                started.elapsed() < Duration::from_millis(500),
+                "{mode}: hint held back"
+            );
+            let has = |k: &str, v: &str| hint.iter().any(|(n, x)| n == k && x == v);
+            assert!(
+                has("link", "</style.css>; rel=preload; as=style"),
+                "{mode}: {hint:?}"
+            );
+            assert!(has("request", &i.to_string()), "{mode}: {hint:?}");
+            let r = common::read_response(&mut reader, false).unwrap();
+            assert_eq!(r.status, 200, "{mode}");
+            assert_eq!(r.header("request"), Some(i.to_string().as_str()), "{mode}");
+            assert_eq!(r.header("link"), None, "{mode}");
+            assert_eq!(r.text(), "Hello 103", "{mode}");
+        }
+        // HTTP/1.0 clients get no 1xx; HTTP/2 ones (hyper exposes no informational API)
+        // get the final response alone.
+        let raw = common::exchange(
+            server.addr,
+            b"GET /early-hints.php?i=9 HTTP/1.0\r\nHost: localhost\r\n\r\n",
+            common::IO_TIMEOUT,
+        )
+        .unwrap();
+        assert!(
+            raw.starts_with(b"HTTP/1.0 200"),
+            "{mode}: {}",
+            String::from_utf8_lossy(&raw)
+        );
+        let h2 = common::client_builder()
+            .http2_prior_knowledge()
+            .build()
+            .unwrap();
+        let r = h2.get(server.url("/early-hints.php?i=8")).send().unwrap();
+        assert_eq!(r.status(), 200, "{mode}");
+        assert_eq!(r.text().unwrap(), "Hello 103", "{mode}");
+    });
+}

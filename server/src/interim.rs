@@ -1,0 +1,166 @@
+//! Informational (1xx) responses on HTTP/1.1 connections, which hyper 1's server cannot
+//! send: `headers_send(103)` (103 Early Hints) from a PHP script.
+//!
+//! Every connection's I/O is wrapped in an [`InterimIo`] that shares an [`Interim`] queue
+//! with the connection's requests. A script's sink serializes the 1xx head into the queue
+//! and wakes the connection task; the wrapper writes queued bytes before anything hyper
+//! writes (so a hint always precedes the final head) and from `poll_flush`, which hyper's
+//! dispatcher calls on every turn, so the hint leaves while the script is still running.
+//! On HTTP/1.1 hyper writes nothing for a request until its response head is ready, and
+//! finishes the previous response before reading the next request, so queued bytes can only
+//! land between two responses or before the current one. Only HTTP/1.1 requests get
+//! the handle: an HTTP/2 connection shares the socket with hyper's framing (h2 itself can
+//! send informational headers, hyper does not expose it), and HTTP/1.0 clients do not
+//! expect 1xx responses.
+
+use std::io;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use worker::ResponseHead;
+
+/// The 1xx responses waiting to be written on one connection.
+#[derive(Default)]
+pub struct Interim {
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    pending: Vec<u8>,
+    /// The connection task, woken to write what was queued.
+    waker: Option<Waker>,
+}
+
+impl Interim {
+    /// Queues `head` as an HTTP/1.1 informational response and wakes the connection.
+    pub fn send(&self, head: &ResponseHead) {
+        let mut bytes = Vec::with_capacity(128);
+        let reason = http::StatusCode::from_u16(head.status)
+            .ok()
+            .and_then(|s| s.canonical_reason())
+            .unwrap_or("Informational");
+        bytes.extend_from_slice(format!("HTTP/1.1 {} {reason}\r\n", head.status).as_bytes());
+        for (name, value) in &head.headers {
+            // The same validity rules as the final head: no line breaks may sneak in.
+            if http::HeaderName::from_bytes(name.as_bytes()).is_err()
+                || http::HeaderValue::from_bytes(value).is_err()
+            {
+                continue;
+            }
+            bytes.extend_from_slice(name.as_bytes());
+            bytes.extend_from_slice(b": ");
+            bytes.extend_from_slice(value);
+            bytes.extend_from_slice(b"\r\n");
+        }
+        bytes.extend_from_slice(b"\r\n");
+        let waker = {
+            let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            state.pending.extend_from_slice(&bytes);
+            state.waker.take()
+        };
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+    }
+}
+
+impl State {
+    fn remember(&mut self, cx: &Context<'_>) {
+        if !self.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+            self.waker = Some(cx.waker().clone());
+        }
+    }
+}
+
+/// A connection's I/O with the [`Interim`] queue in front of its writes.
+pub struct InterimIo<T> {
+    inner: T,
+    interim: Arc<Interim>,
+}
+
+impl<T> InterimIo<T> {
+    pub fn new(inner: T, interim: Arc<Interim>) -> Self {
+        InterimIo { inner, interim }
+    }
+}
+
+impl<T: AsyncWrite + Unpin> InterimIo<T> {
+    /// Writes the queued bytes; Ready(Ok) once none are left.
+    fn drain(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let mut state = self.interim.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.remember(cx);
+        while !state.pending.is_empty() {
+            match Pin::new(&mut self.inner).poll_write(cx, &state.pending) {
+                Poll::Ready(Ok(0)) => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
+                Poll::Ready(Ok(n)) => {
+                    state.pending.drain(..n);
+                }
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl<T: AsyncRead + Unpin> AsyncRead for InterimIo<T> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        self.interim
+            .state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remember(cx);
+        Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl<T: AsyncWrite + Unpin> AsyncWrite for InterimIo<T> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.drain(cx) {
+            Poll::Ready(Ok(())) => Pin::new(&mut self.inner).poll_write(cx, buf),
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        match self.drain(cx) {
+            Poll::Ready(Ok(())) => Pin::new(&mut self.inner).poll_write_vectored(cx, bufs),
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.drain(cx) {
+            Poll::Ready(Ok(())) => Pin::new(&mut self.inner).poll_flush(cx),
+            other => other,
+        }
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.drain(cx) {
+            Poll::Ready(Ok(())) => Pin::new(&mut self.inner).poll_shutdown(cx),
+            other => other,
+        }
+    }
+}
