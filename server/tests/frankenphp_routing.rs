@@ -259,3 +259,33 @@ fn a_worker_that_ends_every_few_requests_serves_them_all() {
     let boots = server.stderr().matches("booting it again").count();
     assert!(boots >= 3, "{boots} restarts:\n{}", server.stderr());
 }
+
+// TestSymlinkWorkerPaths and TestSymlinkResolveRoot (resolve_root_symlink true, FrankenPHP's
+// default and ferrophp's only behaviour): a document root that is a symlink, with the worker
+// named through it (neighbouring and nested scripts); DOCUMENT_ROOT is the resolved path.
+// TestSymlinkWorkerBehavior/MultipleRequests: the worker counts on.
+#[test]
+fn a_symlinked_root_and_workers_named_through_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let real = dir.path().join("real");
+    std::fs::create_dir_all(real.join("nested")).unwrap();
+    std::os::unix::fs::symlink(&real, dir.path().join("public")).unwrap();
+    let counter = "<?php\n$n = 0;\nwhile (frankenphp_handle_request(static function () use (&$n): void {\n    echo 'Request: ', $n++, ' ', $_SERVER['DOCUMENT_ROOT'];\n})) {\n}\n";
+    std::fs::write(real.join("index.php"), counter).unwrap();
+    std::fs::write(real.join("nested/index.php"), counter).unwrap();
+    let public = dir.path().join("public");
+    let top = format!("{},1", public.join("index.php").display());
+    let nested = format!("{},1", public.join("nested/index.php").display());
+    let server = Server::start(&public, &["--worker", &top, "--worker", &nested]);
+    let resolved = real.canonicalize().unwrap().display().to_string();
+    for n in 0..3 {
+        assert_eq!(
+            server.get("/index.php").text(),
+            format!("Request: {n} {resolved}")
+        );
+        assert_eq!(
+            server.get("/nested/index.php").text(),
+            format!("Request: {n} {resolved}")
+        );
+    }
+}
