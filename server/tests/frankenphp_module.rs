@@ -505,10 +505,11 @@ fn an_uncaught_exception_is_displayed_with_display_errors_on() {
 
 #[test]
 fn exception_without_display_errors_is_a_bare_500() {
-    // Our default; explicit so FRANKENPHP_UPSTREAM_INI runs keep it.
+    // Our defaults; explicit so FRANKENPHP_UPSTREAM_INI runs keep them (with
+    // output_buffering=0, "hello" leaves before the exception, with a 200).
     both(
         "exception.php",
-        &["-d", "display_errors=0"],
+        &["-d", "display_errors=0", "-d", "output_buffering=4096"],
         |server, mode| {
             let r = server.get("/exception.php?i=1");
             assert_eq!(r.status, 500, "{mode}: {}", r.text());
