@@ -105,6 +105,31 @@ zif_handler ferrophp_replace_function_handler(const char *name, size_t len, zif_
     return old;
 }
 
+/* zend_post_startup_cb: after every module and zend_extension (OPcache) started, before
+ * ZTS copies the function table each thread starts from. Chains whatever was there. */
+static zend_result (*ferrophp_prev_post_startup_cb)(void);
+static void (*ferrophp_post_startup_fn)(void);
+
+static zend_result ferrophp_post_startup(void) {
+    if (ferrophp_prev_post_startup_cb) {
+        zend_result (*cb)(void) = ferrophp_prev_post_startup_cb;
+        ferrophp_prev_post_startup_cb = NULL;
+        if (cb() != SUCCESS) {
+            return FAILURE;
+        }
+    }
+    if (ferrophp_post_startup_fn) {
+        ferrophp_post_startup_fn();
+    }
+    return SUCCESS;
+}
+
+void ferrophp_on_post_startup(void (*fn)(void)) {
+    ferrophp_post_startup_fn = fn;
+    ferrophp_prev_post_startup_cb = zend_post_startup_cb;
+    zend_post_startup_cb = ferrophp_post_startup;
+}
+
 void ferrophp_zval_bool(zval *zv, bool value) { ZVAL_BOOL(zv, value); }
 void ferrophp_zval_long(zval *zv, zend_long value) { ZVAL_LONG(zv, value); }
 void ferrophp_zval_stringl(zval *zv, const char *str, size_t len) { ZVAL_STRINGL(zv, str, len); }

@@ -50,6 +50,10 @@ void ferrophp_ini_default(HashTable *configuration_hash, const char *name, size_
 /* Swaps an internal function's handler (module start-up only); returns the old one, or
  * NULL when there is no such internal function. */
 zif_handler ferrophp_replace_function_handler(const char *name, size_t len, zif_handler handler);
+/* Calls fn once module start-up is complete (every extension, OPcache included, has
+ * registered its functions) and before ZTS copies the function table for threads. Set it
+ * before php_module_startup. */
+void ferrophp_on_post_startup(void (*fn)(void));
 void ferrophp_zval_bool(zval *zv, bool value);
 void ferrophp_zval_long(zval *zv, zend_long value);
 void ferrophp_zval_stringl(zval *zv, const char *str, size_t len);

@@ -289,3 +289,33 @@ fn a_symlinked_root_and_workers_named_through_it() {
         );
     }
 }
+
+// TestWorkerPHPServerGlobals, site 3: a catch-all matched worker serves paths that name no
+// script, so SCRIPT_NAME, PHP_SELF and PATH_INFO are empty, SCRIPT_FILENAME is the worker
+// and DOCUMENT_ROOT the site's root. (Upstream also leaves DOCUMENT_URI empty; ours is the
+// request path.)
+#[test]
+fn a_catch_all_matched_worker_has_no_script_name() {
+    let toml = format!(
+        "[[worker]]\nscript = \"{}\"\nthreads = 1\nmatch = \"*\"\n",
+        public().join("index.php").display()
+    );
+    let root = routing().join("files");
+    let (server, _dir) = with_config(&root, &toml, &[]);
+    let file = public().join("index.php").display().to_string();
+    let root_text = root.display().to_string();
+    for path in ["/en", "/index.php/en"] {
+        let v = vars(&server.get(path).text());
+        for (k, want) in [
+            ("SCRIPT_NAME", ""),
+            ("PHP_SELF", ""),
+            ("PATH_INFO", ""),
+            ("SCRIPT_FILENAME", file.as_str()),
+            ("DOCUMENT_ROOT", root_text.as_str()),
+            ("DOCUMENT_URI", path),
+            ("REQUEST_URI", path),
+        ] {
+            assert_eq!(v.get(k).map(String::as_str), Some(want), "{path} {k}");
+        }
+    }
+}

@@ -247,3 +247,54 @@ fn a_workers_env_reaches_its_boot() {
         assert_eq!(v["i"], i.to_string(), "{v}");
     }
 }
+
+// Caddy's TestMaxWaitTimeWorker (TestMaxWaitTime is http_limits.rs
+// all_threads_busy_gives_503_after_max_wait): requests that wait longer than max_wait for
+// the worker's only thread get a 503.
+#[test]
+fn requests_waiting_too_long_for_a_worker_thread_get_503() {
+    let server = worker("sleep.php", 1, &["--max-wait-ms", "100"], &[]);
+    let statuses: Vec<u16> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..6)
+            .map(|_| s.spawn(|| server.get("/sleep.php?ms=400").status))
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert!(statuses.contains(&200), "{statuses:?}");
+    assert!(statuses.contains(&503), "{statuses:?}");
+    assert_eq!(server.get("/sleep.php").text(), "slept");
+}
+
+// Caddy's TestOpcacheReset, scaled to this machine: opcache_reset() from classic pages
+// while worker and classic threads compile and run scripts; every request answers. A real
+// reset crashed the server at the next worker request (OPcache frees the compiled code the
+// worker runs); ferrophp refuses it with a warning (worker/src/opcache_guard.rs).
+#[test]
+fn opcache_reset_under_concurrency() {
+    let server = worker("sleep.php", 4, &[], &[]);
+    let n = 160;
+    std::thread::scope(|s| {
+        for t in 0..8 {
+            let server = &server;
+            s.spawn(move || {
+                let mut conn = KeepAlive::connect(server.addr).unwrap();
+                for i in (t..n).step_by(8) {
+                    if i % 10 > 7 {
+                        let r = conn.get("/opcache-reset.php").unwrap();
+                        assert_eq!(r.text(), "enabled opcache reset refused");
+                    } else if i % 2 == 0 {
+                        let r = conn.get(&format!("/sleep.php?ms={}", i % 20)).unwrap();
+                        assert_eq!(r.text(), "slept");
+                    } else {
+                        let r = conn.get(&format!("/index.php?i={i}")).unwrap();
+                        assert_eq!(r.text(), format!("Hello from request {i}"));
+                    }
+                }
+            });
+        }
+    });
+    server.assert_alive();
+    assert!(server
+        .stderr()
+        .contains("opcache_reset(): refused by ferrophp"));
+}

@@ -10,6 +10,7 @@ pub mod diagnostics;
 mod env;
 mod functions;
 mod module;
+mod opcache_guard;
 mod php;
 mod pool;
 mod queue;

@@ -90,6 +90,8 @@ pub(crate) fn engine_startup(settings: &ModuleSettings) -> Result<StartedModule,
     module.php_ini_ignore = c_int::from(settings.no_php_ini);
     module.php_ini_ignore_cwd = 1;
 
+    // SAFETY: registers a plain function pointer PHP calls once during module start-up.
+    unsafe { sys::ferrophp_on_post_startup(Some(crate::opcache_guard::install)) };
     // SAFETY: module is 'static and fully initialised; sapi_startup ran on this thread.
     let started = unsafe { sys::php_module_startup(module, sys::ferrophp_module_entry()) };
     if started != sys::ZEND_RESULT_CODE_SUCCESS {
