@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Debian packages the test suite and benchmarks use as real components: nginx +
-# php8.2-fpm (the baseline), DokuWiki (a real app served in tests), wrk and valgrind.
+# php8.2-fpm (the baseline), DokuWiki (a real app served in tests), wrk and valgrind,
+# Symfony and Laravel 8 (Octane's worker contract, server/tests/frankenphp_octane.rs).
 # Idempotent; quick when everything is present. Services are not started here: tests
 # start their own instances on loopback.
 set -euo pipefail
@@ -11,7 +12,7 @@ log() { echo "install-test-deps: $*" >&2; }
 # FPM instead of pulling in Apache.
 PACKAGES=(nginx php8.2-fpm php8.2-xml dokuwiki wrk valgrind
   php-symfony-http-kernel php-symfony-runtime php-symfony-routing php-symfony-http-foundation
-  php-symfony-event-dispatcher php-symfony-error-handler)
+  php-symfony-event-dispatcher php-symfony-error-handler php-laravel-framework)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
