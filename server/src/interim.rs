@@ -15,23 +15,23 @@
 
 use std::io;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll};
 
+use futures_util::task::AtomicWaker;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use worker::ResponseHead;
 
-/// The 1xx responses waiting to be written on one connection.
+/// The 1xx responses waiting to be written on one connection. The common case (nothing
+/// queued) costs the connection an atomic load and a waker registration per poll.
 #[derive(Default)]
 pub struct Interim {
-    state: Mutex<State>,
-}
-
-#[derive(Default)]
-struct State {
-    pending: Vec<u8>,
+    pending: Mutex<Vec<u8>>,
+    /// Set with bytes in `pending`; cleared, under its lock, once they are written.
+    has_pending: AtomicBool,
     /// The connection task, woken to write what was queued.
-    waker: Option<Waker>,
+    waker: AtomicWaker,
 }
 
 impl Interim {
@@ -56,22 +56,12 @@ impl Interim {
             bytes.extend_from_slice(b"\r\n");
         }
         bytes.extend_from_slice(b"\r\n");
-        let waker = {
-            let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-            state.pending.extend_from_slice(&bytes);
-            state.waker.take()
-        };
-        if let Some(waker) = waker {
-            waker.wake();
+        {
+            let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+            pending.extend_from_slice(&bytes);
+            self.has_pending.store(true, Ordering::Release);
         }
-    }
-}
-
-impl State {
-    fn remember(&mut self, cx: &Context<'_>) {
-        if !self.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-            self.waker = Some(cx.waker().clone());
-        }
+        self.waker.wake();
     }
 }
 
@@ -90,18 +80,27 @@ impl<T> InterimIo<T> {
 impl<T: AsyncWrite + Unpin> InterimIo<T> {
     /// Writes the queued bytes; Ready(Ok) once none are left.
     fn drain(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let mut state = self.interim.state.lock().unwrap_or_else(|e| e.into_inner());
-        state.remember(cx);
-        while !state.pending.is_empty() {
-            match Pin::new(&mut self.inner).poll_write(cx, &state.pending) {
+        // Register before looking, so a send after the look wakes this task.
+        self.interim.waker.register(cx.waker());
+        if !self.interim.has_pending.load(Ordering::Acquire) {
+            return Poll::Ready(Ok(()));
+        }
+        let mut pending = self
+            .interim
+            .pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        while !pending.is_empty() {
+            match Pin::new(&mut self.inner).poll_write(cx, &pending) {
                 Poll::Ready(Ok(0)) => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
                 Poll::Ready(Ok(n)) => {
-                    state.pending.drain(..n);
+                    pending.drain(..n);
                 }
                 Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
                 Poll::Pending => return Poll::Pending,
             }
         }
+        self.interim.has_pending.store(false, Ordering::Release);
         Poll::Ready(Ok(()))
     }
 }
@@ -112,11 +111,7 @@ impl<T: AsyncRead + Unpin> AsyncRead for InterimIo<T> {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        self.interim
-            .state
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remember(cx);
+        self.interim.waker.register(cx.waker());
         Pin::new(&mut self.inner).poll_read(cx, buf)
     }
 }
