@@ -72,6 +72,12 @@ ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_ferrophp_handle_request, 0, 1, _
     ZEND_ARG_TYPE_INFO(0, handler, IS_CALLABLE, 0)
 ZEND_END_ARG_INFO()
 
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_ferrophp_log, 0, 1, IS_VOID, 0)
+    ZEND_ARG_TYPE_INFO(0, message, IS_STRING, 0)
+    ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(0, level, IS_LONG, 0, "0")
+    ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(0, context, IS_ARRAY, 0, "[]")
+ZEND_END_ARG_INFO()
+
 const zend_function_entry ferrophp_sapi_functions[] = {
     ZEND_RAW_FENTRY("ferrophp_handle_request", ferrophp_fn_handle_request, arginfo_ferrophp_handle_request, 0)
     ZEND_RAW_FENTRY("frankenphp_handle_request", ferrophp_fn_handle_request, arginfo_ferrophp_handle_request, 0)
@@ -85,6 +91,7 @@ const zend_function_entry ferrophp_sapi_functions[] = {
     ZEND_RAW_FENTRY("apache_request_headers", ferrophp_fn_request_headers, arginfo_ferrophp_request_headers, 0)
     ZEND_RAW_FENTRY("frankenphp_request_headers", ferrophp_fn_request_headers, arginfo_ferrophp_request_headers, 0)
     ZEND_RAW_FENTRY("headers_send", ferrophp_fn_headers_send, arginfo_ferrophp_headers_send, 0)
+    ZEND_RAW_FENTRY("frankenphp_log", ferrophp_fn_log, arginfo_ferrophp_log, 0)
     ZEND_FE_END
 };
 
@@ -128,6 +135,23 @@ void ferrophp_on_post_startup(void (*fn)(void)) {
     ferrophp_post_startup_fn = fn;
     ferrophp_prev_post_startup_cb = zend_post_startup_cb;
     zend_post_startup_cb = ferrophp_post_startup;
+}
+
+void ferrophp_hash_foreach(HashTable *ht,
+                           void (*cb)(void *ctx, zend_string *key, zend_ulong h, zval *val),
+                           void *ctx) {
+    zend_string *key;
+    zend_ulong h;
+    zval *val;
+    ZEND_HASH_FOREACH_KEY_VAL_IND(ht, h, key, val) {
+        ZVAL_DEREF(val);
+        cb(ctx, key, h, val);
+    } ZEND_HASH_FOREACH_END();
+}
+
+HashTable *ferrophp_zval_array_ptr(zval *zv) {
+    ZVAL_DEREF(zv);
+    return Z_TYPE_P(zv) == IS_ARRAY ? Z_ARRVAL_P(zv) : NULL;
 }
 
 void ferrophp_zval_bool(zval *zv, bool value) { ZVAL_BOOL(zv, value); }

@@ -40,6 +40,7 @@ void ferrophp_fn_request_headers(zend_execute_data *execute_data, zval *return_v
 void ferrophp_fn_headers_send(zend_execute_data *execute_data, zval *return_value);
 void ferrophp_fn_response_headers(zend_execute_data *execute_data, zval *return_value);
 void ferrophp_fn_handle_request(zend_execute_data *execute_data, zval *return_value);
+void ferrophp_fn_log(zend_execute_data *execute_data, zval *return_value);
 extern const zend_function_entry ferrophp_sapi_functions[];
 
 /* ini defaults that php.ini may override (sapi_module.ini_defaults). */
@@ -54,6 +55,12 @@ zif_handler ferrophp_replace_function_handler(const char *name, size_t len, zif_
  * registered its functions) and before ZTS copies the function table for threads. Set it
  * before php_module_startup. */
 void ferrophp_on_post_startup(void (*fn)(void));
+/* ZEND_HASH_FOREACH_KEY_VAL_IND with references dereferenced: cb(ctx, key or NULL, h, val). */
+void ferrophp_hash_foreach(HashTable *ht,
+                           void (*cb)(void *ctx, zend_string *key, zend_ulong h, zval *val),
+                           void *ctx);
+/* The array behind zv (references followed), or NULL. */
+HashTable *ferrophp_zval_array_ptr(zval *zv);
 void ferrophp_zval_bool(zval *zv, bool value);
 void ferrophp_zval_long(zval *zv, zend_long value);
 void ferrophp_zval_stringl(zval *zv, const char *str, size_t len);

@@ -754,3 +754,37 @@ fn early_hints_reach_the_client_before_the_response() {
         assert_eq!(r.text().unwrap(), "Hello 103", "{mode}");
     });
 }
+
+// TestLog_frankenphp_log_module / _worker (and Caddy's TestLog): each level reaches the
+// server log at its severity, context as `key=value` pairs as slog's text handler prints.
+#[test]
+fn frankenphp_log_writes_each_level_with_its_context() {
+    both("frankenphp-log.php", &["--log", "debug"], |server, mode| {
+        for i in 0..2 {
+            let r = server.get(&format!("/frankenphp-log.php?i={i}"));
+            assert_eq!(r.status, 200, "{mode}: {}", r.text());
+            for (level, text) in [
+                ("INFO", "default level message".to_owned()),
+                ("DEBUG", format!("some debug message {i} \"key int\"=1")),
+                (
+                    "INFO",
+                    format!("some info message {i} \"key string\"=string"),
+                ),
+                ("WARN", format!("some warn message {i}")),
+                ("ERROR", format!("some error message {i} err=\"[a v]\"")),
+            ] {
+                let found = common::wait_until(Duration::from_secs(5), || {
+                    server
+                        .stderr()
+                        .lines()
+                        .any(|l| l.contains(level) && l.ends_with(&text))
+                });
+                assert!(
+                    found,
+                    "{mode}: {level} {text:?} not logged:\n{}",
+                    server.stderr()
+                );
+            }
+        }
+    });
+}

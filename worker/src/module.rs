@@ -14,6 +14,24 @@ use php_sys as sys;
 pub extern "C" fn ferrophp_module_minit(_type: c_int, module_number: c_int) -> sys::zend_result {
     crate::cache::module_startup(module_number);
     crate::env::install();
+    // frankenphp_log() levels (FrankenPHP's slog levels).
+    for (name, value) in [
+        (c"FRANKENPHP_LOG_LEVEL_DEBUG", -4),
+        (c"FRANKENPHP_LOG_LEVEL_INFO", 0),
+        (c"FRANKENPHP_LOG_LEVEL_WARN", 4),
+        (c"FRANKENPHP_LOG_LEVEL_ERROR", 8),
+    ] {
+        // SAFETY: MINIT; PHP copies the name into a persistent constant.
+        unsafe {
+            sys::zend_register_long_constant(
+                name.as_ptr(),
+                name.to_bytes().len(),
+                value,
+                (sys::CONST_CS | sys::CONST_PERSISTENT) as c_int,
+                module_number,
+            )
+        };
+    }
     sys::ZEND_RESULT_CODE_SUCCESS
 }
 
