@@ -205,13 +205,14 @@ fn a_worker_crash_is_logged_as_a_warning_with_its_status() {
     assert_eq!(server.get("/crash-worker.php").text(), "ok 1");
     assert_eq!(server.get("/crash-worker.php").status, 500);
     assert_eq!(server.get("/crash-worker.php").text(), "ok 1");
+    let crash_logged = |log: &str| {
+        log.lines().any(|l| {
+            l.contains("WARN") && l.contains("crash-worker.php") && l.contains("exit_status=1")
+        })
+    };
+    common::wait_until(Duration::from_secs(5), || crash_logged(&server.stderr()));
     let log = server.stderr();
-    assert!(
-        log.lines().any(|l| l.contains("WARN")
-            && l.contains("crash-worker.php")
-            && l.contains("exit_status=1")),
-        "{log}"
-    );
+    assert!(crash_logged(&log), "{log}");
 }
 
 // TestFileStreamInWorkerMode: handles opened at boot (a file, php://input) keep working.

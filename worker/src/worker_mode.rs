@@ -228,6 +228,16 @@ fn slot_main(pool: Arc<WorkerPool>, slot: usize) {
         match end {
             RunEnd::Stop | RunEnd::MaxRequests => break end,
             RunEnd::Restart => continue,
+            // A script that leaves its loop and ends with status 0 restarts itself on
+            // purpose (Octane's MAX_REQUESTS, FrankenPHP's worker-restart pattern): not
+            // worth a warning. A non-zero status is a crash, logged above debug level as
+            // FrankenPHP does.
+            RunEnd::Ended if reached_loop && outcome.exit_status == 0 => {
+                tracing::info!(
+                    script = %pool.config.script.display(),
+                    "worker script ended; booting it again"
+                );
+            }
             RunEnd::Ended if reached_loop => {
                 tracing::warn!(
                     script = %pool.config.script.display(),
