@@ -3,12 +3,11 @@
 //!
 //! Every connection's I/O is wrapped in an [`InterimIo`] that shares an [`Interim`] queue
 //! with the connection's requests. A script's sink serializes the 1xx head into the queue
-//! and wakes the connection task; the wrapper writes queued bytes before anything hyper
-//! writes (so a hint always precedes the final head) and from `poll_flush`, which hyper's
-//! dispatcher calls on every turn, so the hint leaves while the script is still running.
-//! On HTTP/1.1 hyper writes nothing for a request until its response head is ready, and
-//! finishes the previous response before reading the next request, so queued bytes can only
-//! land between two responses or before the current one. Only HTTP/1.1 requests get
+//! and wakes the connection task; the wrapper writes queued bytes from `poll_flush`, which
+//! hyper's dispatcher calls on every turn and only with its own write buffer empty (so the
+//! hint leaves while the script is still running, between two responses), or just before
+//! the bytes hyper writes next when those start a new response (so a hint always precedes
+//! its final head); see [`InterimIo`]. Only HTTP/1.1 requests get
 //! the handle: an HTTP/2 connection shares the socket with hyper's framing (h2 itself can
 //! send informational headers, hyper does not expose it), and HTTP/1.0 clients do not
 //! expect 1xx responses.
@@ -66,14 +65,26 @@ impl Interim {
 }
 
 /// A connection's I/O with the [`Interim`] queue in front of its writes.
+///
+/// hyper calls `poll_flush` on its I/O only once its own write buffer is empty, so queued
+/// bytes written from `poll_flush` can never land inside a response. From `poll_write`
+/// they are written first only while `clean` (no hyper bytes since hyper's last flush):
+/// what hyper writes then starts a new response, whose 1xx must precede it. Otherwise (a
+/// previous response's tail still in hyper's buffer, possible when hyper dispatched the
+/// next request before flushing) their order cannot be told, and the hint is dropped.
 pub struct InterimIo<T> {
     inner: T,
     interim: Arc<Interim>,
+    clean: bool,
 }
 
 impl<T> InterimIo<T> {
     pub fn new(inner: T, interim: Arc<Interim>) -> Self {
-        InterimIo { inner, interim }
+        InterimIo {
+            inner,
+            interim,
+            clean: true,
+        }
     }
 }
 
@@ -103,6 +114,24 @@ impl<T: AsyncWrite + Unpin> InterimIo<T> {
         self.interim.has_pending.store(false, Ordering::Release);
         Poll::Ready(Ok(()))
     }
+
+    /// Before hyper's own bytes: queued bytes go first when that order is known.
+    fn before_hyper_write(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        if self.clean {
+            return self.drain(cx);
+        }
+        self.interim.waker.register(cx.waker());
+        if self.interim.has_pending.load(Ordering::Acquire) {
+            let mut pending = self
+                .interim
+                .pending
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            pending.clear();
+            self.interim.has_pending.store(false, Ordering::Release);
+        }
+        Poll::Ready(Ok(()))
+    }
 }
 
 impl<T: AsyncRead + Unpin> AsyncRead for InterimIo<T> {
@@ -122,8 +151,14 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for InterimIo<T> {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        match self.drain(cx) {
-            Poll::Ready(Ok(())) => Pin::new(&mut self.inner).poll_write(cx, buf),
+        match self.before_hyper_write(cx) {
+            Poll::Ready(Ok(())) => {
+                let written = Pin::new(&mut self.inner).poll_write(cx, buf);
+                if matches!(written, Poll::Ready(Ok(n)) if n > 0) {
+                    self.clean = false;
+                }
+                written
+            }
             Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
             Poll::Pending => Poll::Pending,
         }
@@ -134,8 +169,14 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for InterimIo<T> {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        match self.drain(cx) {
-            Poll::Ready(Ok(())) => Pin::new(&mut self.inner).poll_write_vectored(cx, bufs),
+        match self.before_hyper_write(cx) {
+            Poll::Ready(Ok(())) => {
+                let written = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+                if matches!(written, Poll::Ready(Ok(n)) if n > 0) {
+                    self.clean = false;
+                }
+                written
+            }
             Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
             Poll::Pending => Poll::Pending,
         }
@@ -146,6 +187,8 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for InterimIo<T> {
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        // hyper's buffer is empty whenever it flushes its I/O.
+        self.clean = true;
         match self.drain(cx) {
             Poll::Ready(Ok(())) => Pin::new(&mut self.inner).poll_flush(cx),
             other => other,
@@ -153,9 +196,7 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for InterimIo<T> {
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.drain(cx) {
-            Poll::Ready(Ok(())) => Pin::new(&mut self.inner).poll_shutdown(cx),
-            other => other,
-        }
+        // A hint with no response to follow is of no use.
+        Pin::new(&mut self.inner).poll_shutdown(cx)
     }
 }
