@@ -13,6 +13,7 @@
 #define FERROPHP_LIBXML_GLOBALS 1
 #endif
 #endif
+#include "ext/spl/spl_exceptions.h"
 #include <ctype.h>
 #include <dlfcn.h>
 #include <stdatomic.h>
@@ -77,6 +78,12 @@ ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_ferrophp_handle_request, 0, 1, _
     ZEND_ARG_TYPE_INFO(0, handler, IS_CALLABLE, 0)
 ZEND_END_ARG_INFO()
 
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_ferrophp_log, 0, 1, IS_VOID, 0)
+    ZEND_ARG_TYPE_INFO(0, message, IS_STRING, 0)
+    ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(0, level, IS_LONG, 0, "0")
+    ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(0, context, IS_ARRAY, 0, "[]")
+ZEND_END_ARG_INFO()
+
 const zend_function_entry ferrophp_sapi_functions[] = {
     ZEND_RAW_FENTRY("ferrophp_handle_request", ferrophp_fn_handle_request, arginfo_ferrophp_handle_request, 0)
     ZEND_RAW_FENTRY("frankenphp_handle_request", ferrophp_fn_handle_request, arginfo_ferrophp_handle_request, 0)
@@ -90,6 +97,7 @@ const zend_function_entry ferrophp_sapi_functions[] = {
     ZEND_RAW_FENTRY("apache_request_headers", ferrophp_fn_request_headers, arginfo_ferrophp_request_headers, 0)
     ZEND_RAW_FENTRY("frankenphp_request_headers", ferrophp_fn_request_headers, arginfo_ferrophp_request_headers, 0)
     ZEND_RAW_FENTRY("headers_send", ferrophp_fn_headers_send, arginfo_ferrophp_headers_send, 0)
+    ZEND_RAW_FENTRY("frankenphp_log", ferrophp_fn_log, arginfo_ferrophp_log, 0)
     ZEND_FE_END
 };
 
@@ -108,6 +116,48 @@ zif_handler ferrophp_replace_function_handler(const char *name, size_t len, zif_
     zif_handler old = fn->internal_function.handler;
     fn->internal_function.handler = handler;
     return old;
+}
+
+/* zend_post_startup_cb: after every module and zend_extension (OPcache) started, before
+ * ZTS copies the function table each thread starts from. Chains whatever was there. */
+static zend_result (*ferrophp_prev_post_startup_cb)(void);
+static void (*ferrophp_post_startup_fn)(void);
+
+static zend_result ferrophp_post_startup(void) {
+    if (ferrophp_prev_post_startup_cb) {
+        zend_result (*cb)(void) = ferrophp_prev_post_startup_cb;
+        ferrophp_prev_post_startup_cb = NULL;
+        if (cb() != SUCCESS) {
+            return FAILURE;
+        }
+    }
+    if (ferrophp_post_startup_fn) {
+        ferrophp_post_startup_fn();
+    }
+    return SUCCESS;
+}
+
+void ferrophp_on_post_startup(void (*fn)(void)) {
+    ferrophp_post_startup_fn = fn;
+    ferrophp_prev_post_startup_cb = zend_post_startup_cb;
+    zend_post_startup_cb = ferrophp_post_startup;
+}
+
+void ferrophp_hash_foreach(HashTable *ht,
+                           void (*cb)(void *ctx, zend_string *key, zend_ulong h, zval *val),
+                           void *ctx) {
+    zend_string *key;
+    zend_ulong h;
+    zval *val;
+    ZEND_HASH_FOREACH_KEY_VAL_IND(ht, h, key, val) {
+        ZVAL_DEREF(val);
+        cb(ctx, key, h, val);
+    } ZEND_HASH_FOREACH_END();
+}
+
+HashTable *ferrophp_zval_array_ptr(zval *zv) {
+    ZVAL_DEREF(zv);
+    return Z_TYPE_P(zv) == IS_ARRAY ? Z_ARRVAL_P(zv) : NULL;
 }
 
 void ferrophp_zval_bool(zval *zv, bool value) { ZVAL_BOOL(zv, value); }
@@ -204,6 +254,11 @@ void ferrophp_report_exception(void) {
             zend_exception_error(EG(exception), E_ERROR);
         } zend_end_try();
     }
+}
+
+void ferrophp_throw_runtime_exception_for_call(const char *what) {
+    zend_throw_exception_ex(spl_ce_RuntimeException, 0, "%s() %s",
+                            get_active_function_name(), what);
 }
 
 static void ferrophp_delete_session_global(void) {

@@ -40,6 +40,7 @@ void ferrophp_fn_request_headers(zend_execute_data *execute_data, zval *return_v
 void ferrophp_fn_headers_send(zend_execute_data *execute_data, zval *return_value);
 void ferrophp_fn_response_headers(zend_execute_data *execute_data, zval *return_value);
 void ferrophp_fn_handle_request(zend_execute_data *execute_data, zval *return_value);
+void ferrophp_fn_log(zend_execute_data *execute_data, zval *return_value);
 extern const zend_function_entry ferrophp_sapi_functions[];
 
 /* ini defaults that php.ini may override (sapi_module.ini_defaults). */
@@ -50,6 +51,16 @@ void ferrophp_ini_default(HashTable *configuration_hash, const char *name, size_
 /* Swaps an internal function's handler (module start-up only); returns the old one, or
  * NULL when there is no such internal function. */
 zif_handler ferrophp_replace_function_handler(const char *name, size_t len, zif_handler handler);
+/* Calls fn once module start-up is complete (every extension, OPcache included, has
+ * registered its functions) and before ZTS copies the function table for threads. Set it
+ * before php_module_startup. */
+void ferrophp_on_post_startup(void (*fn)(void));
+/* ZEND_HASH_FOREACH_KEY_VAL_IND with references dereferenced: cb(ctx, key or NULL, h, val). */
+void ferrophp_hash_foreach(HashTable *ht,
+                           void (*cb)(void *ctx, zend_string *key, zend_ulong h, zval *val),
+                           void *ctx);
+/* The array behind zv (references followed), or NULL. */
+HashTable *ferrophp_zval_array_ptr(zval *zv);
 void ferrophp_zval_bool(zval *zv, bool value);
 void ferrophp_zval_long(zval *zv, zend_long value);
 void ferrophp_zval_stringl(zval *zv, const char *str, size_t len);
@@ -106,6 +117,9 @@ bool ferrophp_module_request_hook(const char *name, size_t len, bool startup);
 void ferrophp_zval_destroy(zval *zv);
 /* Reports EG(exception) as an uncaught exception (E_ERROR without bailing out). */
 void ferrophp_report_exception(void);
+/* Throws RuntimeException("<the called function>() <what>"), as FrankenPHP does for a
+ * worker function called outside a worker. */
+void ferrophp_throw_runtime_exception_for_call(const char *what);
 
 /* A worker request inside the long-lived worker script: what php_request_startup and
  * php_request_shutdown do per HTTP request, minus the engine-level parts that would

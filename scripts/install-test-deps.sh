@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Debian packages the test suite and benchmarks use as real components: nginx +
 # php8.2-fpm (the baseline), DokuWiki and MediaWiki (real apps served in tests; MediaWiki
-# caches through apcu_* when it exists), wrk and valgrind.
+# caches through apcu_* when it exists), wrk and valgrind, Symfony and Laravel 8
+# (Octane's worker contract, server/tests/frankenphp_octane.rs).
 # Idempotent; quick when everything is present. Services are not started here: tests
 # start their own instances on loopback.
 set -euo pipefail
@@ -14,7 +15,7 @@ log() { echo "install-test-deps: $*" >&2; }
 PACKAGES=(nginx php8.2-fpm php8.2-xml dokuwiki mediawiki wrk valgrind
   php-symfony-http-kernel php-symfony-runtime php-symfony-routing php-symfony-http-foundation
   php-symfony-event-dispatcher php-symfony-error-handler
-  php-symfony-cache composer)
+  php-symfony-cache composer php-laravel-framework)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

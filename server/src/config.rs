@@ -62,6 +62,11 @@ pub struct ServeArgs {
     /// Environment variable for PHP (`$_SERVER`, `getenv()`): KEY=VALUE. Repeatable.
     #[arg(long = "env", short = 'e', value_name = "KEY=VALUE")]
     pub env: Vec<String>,
+    /// Keep the server's own process environment out of `$_SERVER` (php-fpm's
+    /// `clear_env`). Without it, every request's `$_SERVER` starts from the process
+    /// environment, as in FrankenPHP; `-e`/`[env]` entries and the CGI variables win.
+    #[arg(long, env = "FERROPHP_CLEAR_ENV")]
+    pub clear_env: bool,
     /// ini setting: KEY=VALUE, applied after php.ini. Repeatable.
     #[arg(short = 'd', value_name = "KEY=VALUE")]
     pub ini: Vec<String>,
@@ -131,6 +136,7 @@ struct FileConfig {
     grace_ms: Option<u64>,
     access_log: Option<bool>,
     env: Option<std::collections::BTreeMap<String, String>>,
+    clear_env: Option<bool>,
     ini: Option<std::collections::BTreeMap<String, String>>,
     php_ini: Option<PathBuf>,
     server_name: Option<String>,
@@ -218,6 +224,9 @@ impl ServeConfig {
         let mut env: Vec<(String, String)> = file.env.unwrap_or_default().into_iter().collect();
         for kv in &args.env {
             env.push(split_key_value(kv, "--env")?);
+        }
+        if !(args.clear_env || file.clear_env.unwrap_or(false)) {
+            env = with_process_env(env);
         }
         let mut ini: Vec<(String, String)> = file.ini.unwrap_or_default().into_iter().collect();
         for kv in &args.ini {
@@ -314,6 +323,18 @@ impl ServeConfig {
             log: args.log.or(file.log).unwrap_or_else(|| "info".into()),
         })
     }
+}
+
+/// The process environment (UTF-8 entries only) followed by `configured`, which wins
+/// over a process variable of the same name: what FrankenPHP puts first in every
+/// request's `$_SERVER` (`--clear-env` turns it off).
+fn with_process_env(configured: Vec<(String, String)>) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .filter(|(k, _)| !k.is_empty() && !configured.iter().any(|(c, _)| c == k))
+        .collect();
+    env.extend(configured);
+    env
 }
 
 fn default_root() -> PathBuf {

@@ -4,6 +4,7 @@ mod admin;
 mod body;
 mod config;
 mod metrics;
+mod interim;
 mod php_bridge;
 mod php_cli;
 mod routing;

@@ -109,6 +109,7 @@ impl PhpRunner {
         };
 
         let (mut parts, incoming) = req.into_parts();
+        let interim = parts.extensions.remove::<Arc<crate::interim::Interim>>();
         // Set when the body breaks off (malformed chunk, reset stream, client gone) or a
         // body without Content-Length turns out to exceed the limit: PHP then saw a
         // truncated body, so the response must not look like a normal one.
@@ -175,6 +176,7 @@ impl PhpRunner {
                 reply: reply_tx,
             },
             buf: BytesMut::new(),
+            interim,
             _permit: permit,
         };
         let mut request = ScriptRequest::new(script.filename, Box::new(sink));
@@ -398,6 +400,8 @@ impl Read for BodyReader {
 struct HttpSink {
     state: SinkState,
     buf: BytesMut,
+    /// Where 1xx responses go (HTTP/1.1 requests only; see `interim.rs`).
+    interim: Option<Arc<crate::interim::Interim>>,
     /// The PHP thread this request holds. The sink lives on that thread until the script
     /// ends (which can be long after the response, with fastcgi_finish_request), so
     /// dropping it there frees the thread for the next request without another task.
@@ -454,6 +458,14 @@ fn default_head() -> ResponseHead {
 }
 
 impl ResponseSink for HttpSink {
+    fn send_informational(&mut self, head: ResponseHead) -> Result<(), Disconnected> {
+        // Only before the final head: afterwards a 1xx would land inside the response.
+        if let (SinkState::Buffering { .. }, Some(interim)) = (&self.state, &self.interim) {
+            interim.send(&head);
+        }
+        Ok(())
+    }
+
     fn send_head(&mut self, new_head: ResponseHead) -> Result<(), Disconnected> {
         match &mut self.state {
             SinkState::Buffering { head, .. } => {

@@ -217,16 +217,25 @@ async fn serve(config: ServeConfig) -> Result<(), String> {
         let app = app.clone();
         let builder = builder.clone();
         let conn = Arc::new(conn);
-        let service = service_fn(move |req| {
+        // 1xx responses (103 Early Hints) for this connection's HTTP/1.1 requests.
+        let interim = Arc::new(crate::interim::Interim::default());
+        let interim_io = interim.clone();
+        let service = service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
             let app = app.clone();
             let conn = conn.clone();
+            if req.version() == http::Version::HTTP_11 {
+                req.extensions_mut().insert(interim.clone());
+            }
             async move { Ok::<_, Infallible>(handle(&app, req, &conn).await) }
         });
         match &tls {
             None => {
                 let served = builder
                     .serve_connection_with_upgrades(
-                        TokioIo::new(FirstBytesDeadline::new(stream, config.header_timeout)),
+                        TokioIo::new(FirstBytesDeadline::new(
+                            crate::interim::InterimIo::new(stream, interim_io),
+                            config.header_timeout,
+                        )),
                         service,
                     )
                     .into_owned();
@@ -248,7 +257,10 @@ async fn serve(config: ServeConfig) -> Result<(), String> {
                     };
                     let served = builder
                         .serve_connection_with_upgrades(
-                            TokioIo::new(FirstBytesDeadline::new(tls_stream, header_timeout)),
+                            TokioIo::new(FirstBytesDeadline::new(
+                                crate::interim::InterimIo::new(tls_stream, interim_io),
+                                header_timeout,
+                            )),
                             service,
                         )
                         .into_owned();

@@ -23,6 +23,11 @@ const VOLATILE: &[&str] = &[
     "SERVER_SOFTWARE",
     "SERVER_PORT",
     "HTTP_HOST",
+    // Both servers put their process environment in $_SERVER (the baseline runs php-fpm
+    // with clear_env = no); these differ between the two processes by nature.
+    "PWD",
+    "SHLVL",
+    "_",
 ];
 
 fn root() -> PathBuf {

@@ -610,11 +610,9 @@ fn frankenphp_worker_functions_work_from_a_worker() {
     assert_eq!(v["boot"], boot);
 }
 
-/// hyper can send 1xx responses only through its informational API; the HTTP sink of
-/// the server does not implement `send_informational`, so `headers_send(103)` reports
-/// success but nothing reaches the client.
+/// hyper 1's server cannot send 1xx responses; `server/src/interim.rs` writes them on
+/// HTTP/1.1 connections (frankenphp_module.rs checks both modes and the timing).
 #[test]
-#[ignore = "server/src/php_bridge.rs HttpSink has no send_informational: 103 Early Hints from headers_send(103) never reach the client"]
 fn headers_send_103_reaches_the_client_as_early_hints() {
     let server = serve_worker("franken.php", 1, &[]);
     let bytes = common::exchange(

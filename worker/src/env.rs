@@ -73,6 +73,8 @@ unsafe extern "C" fn ferrophp_fn_putenv(
     }
     // SAFETY: ZPP gave `len` readable bytes of the argument string.
     let setting = unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) };
+    // PHP hands the assignment to the C library, which stops at a NUL byte.
+    let setting = until_nul(setting);
     if setting.is_empty() || setting[0] == b'=' {
         // PHP's own message for the same input.
         // SAFETY: inside an internal function call; the format has no conversions.
@@ -126,7 +128,7 @@ unsafe extern "C" fn ferrophp_fn_getenv(
         return;
     }
     // SAFETY: ZPP gave `len` readable bytes.
-    let name = unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) };
+    let name = until_nul(unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) });
     let found = OVERLAY.with(|o| o.borrow().get(name).cloned());
     // SAFETY: return_value is this call's return slot; PHP's handler takes the same frame.
     unsafe {
@@ -138,6 +140,11 @@ unsafe extern "C" fn ferrophp_fn_getenv(
             None => php_getenv(execute_data, return_value),
         }
     }
+}
+
+/// The bytes before the first NUL: what the C environment functions PHP calls see.
+fn until_nul(bytes: &[u8]) -> &[u8] {
+    bytes.split(|&b| b == 0).next().unwrap_or_default()
 }
 
 /// Sets or removes `name` in the array `getenv()` returned.

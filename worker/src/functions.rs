@@ -173,3 +173,128 @@ unsafe fn no_arguments(execute_data: *mut sys::zend_execute_data) -> bool {
     unsafe { sys::zend_wrong_parameters_none_error() };
     false
 }
+
+/// `frankenphp_log(string $message, int $level = 0, array $context = []): void`: the
+/// message goes to the server log at the severity of its slog level
+/// (`FRANKENPHP_LOG_LEVEL_DEBUG` -4, `_INFO` 0, `_WARN` 4, `_ERROR` 8), followed by the
+/// context as `key=value` pairs (keys and values with spaces quoted, arrays as `[a b]`,
+/// as Go's slog text handler prints them).
+#[no_mangle]
+pub unsafe extern "C" fn ferrophp_fn_log(
+    execute_data: *mut sys::zend_execute_data,
+    _return_value: *mut sys::zval,
+) {
+    let mut message: *mut std::ffi::c_char = std::ptr::null_mut();
+    let mut message_len: usize = 0;
+    let mut level: sys::zend_long = 0;
+    let mut context: *mut sys::HashTable = std::ptr::null_mut();
+    // SAFETY: "s|lh" fills a char pointer + size_t, a zend_long and a HashTable pointer;
+    // PHP passes this call's frame.
+    let parsed = unsafe {
+        sys::zend_parse_parameters(
+            sys::ferrophp_num_args(execute_data),
+            c"s|lh".as_ptr(),
+            &mut message as *mut *mut std::ffi::c_char,
+            &mut message_len as *mut usize,
+            &mut level as *mut sys::zend_long,
+            &mut context as *mut *mut sys::HashTable,
+        )
+    };
+    if parsed != sys::ZEND_RESULT_CODE_SUCCESS {
+        return;
+    }
+    // SAFETY: ZPP gave `message_len` readable bytes.
+    let message = unsafe { std::slice::from_raw_parts(message.cast::<u8>(), message_len) };
+    let mut line = String::from_utf8_lossy(message).into_owned();
+    if !context.is_null() {
+        // SAFETY: ZPP gave the argument's array, alive for this call.
+        unsafe {
+            sys::ferrophp_hash_foreach(context, Some(log_pair), (&mut line as *mut String).cast())
+        };
+    }
+    match level {
+        l if l >= 8 => tracing::error!(target: "php", "{line}"),
+        l if l >= 4 => tracing::warn!(target: "php", "{line}"),
+        l if l >= 0 => tracing::info!(target: "php", "{line}"),
+        _ => tracing::debug!(target: "php", "{line}"),
+    }
+}
+
+/// Appends ` key=value` to the `String` behind `ctx`.
+unsafe extern "C" fn log_pair(
+    ctx: *mut std::ffi::c_void,
+    key: *mut sys::zend_string,
+    h: sys::zend_ulong,
+    val: *mut sys::zval,
+) {
+    // SAFETY: ctx is the String ferrophp_fn_log passed, alive for the iteration.
+    let line = unsafe { &mut *ctx.cast::<String>() };
+    line.push(' ');
+    if key.is_null() {
+        line.push_str(&h.to_string());
+    } else {
+        // SAFETY: a live key of the array being iterated.
+        push_quoted(line, &String::from_utf8_lossy(unsafe { zstr_bytes(key) }));
+    }
+    line.push('=');
+    let mut value = String::new();
+    // SAFETY: a live value of the array being iterated.
+    unsafe { log_value(&mut value, val) };
+    push_quoted(line, &value);
+}
+
+/// A value as slog's text handler shows it: arrays as `[a b]`, the rest as PHP's string.
+///
+/// # Safety
+/// `val` is a live zval.
+unsafe fn log_value(out: &mut String, val: *mut sys::zval) {
+    // SAFETY: val is live (caller).
+    let array = unsafe { sys::ferrophp_zval_array_ptr(val) };
+    if !array.is_null() {
+        unsafe extern "C" fn item(
+            ctx: *mut std::ffi::c_void,
+            _key: *mut sys::zend_string,
+            _h: sys::zend_ulong,
+            val: *mut sys::zval,
+        ) {
+            // SAFETY: ctx is the (String, first) pair below, alive for the iteration.
+            let (out, first) = unsafe { &mut *ctx.cast::<(String, bool)>() };
+            if !*first {
+                out.push(' ');
+            }
+            *first = false;
+            // SAFETY: a live value of the array being iterated.
+            unsafe { log_value(out, val) };
+        }
+        let mut acc = (String::new(), true);
+        // SAFETY: array is live; item only touches `acc`.
+        unsafe {
+            sys::ferrophp_hash_foreach(array, Some(item), (&mut acc as *mut (String, bool)).cast())
+        };
+        out.push('[');
+        out.push_str(&acc.0);
+        out.push(']');
+        return;
+    }
+    // SAFETY: zval_get_string_func returns a new reference we release right after.
+    unsafe {
+        let s = sys::zval_get_string_func(val);
+        out.push_str(&String::from_utf8_lossy(zstr_bytes(s)));
+        sys::ferrophp_string_release(s);
+    }
+}
+
+/// # Safety
+/// `s` is a live zend_string.
+unsafe fn zstr_bytes<'a>(s: *const sys::zend_string) -> &'a [u8] {
+    // SAFETY: a zend_string's `len` bytes follow its header (caller: live).
+    unsafe { std::slice::from_raw_parts((*s).val.as_ptr().cast::<u8>(), (*s).len) }
+}
+
+fn push_quoted(out: &mut String, text: &str) {
+    if text.is_empty() || text.contains([' ', '=', '"']) {
+        out.push_str(&format!("{text:?}"));
+    } else {
+        out.push_str(text);
+    }
+}

@@ -12,6 +12,7 @@ mod functions;
 pub mod layout;
 mod metrics;
 mod module;
+mod opcache_guard;
 mod php;
 mod pool;
 mod queue;

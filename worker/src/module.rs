@@ -16,6 +16,24 @@ pub extern "C" fn ferrophp_module_minit(_type: c_int, module_number: c_int) -> s
     crate::cache::module_startup(module_number);
     crate::env::install();
     crate::metrics::module_startup();
+    // frankenphp_log() levels (FrankenPHP's slog levels).
+    for (name, value) in [
+        (c"FRANKENPHP_LOG_LEVEL_DEBUG", -4),
+        (c"FRANKENPHP_LOG_LEVEL_INFO", 0),
+        (c"FRANKENPHP_LOG_LEVEL_WARN", 4),
+        (c"FRANKENPHP_LOG_LEVEL_ERROR", 8),
+    ] {
+        // SAFETY: MINIT; PHP copies the name into a persistent constant.
+        unsafe {
+            sys::zend_register_long_constant(
+                name.as_ptr(),
+                name.to_bytes().len(),
+                value,
+                (sys::CONST_CS | sys::CONST_PERSISTENT) as c_int,
+                module_number,
+            )
+        };
+    }
     sys::ZEND_RESULT_CODE_SUCCESS
 }
 

@@ -110,6 +110,8 @@ pub(crate) fn engine_startup(settings: &ModuleSettings) -> Result<StartedModule,
         module.executable_location = exe.into_raw();
     }
 
+    // SAFETY: registers a plain function pointer PHP calls once during module start-up.
+    unsafe { sys::ferrophp_on_post_startup(Some(crate::opcache_guard::install)) };
     // SAFETY: module is 'static and fully initialised; sapi_startup ran on this thread.
     let started = unsafe { sys::php_module_startup(module, sys::ferrophp_module_entry()) };
     if started != sys::ZEND_RESULT_CODE_SUCCESS {
@@ -761,6 +763,16 @@ unsafe extern "C" fn on_register_server_variables(track_vars: *mut sys::zval) {
         crate::diagnostics::server_vars_event(crate::diagnostics::ServerVarsEvent::End {
             arena_bytes: ctx.arena.allocated_bytes(),
         });
+        // REMOTE_USER: the Basic authentication user, as FrankenPHP and nginx's
+        // fastcgi_params ($remote_user) give it.
+        // SAFETY: on a PHP thread inside a request; auth_user is NULL or a NUL-terminated
+        // string PHP owns until the request's deactivation.
+        let user = unsafe { (*php::sapi_globals().as_ptr()).request_info.auth_user };
+        if !user.is_null() {
+            // SAFETY: non-null and NUL-terminated (above).
+            let user = unsafe { php::c_bytes(user) };
+            php::register_variable(c"REMOTE_USER", user, track_vars);
+        }
     }
     for (name, value) in &ctx.server_vars {
         php::register_variable(name, value, track_vars);

@@ -228,6 +228,16 @@ fn slot_main(pool: Arc<WorkerPool>, slot: usize) {
         match end {
             RunEnd::Stop | RunEnd::MaxRequests => break end,
             RunEnd::Restart => continue,
+            // A script that leaves its loop and ends with status 0 restarts itself on
+            // purpose (Octane's MAX_REQUESTS, FrankenPHP's worker-restart pattern): not
+            // worth a warning. A non-zero status is a crash, logged above debug level as
+            // FrankenPHP does.
+            RunEnd::Ended if reached_loop && outcome.exit_status == 0 => {
+                tracing::info!(
+                    script = %pool.config.script.display(),
+                    "worker script ended; booting it again"
+                );
+            }
             RunEnd::Ended if reached_loop => {
                 tracing::warn!(
                     script = %pool.config.script.display(),
@@ -482,7 +492,13 @@ pub unsafe extern "C" fn ferrophp_fn_handle_request(
     // Rust value that needs dropping.
     let ends_script = {
         let Some(worker) = current_worker() else {
-            php::throw_error(c"ferrophp_handle_request() can only be called from a worker script");
+            // FrankenPHP's exception class and message, under the name that was called.
+            // SAFETY: inside an internal function call; the message is a C literal.
+            unsafe {
+                sys::ferrophp_throw_runtime_exception_for_call(
+                    c"called while not in worker mode".as_ptr(),
+                )
+            };
             return;
         };
         if worker.handling.get() {

@@ -331,8 +331,15 @@ pub fn parse_response(bytes: &[u8]) -> Option<RawResponse> {
 }
 
 /// Reads one response from a keep-alive connection. `head_request`: no body follows.
+/// Informational (1xx) responses before it are skipped, as HTTP clients do (101, which
+/// ends HTTP/1 on the connection, is returned).
 pub fn read_response<R: BufRead>(reader: &mut R, head_request: bool) -> io::Result<RawResponse> {
-    let (status, headers) = read_head(reader)?;
+    let (status, headers) = loop {
+        let (status, headers) = read_head(reader)?;
+        if !(100..200).contains(&status) || status == 101 {
+            break (status, headers);
+        }
+    };
     let find = |name: &str| {
         headers
             .iter()

@@ -1,0 +1,5 @@
+<?php
+return [
+    'default' => 'errorlog',
+    'channels' => ['errorlog' => ['driver' => 'errorlog', 'level' => 'debug']],
+];
