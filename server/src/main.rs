@@ -3,8 +3,8 @@
 mod admin;
 mod body;
 mod config;
-mod metrics;
 mod interim;
+mod metrics;
 mod php_bridge;
 mod php_cli;
 mod routing;
