@@ -6,7 +6,7 @@
 # and threads against their baseline, and upload temp files left behind. A benchmark
 # command, not a test: the figures go into issue notes.
 #
-#   scripts/soak.sh [classic|worker|both] [REQUESTS=500000] [CONNECTIONS=16]
+#   scripts/soak.sh [classic|worker|both] [REQUESTS=500000] [CONNECTIONS=16]   (WARMUP_SECS=60)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
@@ -47,7 +47,7 @@ for mode in $modes; do
   base_fds=$(fds "$pid") base_threads=$(threads "$pid") base_rss=$(rss_kib "$pid")
 
   run_wrk() { SOAK_PREFIX=$prefix wrk -t1 -c"$conns" -d"$1" -s "$root/mix.lua" "http://127.0.0.1:$port/" 2>&1; }
-  out=$(run_wrk 15s)
+  out=$(run_wrk "${WARMUP_SECS:-60}s")
   warm=$(awk '/requests in/{print $1}' <<<"$out")
   warm_rss=$(rss_kib "$pid")
   done_reqs=0 socket_errors=0 non2xx=0 secs=0 cpu0=$(awk '{print $14+$15}' "/proc/$pid/stat")
