@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Debian packages the test suite and benchmarks use as real components: nginx +
-# php8.2-fpm (the baseline), DokuWiki (a real app served in tests), wrk and valgrind.
+# php8.2-fpm (the baseline), DokuWiki (a real app served in tests), wrk and valgrind,
+# MariaDB, PostgreSQL and WordPress (with a classic theme) for the database tests.
 # Idempotent; quick when everything is present. Services are not started here: tests
 # start their own instances on loopback.
 set -euo pipefail
@@ -12,7 +13,8 @@ log() { echo "install-test-deps: $*" >&2; }
 PACKAGES=(nginx php8.2-fpm php8.2-xml dokuwiki wrk valgrind
   php-symfony-http-kernel php-symfony-runtime php-symfony-routing php-symfony-http-foundation
   php-symfony-event-dispatcher php-symfony-error-handler
-  php-symfony-cache composer)
+  php-symfony-cache composer
+  mariadb-server mariadb-client postgresql wordpress wordpress-theme-twentytwentyone)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -23,7 +25,8 @@ if [[ $(id -u) -ne 0 ]]; then
   exit 1
 fi
 log "installing ${missing[*]}"
-# Keep package scripts from starting nginx/php-fpm system services during install.
+# Keep package scripts from starting nginx/php-fpm/mariadb/postgresql system services
+# during install: the database tests start their own private instances.
 policy=/usr/sbin/policy-rc.d
 created_policy=0
 if [[ ! -e $policy ]]; then
