@@ -360,6 +360,13 @@ bool ferrophp_worker_request_shutdown(void) {
     ferrophp_session_handler_restore();
     ferrophp_delete_session_global();
     ferrophp_module_request_hook("filter", sizeof("filter") - 1, false);
+    /* pgsql's request end rolls back a transaction left open on a persistent link
+     * (pg_pconnect), as at the end of every classic request; without it the next client
+     * of this thread would run inside that transaction. It also drops the default link
+     * and destroys the OID caches, which its request start re-creates. */
+    if (ferrophp_module_request_hook("pgsql", sizeof("pgsql") - 1, false)) {
+        ferrophp_module_request_hook("pgsql", sizeof("pgsql") - 1, true);
+    }
     zend_try {
         /* Frees this request's libxml error list now rather than at the next request. */
         ferrophp_libxml_reset();
