@@ -451,3 +451,159 @@ fn persistent_connections_survive_worker_requests() {
         "0"
     );
 }
+
+/// A private WordPress site on the shared MariaDB (its own `wordpress` database).
+fn make_wordpress(dbs: &Databases) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    run(
+        Command::new("bash")
+            .arg(data_dir().join("make-wordpress.sh"))
+            .arg(dir.path())
+            .arg(&dbs.mariadb.socket),
+        "make-wordpress.sh",
+    );
+    dir
+}
+
+/// Installs WordPress through its web installer, logs in, publishes a post through the
+/// REST API (as the block editor does, with the `wp_rest` nonce) and returns its title.
+fn install_login_and_post(server: &Server) -> String {
+    let client = client_builder().cookie_store(true).build().unwrap();
+    // Not installed yet: the front page sends the browser to the installer.
+    let front = client.get(server.url("/")).send().unwrap();
+    assert_eq!(front.status(), 302, "{}", front.text().unwrap());
+    let location = front.headers()["location"].to_str().unwrap().to_owned();
+    assert!(location.contains("/wp-admin/install.php"), "{location}");
+    let form = client
+        .get(server.url("/wp-admin/install.php?step=1"))
+        .send()
+        .unwrap();
+    assert_eq!(form.status(), 200);
+    let form = form.text().unwrap();
+    assert!(
+        form.contains("name=\"weblog_title\""),
+        "no install form: {form}"
+    );
+
+    // The form as a browser posts it.
+    let installed = client
+        .post(server.url("/wp-admin/install.php?step=2"))
+        .form(&[
+            ("weblog_title", "ferrophp on MariaDB"),
+            ("user_name", "admin"),
+            ("admin_password", "correct horse battery staple"),
+            ("admin_password2", "correct horse battery staple"),
+            ("pw_weak", "1"),
+            ("admin_email", "admin@example.invalid"),
+            ("blog_public", "0"),
+            ("Submit", "Install WordPress"),
+            ("language", ""),
+        ])
+        .send()
+        .unwrap();
+    assert_eq!(installed.status(), 200);
+    let installed = installed.text().unwrap();
+    assert!(
+        installed.contains("Success!"),
+        "install failed: {installed}"
+    );
+
+    // Log in: wp-login.php first sets its test cookie, then takes the form.
+    let login = client.get(server.url("/wp-login.php")).send().unwrap();
+    assert_eq!(login.status(), 200);
+    let logged_in = client
+        .post(server.url("/wp-login.php"))
+        .form(&[
+            ("log", "admin"),
+            ("pwd", "correct horse battery staple"),
+            ("wp-submit", "Log In"),
+            ("redirect_to", &server.url("/wp-admin/")),
+            ("testcookie", "1"),
+        ])
+        .send()
+        .unwrap();
+    assert_eq!(logged_in.status(), 302, "{}", logged_in.text().unwrap());
+    let dashboard = client.get(server.url("/wp-admin/")).send().unwrap();
+    assert_eq!(dashboard.status(), 200);
+    let dashboard = dashboard.text().unwrap();
+    assert!(
+        dashboard.contains("Dashboard"),
+        "not logged in: {dashboard}"
+    );
+
+    // The nonce the admin's scripts get, then a post through the REST API.
+    let nonce = client
+        .get(server.url("/wp-admin/admin-ajax.php?action=rest-nonce"))
+        .send()
+        .unwrap()
+        .text()
+        .unwrap();
+    assert!(
+        nonce.len() == 10 && nonce.chars().all(|c| c.is_ascii_hexdigit()),
+        "rest nonce: {nonce}"
+    );
+    let title = format!("Written through ferrophp {}", std::process::id());
+    let created = client
+        .post(server.url("/index.php?rest_route=/wp/v2/posts"))
+        .header("X-WP-Nonce", nonce.trim())
+        .header("Content-Type", "application/json")
+        .body(
+            serde_json::json!({
+                "title": title,
+                "content": "<p>Stored in MariaDB by mysqli, rendered by twentytwentyone: ünïcödé</p>",
+                "status": "publish",
+            })
+            .to_string(),
+        )
+        .send()
+        .unwrap();
+    let status = created.status();
+    let body = created.text().unwrap();
+    assert_eq!(status, 201, "{body}");
+    let post: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(post["title"]["raw"], title.as_str(), "{post}");
+    // Without the nonce the same cookie is not enough (WordPress's CSRF rule holds).
+    let refused = client
+        .post(server.url("/index.php?rest_route=/wp/v2/posts"))
+        .header("Content-Type", "application/json")
+        .body(r#"{"title": "no nonce", "status": "publish"}"#)
+        .send()
+        .unwrap();
+    assert_eq!(refused.status(), 401);
+    title
+}
+
+/// The front page of an anonymous visitor shows the post.
+fn front_page_shows(server: &Server, title: &str) {
+    let client = client_builder().build().unwrap();
+    let front = client.get(server.url("/")).send().unwrap();
+    assert_eq!(front.status(), 200);
+    let html = front.text().unwrap();
+    assert!(
+        html.contains(title),
+        "post missing on the front page: {html}"
+    );
+    assert!(html.contains("ünïcödé"), "content missing: {html}");
+    assert!(
+        html.contains("twentytwentyone"),
+        "not the theme's page: {html}"
+    );
+}
+
+#[test]
+fn wordpress_installs_logs_in_posts_and_reads_back_classic() {
+    let dbs = databases();
+    let site = make_wordpress(&dbs);
+    let server = start_server(&site.path().join("wp"), &[], &dbs);
+    let started = Instant::now();
+    let title = install_login_and_post(&server);
+    front_page_shows(&server, &title);
+    eprintln!("wordpress classic: {:?}", started.elapsed());
+    // Really in MariaDB.
+    let stored = dbs.mariadb.sql(
+        "SELECT post_title FROM wordpress.wp_posts WHERE post_status='publish' AND post_type='post'",
+    );
+    assert!(stored.contains(&title), "{stored}");
+    let log = std::fs::read_to_string(site.path().join("debug.log")).unwrap_or_default();
+    assert!(!log.contains("PHP Fatal"), "{log}");
+}
