@@ -607,3 +607,152 @@ fn wordpress_installs_logs_in_posts_and_reads_back_classic() {
     let log = std::fs::read_to_string(site.path().join("debug.log")).unwrap_or_default();
     assert!(!log.contains("PHP Fatal"), "{log}");
 }
+
+/// A worker server whose worker serves the given URL paths (a `[[worker]]` table with
+/// `match`), so the same URLs reach the worker as reach the classic scripts.
+fn start_worker_server(
+    root: &Path,
+    script: &Path,
+    matches: &str,
+    dbs: &Databases,
+) -> (Server, tempfile::TempDir) {
+    let tmp = tempfile::tempdir().unwrap();
+    let config = tmp.path().join("ferrophp.toml");
+    std::fs::write(
+        &config,
+        format!("[[worker]]\nscript = {script:?}\nthreads = 1\nmatch = {matches:?}\n"),
+    )
+    .unwrap();
+    let server = start_server(
+        root,
+        &["--threads", "1", "--config", config.to_str().unwrap()],
+        dbs,
+    );
+    (server, tmp)
+}
+
+/// Create, read, update (with an optimistic revision check), delete through the notes
+/// app's forms; returns the backend pids the app reported on each JSON read.
+fn notes_crud_round(server: &Server, tag: &str) -> Vec<Value> {
+    let client = client_builder().build().unwrap();
+    let mut backends = Vec::new();
+    let list = |backends: &mut Vec<Value>| -> Vec<Value> {
+        let v = get_json(&client, &server.url("/index.php?action=json"));
+        backends.push(v["backends"].clone());
+        v["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|n| n["title"].as_str().unwrap().starts_with(tag))
+            .cloned()
+            .collect()
+    };
+    let post = |fields: &[(&str, &str)]| {
+        client
+            .post(server.url("/index.php"))
+            .form(fields)
+            .send()
+            .unwrap()
+    };
+
+    let title = format!("{tag} first");
+    let created = post(&[
+        ("action", "create"),
+        ("title", &title),
+        ("body", "ünïcödé <b>"),
+    ]);
+    assert_eq!(created.status(), 303);
+    let location = created.headers()["location"].to_str().unwrap().to_owned();
+    let id: i64 = location.rsplit('=').next().unwrap().parse().unwrap();
+    let notes = list(&mut backends);
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert_eq!(notes[0]["id"], id);
+    assert_eq!(notes[0]["body"], "ünïcödé <b>");
+    assert_eq!(notes[0]["revision"], 1);
+
+    let id_s = id.to_string();
+    let update = |revision: &str, body: &str| {
+        post(&[
+            ("action", "update"),
+            ("id", &id_s),
+            ("revision", revision),
+            ("body", body),
+        ])
+        .status()
+    };
+    assert_eq!(update("1", "second text"), 303);
+    // A client that still holds revision 1 is refused; the transaction is rolled back.
+    assert_eq!(update("1", "lost update"), 409);
+    let notes = list(&mut backends);
+    assert_eq!(notes[0]["body"], "second text");
+    assert_eq!(notes[0]["revision"], 2);
+
+    let html = client
+        .get(server.url("/index.php"))
+        .send()
+        .unwrap()
+        .text()
+        .unwrap();
+    assert!(
+        html.contains(&format!(
+            "<li id=\"note-{id}\">{title}: second text (r2)</li>"
+        )),
+        "{html}"
+    );
+    let second = post(&[
+        ("action", "create"),
+        ("title", &format!("{tag} second")),
+        ("body", "<b>"),
+    ]);
+    assert_eq!(second.status(), 303);
+    let html = client
+        .get(server.url("/index.php"))
+        .send()
+        .unwrap()
+        .text()
+        .unwrap();
+    assert!(html.contains(": &lt;b&gt; (r1)"), "not escaped: {html}");
+
+    assert_eq!(post(&[("action", "delete"), ("id", &id_s)]).status(), 303);
+    let notes = list(&mut backends);
+    assert_eq!(notes.len(), 1);
+    assert_eq!(notes[0]["title"], format!("{tag} second").as_str());
+    for _ in 0..5 {
+        list(&mut backends);
+    }
+    backends
+}
+
+#[test]
+fn postgres_crud_app_classic_and_worker() {
+    let dbs = databases();
+    let root = data_dir().join("notes");
+
+    let classic = start_server(&root, &[], &dbs);
+    let backends = notes_crud_round(&classic, "classic");
+    drop(classic);
+    // Classic mode: every request opened its own connections.
+    let distinct: std::collections::HashSet<String> =
+        backends.iter().map(|b| b["pdo"].to_string()).collect();
+    assert_eq!(distinct.len(), backends.len(), "{backends:?}");
+
+    let (worker, _config) =
+        start_worker_server(&root, &root.join("worker.php"), "/index.php", &dbs);
+    let backends = notes_crud_round(&worker, "worker");
+    // Worker mode: the thread's connections (kept in the app's statics) serve every
+    // request.
+    assert!(backends.iter().all(|b| b == &backends[0]), "{backends:?}");
+    let v = get_json(
+        &client_builder().build().unwrap(),
+        &worker.url("/index.php?action=json"),
+    );
+    assert_eq!(v["worker"], true, "not served by the worker: {v}");
+    // Both runs' surviving notes are in PostgreSQL.
+    let titles = dbs
+        .postgres
+        .sql("app", "SELECT title FROM notes ORDER BY id");
+    assert!(
+        titles.contains("classic second") && titles.contains("worker second"),
+        "{titles}"
+    );
+}
