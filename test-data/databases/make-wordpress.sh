@@ -5,11 +5,12 @@
 #                       symlinks into /usr/share would be refused), with our own
 #                       wp-config.php instead of Debian's (which reads /etc/wordpress)
 #   DEST/wp/wp-content  private and writable: the twentytwentyone theme, no plugins
-# The database is MariaDB on the unix socket given as SOCKET, database `wordpress`, user
+# The database is DBNAME (which must exist) in the MariaDB on the unix socket SOCKET, user
 # app/app-pass. Nothing of the system installation is modified.
 set -euo pipefail
-dest=${1:?usage: make-wordpress.sh DEST SOCKET}
-socket=${2:?usage: make-wordpress.sh DEST SOCKET}
+dest=${1:?usage: make-wordpress.sh DEST SOCKET DBNAME}
+socket=${2:?usage: make-wordpress.sh DEST SOCKET DBNAME}
+dbname=${3:?usage: make-wordpress.sh DEST SOCKET DBNAME}
 [[ -f /usr/share/wordpress/wp-settings.php ]] || {
   echo "wordpress is not installed (scripts/install-test-deps.sh)" >&2
   exit 1
@@ -32,6 +33,8 @@ done
 mkdir -p "$root/wp-content/themes" "$root/wp-content/plugins" "$root/wp-content/uploads"
 cp -rL "$theme" "$root/wp-content/themes/"
 cp /usr/share/wordpress/wp-content/plugins/index.php "$root/wp-content/plugins/"
+# The worker script for worker mode (see its header).
+cp "$(dirname "$0")/wp-worker.php" "$root/ferrophp-worker.php"
 
 # The address follows the Host header, so the same site answers on any port (the classic
 # and the worker server of the test listen on different ones).
@@ -43,7 +46,7 @@ done
 cat >"$root/wp-config.php" <<PHP
 <?php
 // Written by test-data/databases/make-wordpress.sh for a throwaway test site.
-define('DB_NAME', 'wordpress');
+define('DB_NAME', '$dbname');
 define('DB_USER', 'app');
 define('DB_PASSWORD', 'app-pass');
 define('DB_HOST', 'localhost:$socket');
@@ -51,8 +54,12 @@ define('DB_CHARSET', 'utf8mb4');
 define('DB_COLLATE', '');
 $keys
 \$table_prefix = 'wp_';
-define('WP_HOME', 'http://' . \$_SERVER['HTTP_HOST']);
-define('WP_SITEURL', 'http://' . \$_SERVER['HTTP_HOST']);
+// The address follows the Host header, unless it is fixed already (the worker script
+// fixes it: a worker boots with no request to take it from).
+if (!defined('WP_HOME')) {
+    define('WP_HOME', 'http://' . \$_SERVER['HTTP_HOST']);
+    define('WP_SITEURL', 'http://' . \$_SERVER['HTTP_HOST']);
+}
 define('WP_CONTENT_DIR', __DIR__ . '/wp-content');
 // No calls to wordpress.org, no background cron requests: the test sees only its own.
 define('WP_HTTP_BLOCK_EXTERNAL', true);
