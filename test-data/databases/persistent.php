@@ -1,5 +1,6 @@
 <?php
-// Worker script for the persistent-connection test (server/tests/databases.rs).
+// Worker script (and classic script) for the persistent-connection test
+// (server/tests/databases.rs).
 //
 // Each request opens its handles the way a classic app does on every request:
 // `new mysqli('p:...')`, `new PDO(..., [PDO::ATTR_PERSISTENT => true])` to MariaDB and to
@@ -125,5 +126,11 @@ $handler = static function () use ($open, $id, $in_txn, $leave_open, $committed)
     echo json_encode($out);
 };
 
+if (empty($_SERVER['FRANKENPHP_WORKER'])) {
+    // Classic mode: the same script is the request (ids, leave-open and state only: a
+    // static does not outlive a classic request).
+    $handler();
+    return;
+}
 while (ferrophp_handle_request($handler)) {
 }
