@@ -394,6 +394,24 @@ fn persistent_connections_survive_worker_requests() {
         );
     }
     assert!(first["ids"]["mysqli"].as_i64().unwrap() > 0, "{first}");
+    // Session state (user variables, SET ...): mysqli's `p:` reuse resets the session
+    // (COM_CHANGE_USER when the link leaves the free list), pg_pconnect's reuse runs
+    // `RESET ALL`; persistent PDO hands the session over as it was, to whichever request
+    // comes next, as it does in classic PHP.
+    let set = get_json(&client, &url("op=set-session&tag=s1"));
+    let next = get_json(&client, &url("op=ids"));
+    eprintln!("session state: {set} then {next}");
+    assert_eq!(next["ids"], first["ids"]);
+    for (kind, kept) in [
+        ("mysqli", false),
+        ("pgsql", false),
+        ("pdo_mysql", true),
+        ("pdo_pgsql", true),
+    ] {
+        let expected = if kept { Value::from("s1") } else { Value::Null };
+        assert_eq!(next["session"][kind], expected, "{kind}: {next}");
+    }
+
     // A request opens a transaction on each handle and returns without ending it.
     let open = get_json(&client, &url("op=leave-open&tag=a"));
     for kind in KINDS {

@@ -10,7 +10,8 @@
 // back on the next request, and whether a transaction left open by one request is still
 // open in the next.
 //
-// ?op=ids                 connection ids (and the PHP thread's worker request count)
+// ?op=ids                 connection ids and the session variable's value
+// ?op=set-session&tag=T  set a session variable to T on every handle
 // ?op=leave-open&tag=T    BEGIN + INSERT tag T on every handle, then return without
 //                         COMMIT or ROLLBACK (the objects go out of scope)
 // ?op=keep-open&tag=T     the same, on handles the worker keeps in a static across
@@ -60,6 +61,26 @@ $in_txn = static function (string $kind, $h): bool {
     };
 };
 
+// A session variable: set by one request, is it still set in the next?
+$session_set = static function (string $kind, $h, string $tag): void {
+    $tag = addslashes($tag);
+    match ($kind) {
+        'mysqli' => $h->query("SET @ferrophp_mark = '$tag'"),
+        'pdo_mysql' => $h->exec("SET @ferrophp_mark = '$tag'"),
+        'pdo_pgsql' => $h->exec("SET ferrophp.mark = '$tag'"),
+        'pgsql' => pg_query($h, "SET ferrophp.mark = '$tag'"),
+    };
+};
+$session_get = static function (string $kind, $h): ?string {
+    $v = match ($kind) {
+        'mysqli' => $h->query('SELECT @ferrophp_mark')->fetch_row()[0],
+        'pdo_mysql' => $h->query('SELECT @ferrophp_mark')->fetchColumn(),
+        'pdo_pgsql' => $h->query("SELECT current_setting('ferrophp.mark', true)")->fetchColumn(),
+        'pgsql' => pg_fetch_row(pg_query($h, "SELECT current_setting('ferrophp.mark', true)"))[0],
+    };
+    return $v === '' ? null : $v;
+};
+
 // BEGIN and an INSERT that is never committed.
 $leave_open = static function (string $kind, $h, string $tag): void {
     $table = str_starts_with($kind, 'pdo_pg') || $kind === 'pgsql' ? 'pg' : 'my';
@@ -83,7 +104,7 @@ $committed = static function () use ($my_socket, $pg_dir, $pg_port): array {
     return $tags;
 };
 
-$handler = static function () use ($open, $id, $in_txn, $leave_open, $committed): void {
+$handler = static function () use ($open, $id, $in_txn, $leave_open, $committed, $session_set, $session_get): void {
     static $kept = null;
     static $requests = 0;
     $requests++;
@@ -98,6 +119,10 @@ $handler = static function () use ($open, $id, $in_txn, $leave_open, $committed)
         $handles = $open();
         foreach ($handles as $kind => $h) {
             $out['ids'][$kind] = $id($kind, $h);
+            $out['session'][$kind] = $session_get($kind, $h);
+            if ($op === 'set-session') {
+                $session_set($kind, $h, $tag);
+            }
         }
         if ($op === 'leave-open') {
             foreach ($handles as $kind => $h) {
