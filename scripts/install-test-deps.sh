@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Debian packages the test suite and benchmarks use as real components: nginx +
 # php8.2-fpm (the baseline), DokuWiki (a real app served in tests), wrk and valgrind,
-# MariaDB, PostgreSQL and WordPress (with a classic theme) for the database tests.
+# MariaDB, PostgreSQL, WordPress (with a classic theme) and Adminer for the database tests.
 # Idempotent; quick when everything is present. Services are not started here: tests
 # start their own instances on loopback.
 set -euo pipefail
@@ -14,7 +14,7 @@ PACKAGES=(nginx php8.2-fpm php8.2-xml dokuwiki wrk valgrind
   php-symfony-http-kernel php-symfony-runtime php-symfony-routing php-symfony-http-foundation
   php-symfony-event-dispatcher php-symfony-error-handler
   php-symfony-cache composer
-  mariadb-server mariadb-client postgresql wordpress wordpress-theme-twentytwentyone)
+  mariadb-server mariadb-client postgresql wordpress wordpress-theme-twentytwentyone adminer)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -21,6 +21,8 @@
 //!   classic requests of one PHP thread.
 //! - `postgres_crud_app_classic_and_worker`: a small pgsql/pdo_pgsql app on PostgreSQL,
 //!   the same files in classic and worker mode.
+//! - `adminer_on_postgres_classic`: Debian's Adminer on PostgreSQL (pgsql extension):
+//!   login, SQL command with its token, table browser.
 //!
 //! `docs/databases.md` has the findings and how to run this.
 
@@ -873,4 +875,77 @@ fn persistent_connections_in_classic_mode() {
     }
     assert_eq!(after["ids"], first["ids"], "{after}");
     assert_eq!(after["committed"], serde_json::json!([]), "{after}");
+}
+
+/// Adminer (Debian's `adminer` package, one compiled PHP file) on PostgreSQL through the
+/// pgsql extension: the login form, a session, an SQL command with its CSRF token, and
+/// the table browser showing the row. Classic mode only: Adminer defines its functions at
+/// file level, so it can run once per PHP request only.
+#[test]
+fn adminer_on_postgres_classic() {
+    let adminer = Path::new("/usr/share/adminer/adminer.php");
+    assert!(
+        adminer.exists(),
+        "Debian's adminer package is missing: scripts/install-test-deps.sh installs it"
+    );
+    let dbs = databases();
+    let root = tempfile::tempdir().unwrap();
+    std::fs::copy(adminer, root.path().join("index.php")).unwrap();
+    let server = start_server(root.path(), &[], &dbs);
+    let client = client_builder().cookie_store(true).build().unwrap();
+
+    let login = client.get(server.url("/")).send().unwrap().text().unwrap();
+    assert!(login.contains("name=\"auth[username]\""), "{login}");
+    let pg_server = format!("{}:{}", dbs.postgres.sockdir.display(), dbs.postgres.port);
+    let logged_in = client
+        .post(server.url("/"))
+        .form(&[
+            ("auth[driver]", "pgsql"),
+            ("auth[server]", pg_server.as_str()),
+            ("auth[username]", "postgres"),
+            // Adminer refuses empty passwords; the server trusts local connections.
+            ("auth[password]", "unused"),
+            ("auth[db]", "app"),
+        ])
+        .send()
+        .unwrap();
+    assert_eq!(logged_in.status(), 303, "{}", logged_in.text().unwrap());
+    let query = format!(
+        "pgsql={}&username=postgres&db=app&ns=public",
+        common::encode(&pg_server)
+    );
+
+    let form = client
+        .get(server.url(&format!("/?{query}&sql=")))
+        .send()
+        .unwrap()
+        .text()
+        .unwrap();
+    assert!(form.contains("<title>SQL command"), "{form}");
+    let token = form
+        .split("name=\"token\" value=\"")
+        .nth(1)
+        .and_then(|t| t.split('"').next())
+        .unwrap_or_else(|| panic!("no token: {form}"))
+        .to_owned();
+    let sql = "CREATE TABLE adminer_notes (id serial PRIMARY KEY, body text); \
+               INSERT INTO adminer_notes (body) VALUES ('written by Adminer: ünïcödé');";
+    let ran = client
+        .post(server.url(&format!("/?{query}&sql=")))
+        .form(&[("query", sql), ("token", token.as_str())])
+        .send()
+        .unwrap();
+    assert_eq!(ran.status(), 200);
+    let ran = ran.text().unwrap();
+    assert!(!ran.contains("class='error'"), "{ran}");
+
+    let browse = client
+        .get(server.url(&format!("/?{query}&select=adminer_notes")))
+        .send()
+        .unwrap()
+        .text()
+        .unwrap();
+    assert!(browse.contains("written by Adminer: ünïcödé"), "{browse}");
+    let stored = dbs.postgres.sql("app", "SELECT body FROM adminer_notes");
+    assert_eq!(stored.trim(), "written by Adminer: ünïcödé");
 }
