@@ -659,3 +659,19 @@ void ferrophp_execution_timer_release(void) {
     }
 #endif
 }
+
+static int ferrophp_remove_entry(zval *entry) {
+    (void) entry;
+    return ZEND_HASH_APPLY_REMOVE;
+}
+
+/* Closes this thread's persistent resources (pg_pconnect links, mysqli p: links,
+ * persistent PDO and stream handles) while every module's globals are still alive.
+ * ts_free_thread frees each module's globals right after its destructor, in reverse
+ * order, and only then destroys EG(persistent_list) (executor globals come first): a
+ * destructor that touches its module's globals, as pgsql's _close_pgsql_plink does
+ * (PGG(num_persistent)--), would write into freed memory. The table itself stays for
+ * executor_globals_dtor, empty. */
+void ferrophp_persistent_list_release(void) {
+    zend_hash_reverse_apply(&EG(persistent_list), ferrophp_remove_entry);
+}
