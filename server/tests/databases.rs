@@ -19,6 +19,8 @@
 //!   handles the request opened; still open on handles the worker keeps, except pgsql).
 //! - `persistent_connections_in_classic_mode`: the same reuse and clean-up across the
 //!   classic requests of one PHP thread.
+//! - `persistent_connections_close_with_their_worker_thread`: `--max-requests` replacing
+//!   worker threads closes their connections; none pile up on the servers.
 //! - `postgres_crud_app_classic_and_worker`: a small pgsql/pdo_pgsql app on PostgreSQL,
 //!   the same files in classic and worker mode.
 //! - `adminer_on_postgres_classic`: Debian's Adminer on PostgreSQL (pgsql extension):
@@ -361,8 +363,18 @@ fn databases() -> Arc<Databases> {
 }
 
 fn start_server(root: &Path, args: &[&str], dbs: &Databases) -> Server {
+    start_server_with_env(root, args, dbs, &[])
+}
+
+fn start_server_with_env(
+    root: &Path,
+    args: &[&str],
+    dbs: &Databases,
+    extra: &[(&str, &str)],
+) -> Server {
     let env = dbs.env();
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let mut env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    env.extend_from_slice(extra);
     Server::start_with_env(root, args, &env)
 }
 
@@ -875,6 +887,14 @@ fn persistent_connections_in_classic_mode() {
     }
     assert_eq!(after["ids"], first["ids"], "{after}");
     assert_eq!(after["committed"], serde_json::json!([]), "{after}");
+    // The PHP thread's exit closes its persistent connections cleanly (pg_pconnect links
+    // used to corrupt the heap there: the process aborted instead of exiting 0).
+    let mut server = server;
+    server.sigterm();
+    let status = server
+        .wait_exit(Duration::from_secs(20))
+        .expect("server exits");
+    assert!(status.success(), "{status:?}\n{}", server.stderr());
 }
 
 /// Adminer (Debian's `adminer` package, one compiled PHP file) on PostgreSQL through the
@@ -948,4 +968,71 @@ fn adminer_on_postgres_classic() {
     assert!(browse.contains("written by Adminer: ünïcödé"), "{browse}");
     let stored = dbs.postgres.sql("app", "SELECT body FROM adminer_notes");
     assert_eq!(stored.trim(), "written by Adminer: ünïcödé");
+}
+
+/// Persistent connections belong to a PHP thread: when `--max-requests` replaces a worker
+/// thread, its connections are closed with it, so replacements never pile up connections
+/// on the servers.
+#[test]
+fn persistent_connections_close_with_their_worker_thread() {
+    let dbs = databases();
+    // A MariaDB user and a PostgreSQL application_name of this test's own, to count only
+    // its connections.
+    dbs.mariadb.sql(
+        "CREATE USER 'recycle'@'localhost' IDENTIFIED BY 'app-pass'; \
+         GRANT ALL ON app.* TO 'recycle'@'localhost';",
+    );
+    let count = || {
+        let my = dbs
+            .mariadb
+            .sql("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE USER = 'recycle'");
+        let pg = dbs.postgres.sql(
+            "postgres",
+            "SELECT COUNT(*) FROM pg_stat_activity WHERE application_name = 'recycle'",
+        );
+        (
+            my.trim().parse::<u32>().unwrap(),
+            pg.trim().parse::<u32>().unwrap(),
+        )
+    };
+    let script = data_dir().join("persistent.php");
+    let spec = format!("{},1", script.display());
+    let args = ["--threads", "1", "--worker", &spec, "--max-requests", "5"];
+    let env = [("DB_MY_USER", "recycle"), ("DB_PG_APPNAME", "recycle")];
+    let server = start_server_with_env(&data_dir(), &args, &dbs, &env);
+    let client = client_builder().build().unwrap();
+    let mut ids = std::collections::HashSet::new();
+    for i in 0..30 {
+        let r = client
+            .get(server.url(&format!("/persistent.php?op=ids&i={i}")))
+            .send();
+        let Ok(r) = r else {
+            panic!("request {i}: {r:?}\nserver stderr:\n{}", server.stderr());
+        };
+        let v: Value = serde_json::from_str(&r.text().unwrap()).unwrap();
+        ids.insert(v["ids"]["mysqli"].to_string());
+        // At most the current thread's two connections per server: the replaced threads'
+        // are gone (a closing connection may take a moment to leave the server's list).
+        assert!(
+            common::wait_until(Duration::from_secs(5), || {
+                let (my, pg) = count();
+                my <= 2 && pg <= 2
+            }),
+            "request {i}: connections of this test: {:?}",
+            count()
+        );
+    }
+    // 30 requests, 5 per thread: six threads, six connections one after the other.
+    assert_eq!(ids.len(), 6, "{ids:?}");
+    let mut server = server;
+    server.sigterm();
+    let status = server
+        .wait_exit(Duration::from_secs(20))
+        .expect("server exits");
+    assert!(status.success(), "{status:?}\n{}", server.stderr());
+    assert!(
+        common::wait_until(Duration::from_secs(5), || count() == (0, 0)),
+        "left after the server stopped: {:?}",
+        count()
+    );
 }

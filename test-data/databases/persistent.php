@@ -22,19 +22,23 @@
 $my_socket = getenv('DB_MY_SOCKET');
 $pg_dir = getenv('DB_PG_SOCKDIR');
 $pg_port = getenv('DB_PG_PORT');
+// Who connects: lets a test count its own server connections (MariaDB user, PostgreSQL
+// application_name) while other tests use the same servers.
+$my_user = getenv('DB_MY_USER') ?: 'app';
+$pg_name = getenv('DB_PG_APPNAME') ?: 'persistent';
 
 // PDO and pg_pconnect share one persistent connection between all handles opened with the
 // same DSN/connection string (mysqli hands a `p:` link to one object at a time): the kept
 // handles use a DSN of their own ($variant) so that they are separate connections.
-$open = static function (string $variant = '') use ($my_socket, $pg_dir, $pg_port): array {
+$open = static function (string $variant = '') use ($my_socket, $pg_dir, $pg_port, $my_user, $pg_name): array {
     mysqli_report(MYSQLI_REPORT_ERROR | MYSQLI_REPORT_STRICT);
     $opts = [PDO::ATTR_PERSISTENT => true, PDO::ATTR_ERRMODE => PDO::ERRMODE_EXCEPTION];
     $my_dsn = "mysql:unix_socket=$my_socket;dbname=app" . ($variant ? ';charset=utf8mb4' : '');
-    $pg_conn = "host=$pg_dir port=$pg_port dbname=app user=postgres"
-        . ($variant ? " application_name=$variant" : '');
+    $pg_conn = "host=$pg_dir port=$pg_port dbname=app user=postgres application_name="
+        . ($variant ?: $pg_name);
     return [
-        'mysqli' => new mysqli('p:localhost', 'app', 'app-pass', 'app', 0, $my_socket),
-        'pdo_mysql' => new PDO($my_dsn, 'app', 'app-pass', $opts),
+        'mysqli' => new mysqli('p:localhost', $my_user, 'app-pass', 'app', 0, $my_socket),
+        'pdo_mysql' => new PDO($my_dsn, $my_user, 'app-pass', $opts),
         'pdo_pgsql' => new PDO('pgsql:' . str_replace(' ', ';', $pg_conn), null, null, $opts),
         'pgsql' => pg_pconnect($pg_conn),
     ];
