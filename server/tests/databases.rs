@@ -4,8 +4,8 @@
 //! PostgreSQL (`postgres` from Debian's `postgresql`) as child processes, each in a
 //! private temporary directory and reachable only through a unix socket in it (no TCP
 //! listener: `--skip-networking`, `listen_addresses=''`). One pair of servers is shared by
-//! the tests that run at the same time and stopped (SIGTERM, then SIGKILL, by pid) when the
-//! last of them drops its handle, so nothing is left running or listening afterwards.
+//! the tests that run at the same time and stopped (SIGTERM for mariadbd, SIGINT for
+//! postgres, SIGKILL after 20 s, by pid) when the last of them drops its handle, so nothing is left running or listening afterwards.
 //!
 //! What is proven, test by test:
 //! - `wordpress_installs_logs_in_posts_and_reads_back_classic`: Debian's WordPress on
@@ -70,16 +70,28 @@ struct DbProcess {
     child: Child,
     name: &'static str,
     log: PathBuf,
+    /// The signal that makes this server close its connections and exit.
+    stop_signal: &'static str,
 }
 
 impl DbProcess {
-    fn spawn(name: &'static str, mut cmd: Command, log: PathBuf) -> DbProcess {
+    fn spawn(
+        name: &'static str,
+        stop_signal: &'static str,
+        mut cmd: Command,
+        log: PathBuf,
+    ) -> DbProcess {
         let file = std::fs::File::create(&log).unwrap();
         cmd.stdin(Stdio::null())
             .stdout(file.try_clone().unwrap())
             .stderr(file);
         let child = cmd.spawn().unwrap_or_else(|e| panic!("{name} starts: {e}"));
-        DbProcess { child, name, log }
+        DbProcess {
+            child,
+            name,
+            log,
+            stop_signal,
+        }
     }
 
     fn log(&self) -> String {
@@ -109,9 +121,11 @@ impl Drop for DbProcess {
         if self.child.try_wait().ok().flatten().is_some() {
             return;
         }
-        // Both servers shut down cleanly on SIGTERM (a fast shutdown for postgres).
+        // mariadbd shuts down on SIGTERM; postgres's SIGTERM is a "smart" shutdown that
+        // waits for clients, its SIGINT the "fast" one that disconnects them. A SIGKILL of
+        // the postmaster would leave its backends running, hence the clean signal first.
         let _ = Command::new("kill")
-            .arg("-TERM")
+            .arg(format!("-{}", self.stop_signal))
             .arg(self.child.id().to_string())
             .status();
         let deadline = Instant::now() + Duration::from_secs(20);
@@ -191,7 +205,7 @@ impl MariaDb {
                 "--innodb-flush-log-at-trx-commit=0",
             ])
             .args(["--skip-log-bin", "--performance-schema=OFF"]);
-        let mut process = DbProcess::spawn("mariadbd", cmd, dir.join("mariadb.log"));
+        let mut process = DbProcess::spawn("mariadbd", "TERM", cmd, dir.join("mariadb.log"));
         let db = |sql: &str| {
             Command::new("mariadb")
                 .arg("--no-defaults")
@@ -278,7 +292,7 @@ impl Postgres {
             .args(["-p", &port.to_string(), "-h", "", "-F"])
             .args(["-c", "shared_buffers=16MB", "-c", "max_connections=50"]);
         as_owner(&mut cmd);
-        let mut process = DbProcess::spawn("postgres", cmd, dir.join("postgres.log"));
+        let mut process = DbProcess::spawn("postgres", "INT", cmd, dir.join("postgres.log"));
         let isready = bin.join("pg_isready");
         process.wait_ready(|| {
             Command::new(&isready)
