@@ -415,6 +415,13 @@ bool ferrophp_worker_request_shutdown(void) {
     ferrophp_session_handler_restore();
     ferrophp_delete_session_global();
     ferrophp_module_request_hook("filter", sizeof("filter") - 1, false);
+    /* pgsql's request end rolls back a transaction left open on a persistent link
+     * (pg_pconnect), as at the end of every classic request; without it the next client
+     * of this thread would run inside that transaction. It also drops the default link
+     * and destroys the OID caches, which its request start re-creates. */
+    if (ferrophp_module_request_hook("pgsql", sizeof("pgsql") - 1, false)) {
+        ferrophp_module_request_hook("pgsql", sizeof("pgsql") - 1, true);
+    }
     zend_try {
         /* Frees this request's libxml error list now rather than at the next request. */
         ferrophp_libxml_reset();
@@ -706,4 +713,20 @@ void ferrophp_execution_timer_release(void) {
         EG(pid) = 0;
     }
 #endif
+}
+
+static int ferrophp_remove_entry(zval *entry) {
+    (void) entry;
+    return ZEND_HASH_APPLY_REMOVE;
+}
+
+/* Closes this thread's persistent resources (pg_pconnect links, mysqli p: links,
+ * persistent PDO and stream handles) while every module's globals are still alive.
+ * ts_free_thread frees each module's globals right after its destructor, in reverse
+ * order, and only then destroys EG(persistent_list) (executor globals come first): a
+ * destructor that touches its module's globals, as pgsql's _close_pgsql_plink does
+ * (PGG(num_persistent)--), would write into freed memory. The table itself stays for
+ * executor_globals_dtor, empty. */
+void ferrophp_persistent_list_release(void) {
+    zend_hash_reverse_apply(&EG(persistent_list), ferrophp_remove_entry);
 }

@@ -103,6 +103,8 @@ void ferrophp_set_fast_input(bool enabled);
 int ferrophp_execution_timer_keep(void);
 void ferrophp_execution_timer_restore(int pid);
 void ferrophp_execution_timer_release(void);
+/* Closes the thread's persistent resources before ts_free_thread (see shim.c). */
+void ferrophp_persistent_list_release(void);
 
 /* Worker mode: running a handler inside a long-lived request. */
 /* zend_call_function inside zend_try (the handler's return value is discarded). */

@@ -2,7 +2,8 @@
 # Debian packages the test suite and benchmarks use as real components: nginx +
 # php8.2-fpm (the baseline), DokuWiki and MediaWiki (real apps served in tests; MediaWiki
 # caches through apcu_* when it exists), wrk and valgrind, Symfony and Laravel 8
-# (Octane's worker contract, server/tests/frankenphp_octane.rs).
+# (Octane's worker contract, server/tests/frankenphp_octane.rs), and MariaDB,
+# PostgreSQL, WordPress (with a classic theme) and Adminer for the database tests.
 # Idempotent; quick when everything is present. Services are not started here: tests
 # start their own instances on loopback.
 set -euo pipefail
@@ -15,7 +16,8 @@ log() { echo "install-test-deps: $*" >&2; }
 PACKAGES=(nginx php8.2-fpm php8.2-xml dokuwiki mediawiki wrk valgrind
   php-symfony-http-kernel php-symfony-runtime php-symfony-routing php-symfony-http-foundation
   php-symfony-event-dispatcher php-symfony-error-handler
-  php-symfony-cache composer php-laravel-framework)
+  php-symfony-cache composer php-laravel-framework
+  mariadb-server mariadb-client postgresql wordpress wordpress-theme-twentytwentyone adminer)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -26,7 +28,8 @@ if [[ $(id -u) -ne 0 ]]; then
   exit 1
 fi
 log "installing ${missing[*]}"
-# Keep package scripts from starting nginx/php-fpm system services during install.
+# Keep package scripts from starting nginx/php-fpm/mariadb/postgresql system services
+# during install: the database tests start their own private instances.
 policy=/usr/sbin/policy-rc.d
 created_policy=0
 if [[ ! -e $policy ]]; then

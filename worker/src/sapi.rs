@@ -167,9 +167,14 @@ pub(crate) static FAST_INPUT_INSTALLED: std::sync::atomic::AtomicBool =
 /// Releases the calling thread's TSRM context. Must be the thread's last PHP call.
 pub(crate) fn detach_thread() {
     // SAFETY: this thread attached with attach_thread and runs no request now; the
-    // execution timer run_script kept alive is this thread's own, deleted once.
+    // execution timer run_script kept alive is this thread's own, deleted once; the
+    // persistent list is this thread's own and its destructors run outside a request
+    // anyway (at module shutdown, normally).
     unsafe {
         sys::ferrophp_execution_timer_release();
+        // Persistent connections close before TSRM frees module globals their
+        // destructors use (pgsql's would write into freed memory).
+        sys::ferrophp_persistent_list_release();
         sys::ts_free_thread();
     }
 }
