@@ -6,8 +6,12 @@
 //! - `GET /readyz`: 200 once the listener is up (every worker has booted before it
 //!   opens), 503 from the moment a graceful drain begins (readiness: take the instance
 //!   out of the balancer).
-//! - `GET /metrics`: Prometheus text: every metric PHP recorded (`Ferrophp\Metrics`) and
-//!   the server's request latency, merged across threads (see docs/metrics.md).
+//! - `GET /metrics`: Prometheus text: every metric PHP recorded (`Ferrophp\Metrics`), the
+//!   server's request latency merged across threads (see docs/metrics.md), and the
+//!   server's and runtime's counters, with FrankenPHP's names where it has an equivalent
+//!   (see docs/operating.md).
+//! - `GET /threads`: JSON, one object per PHP thread: pool, state, busy, the request it
+//!   runs, requests served, PHP memory.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -90,6 +94,7 @@ fn handle(engine: &EngineControl, req: Request<Incoming>) -> Response<ResponseBo
             resp.headers_mut().remove(http::header::CONTENT_LENGTH);
             resp
         }
+        (&Method::GET, "/threads") => json_response(threads_json()),
         (&Method::GET, "/metrics") => {
             let mut resp = body::text_response(StatusCode::OK, "");
             *resp.body_mut() = body::full(crate::metrics::render());
@@ -102,4 +107,35 @@ fn handle(engine: &EngineControl, req: Request<Incoming>) -> Response<ResponseBo
         }
         _ => body::text_response(StatusCode::NOT_FOUND, "Not Found"),
     }
+}
+
+fn json_response(json: String) -> Response<ResponseBody> {
+    let mut resp = body::text_response(StatusCode::OK, "");
+    *resp.body_mut() = body::full(json);
+    resp.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
+    resp.headers_mut().remove(http::header::CONTENT_LENGTH);
+    resp
+}
+
+/// `GET /threads`: `{"threads":[{"name":..,"pool":..,"state":..,"busy":..,"uri":..,
+/// "requests":..,"memory_bytes":..},..]}`.
+fn threads_json() -> String {
+    let threads: Vec<serde_json::Value> = worker::observe::threads()
+        .into_iter()
+        .map(|t| {
+            serde_json::json!({
+                "name": t.name,
+                "pool": t.pool,
+                "state": t.state.as_str(),
+                "busy": t.state == worker::observe::ThreadState::Busy,
+                "uri": t.current,
+                "requests": t.requests,
+                "memory_bytes": t.memory_bytes,
+            })
+        })
+        .collect();
+    serde_json::json!({ "threads": threads }).to_string()
 }

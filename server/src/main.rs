@@ -3,11 +3,13 @@
 mod admin;
 mod body;
 mod config;
+mod logging;
 mod metrics;
 mod php_bridge;
 mod php_cli;
 mod routing;
 mod serve;
+mod sessions;
 mod static_files;
 mod tls;
 mod workers;

@@ -12,6 +12,7 @@ mod functions;
 pub mod layout;
 mod metrics;
 mod module;
+pub mod observe;
 mod php;
 mod pool;
 mod queue;
