@@ -47,7 +47,7 @@ pub fn init(filter: &str, format: LogFormat) {
 }
 
 /// One access log event. `bytes` is the body size when known at head time (-1 for a
-/// streamed body, whose size only the client sees).
+/// streamed PHP response without Content-Length, whose size only the client sees).
 pub fn access(
     remote: SocketAddr,
     method: &Method,
@@ -56,9 +56,18 @@ pub fn access(
     mode: Mode,
     started: Instant,
 ) {
-    let bytes = http_body::Body::size_hint(response.body())
-        .exact()
-        .map_or(-1, |n| n as i64);
+    // Content-Length when set (static files stream from disk with a known length), else
+    // the body's exact size, else unknown.
+    let bytes = response
+        .headers()
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<i64>().ok())
+        .or_else(|| {
+            http_body::Body::size_hint(response.body())
+                .exact()
+                .map(|n| n as i64)
+        })
+        .unwrap_or(-1);
     let mode = match mode {
         Mode::Static => "static",
         Mode::Classic => "classic",
