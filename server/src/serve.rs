@@ -117,7 +117,8 @@ async fn serve(config: ServeConfig) -> Result<(), String> {
             .map(|w| Arc::new(Semaphore::new(w.threads))),
     );
     crate::metrics::configure(config.metrics);
-    let session_ini = sessions::plan(config.session_gc, &config.ini, local.port())?;
+    let session_ini = sessions::plan(config.session_gc, &config.ini, config.listen.port())?;
+    let remove_at_exit = session_ini.remove_at_exit.clone();
     let engine = Engine::start(EngineConfig {
         threads: config.threads,
         ini: session_ini
@@ -287,6 +288,9 @@ async fn serve(config: ServeConfig) -> Result<(), String> {
             tracing::info!("PHP shut down cleanly");
         }
         Err(e) => tracing::warn!("{e}; exiting without PHP shutdown"),
+    }
+    if let Some(dir) = remove_at_exit {
+        let _ = std::fs::remove_dir_all(dir);
     }
     Ok(())
 }

@@ -36,6 +36,9 @@ pub enum GcMode {
 pub struct IniPlan {
     pub defaults: Vec<(String, String)>,
     pub forced: Vec<(String, String)>,
+    /// A pid-keyed private directory (listening on port 0), removed at exit: no later
+    /// instance can reuse it, so keeping it would only litter the temporary directory.
+    pub remove_at_exit: Option<PathBuf>,
 }
 
 /// Decides the session ini settings; creates the private save path when it is the one
@@ -45,6 +48,7 @@ pub fn plan(mode: GcMode, user_ini: &[(String, String)], port: u16) -> Result<In
     let mut plan = IniPlan {
         defaults: Vec::new(),
         forced: Vec::new(),
+        remove_at_exit: None,
     };
     if mode == GcMode::Background && !user_sets("session.gc_probability") {
         // Forced rather than a default: php.ini-production says 1, and the point is that
@@ -54,6 +58,10 @@ pub fn plan(mode: GcMode, user_ini: &[(String, String)], port: u16) -> Result<In
     }
     if !user_sets("session.save_path") {
         let dir = private_dir(port)?;
+        if port == 0 {
+            plan.remove_at_exit = dir.parent().map(Path::to_path_buf);
+            remove_dead_instances_dirs();
+        }
         plan.defaults.push((
             "session.save_path".into(),
             dir.to_string_lossy().into_owned(),
@@ -94,6 +102,27 @@ fn private_dir(port: u16) -> Result<PathBuf, String> {
         }
     }
     Ok(dir)
+}
+
+/// Removes pid-keyed private directories of processes that no longer exist (killed
+/// before they could remove their own), so ephemeral instances (tests, port 0) do not
+/// accumulate directories.
+fn remove_dead_instances_dirs() {
+    let uid = std::fs::metadata("/proc/self").map_or(0, |m| m.uid());
+    let prefix = format!("ferrophp-{uid}-pid");
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name.strip_prefix(&prefix) else {
+            continue;
+        };
+        let ours = entry.metadata().is_ok_and(|m| m.uid() == uid && m.is_dir());
+        if ours && pid.parse::<u32>().is_ok() && !Path::new("/proc").join(pid).exists() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
 }
 
 /// What PHP will use, read back from PHP (php.ini may have set it).
