@@ -70,8 +70,10 @@ const MODES: [&str; 3] = ["static", "classic", "worker"];
 
 /// Requests by mode and status class (1xx..5xx).
 static REQUESTS: [[AtomicU64; 5]; 3] = [const { [const { AtomicU64::new(0) }; 5] }; 3];
-/// Requests waiting for a PHP thread right now.
-static QUEUE_DEPTH: AtomicI64 = AtomicI64::new(0);
+/// Requests waiting for a PHP thread right now, per pool (classic first, then the
+/// workers in order, as `worker::observe::pools()` lists them; pools past the last slot
+/// share it).
+static QUEUE_DEPTHS: [AtomicI64; 64] = [const { AtomicI64::new(0) }; 64];
 /// PHP requests that got a thread, and their total wait for it, in microseconds.
 static QUEUE_WAITS: AtomicU64 = AtomicU64::new(0);
 static QUEUE_WAIT_MICROS: AtomicU64 = AtomicU64::new(0);
@@ -102,18 +104,20 @@ pub fn thread_wait_timed_out() {
 }
 
 /// Held while a request waits for a PHP thread: the queue depth gauge.
-pub struct Queued(());
+pub struct Queued(&'static AtomicI64);
 
 impl Queued {
-    pub fn enter() -> Queued {
-        QUEUE_DEPTH.fetch_add(1, Ordering::Relaxed);
-        Queued(())
+    /// `pool`: 0 for classic, 1 + the worker's index.
+    pub fn enter(pool: usize) -> Queued {
+        let depth = &QUEUE_DEPTHS[pool.min(QUEUE_DEPTHS.len() - 1)];
+        depth.fetch_add(1, Ordering::Relaxed);
+        Queued(depth)
     }
 }
 
 impl Drop for Queued {
     fn drop(&mut self) {
-        QUEUE_DEPTH.fetch_sub(1, Ordering::Relaxed);
+        self.0.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -146,21 +150,33 @@ fn render_server(out: &mut String) {
             );
         }
     }
-    let depth = QUEUE_DEPTH.load(Ordering::Relaxed).max(0);
+    let pools = worker::observe::pools();
+    let depth = |i: usize| {
+        QUEUE_DEPTHS[i.min(QUEUE_DEPTHS.len() - 1)]
+            .load(Ordering::Relaxed)
+            .max(0)
+    };
     header(
         out,
         "ferrophp_queue_depth",
         "gauge",
-        "Requests waiting for a free PHP thread.",
+        "Requests waiting for a free PHP thread, by pool.",
     );
-    let _ = writeln!(out, "ferrophp_queue_depth {depth}");
+    for (i, p) in pools.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "ferrophp_queue_depth{{pool=\"{}\"}} {}",
+            label(&p.name),
+            depth(i)
+        );
+    }
     header(
         out,
         "frankenphp_queue_depth",
         "gauge",
-        "Requests waiting for a free PHP thread (FrankenPHP name).",
+        "Classic requests waiting for a free PHP thread (FrankenPHP name).",
     );
-    let _ = writeln!(out, "frankenphp_queue_depth {depth}");
+    let _ = writeln!(out, "frankenphp_queue_depth {}", depth(0));
     header(
         out,
         "ferrophp_queue_wait_seconds",
@@ -185,11 +201,12 @@ fn render_server(out: &mut String) {
         REJECTED.load(Ordering::Relaxed)
     );
 
-    let pools = worker::observe::pools();
     let (mut threads, mut busy) = (0, 0);
     for p in &pools {
         threads += p.threads;
-        busy += p.busy;
+        // As FrankenPHP counts them: a running worker script always occupies its
+        // thread, busy or not (ferrophp_php_threads has the real split).
+        busy += if p.is_worker { p.threads } else { p.busy };
     }
     header(
         out,
@@ -218,7 +235,7 @@ fn render_server(out: &mut String) {
         out,
         "frankenphp_busy_threads",
         "gauge",
-        "PHP threads running a request (FrankenPHP name).",
+        "Classic threads running a request plus every worker thread (FrankenPHP's meaning).",
     );
     let _ = writeln!(out, "frankenphp_busy_threads {busy}");
 
@@ -260,6 +277,17 @@ fn render_server(out: &mut String) {
         "gauge",
         "Worker threads (FrankenPHP name).",
         &|p| p.threads.to_string(),
+    );
+    let queue_of = |p: &worker::observe::PoolInfo| {
+        let i = pools.iter().position(|q| std::ptr::eq(q, p)).unwrap_or(0);
+        depth(i).to_string()
+    };
+    per_worker(
+        out,
+        "frankenphp_worker_queue_depth",
+        "gauge",
+        "Requests waiting for a thread of the worker (FrankenPHP name).",
+        &queue_of,
     );
     per_worker(
         out,

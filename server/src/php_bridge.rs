@@ -94,7 +94,10 @@ impl PhpRunner {
                 Ok(permit)
             }
             Err(_) => {
-                let _queued = crate::metrics::Queued::enter();
+                let _queued = crate::metrics::Queued::enter(match target {
+                    Target::Classic => 0,
+                    Target::Worker(i) => i + 1,
+                });
                 let waiting = std::time::Instant::now();
                 match tokio::time::timeout(self.max_wait, semaphore.acquire_owned()).await {
                     Ok(Ok(permit)) => {

@@ -319,11 +319,20 @@ fn metrics_scrape_under_load_counts_every_request() {
     assert!(e.value("frankenphp_worker_request_time", &wl) > 0.0);
     assert_eq!(e.value("ferrophp_http_rejected_total", &[]), 0.0);
     assert_eq!(e.value("frankenphp_queue_depth", &[]), 0.0);
-    assert_eq!(e.value("ferrophp_queue_depth", &[]), 0.0);
-    // Busy counts settle once every thread has finished its bookkeeping.
-    assert!(wait_until(Duration::from_secs(5), || scrape(admin)
-        .value("frankenphp_busy_threads", &[])
-        == 0.0));
+    assert_eq!(e.value("ferrophp_queue_depth", &[("pool", "classic")]), 0.0);
+    assert_eq!(e.value("ferrophp_queue_depth", &[("pool", &w)]), 0.0);
+    assert_eq!(e.value("frankenphp_worker_queue_depth", &wl), 0.0);
+    // Busy counts settle once every thread has finished its bookkeeping. FrankenPHP
+    // counts a worker thread as busy whatever it does: 2 here.
+    assert!(wait_until(Duration::from_secs(5), || {
+        let e = scrape(admin);
+        e.family("ferrophp_php_threads")
+            .iter()
+            .filter(|(k, _)| k.contains("state=\"busy\""))
+            .all(|(_, v)| *v == 0.0)
+            && e.value("frankenphp_busy_threads", &[]) == 2.0
+            && e.value("frankenphp_busy_workers", &wl) == 0.0
+    }));
     // Every thread ran PHP: each one's heap holds at least one 2 MiB chunk.
     let memory = e.family("ferrophp_php_thread_memory_bytes");
     assert_eq!(memory.len(), 4, "{memory:?}");
