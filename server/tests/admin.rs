@@ -2,7 +2,7 @@
 //! parsed by a strict Prometheus text-format parser (counters equal the requests sent, by
 //! mode and status class, and never go backwards between scrapes), worker boots, crashes
 //! and restarts counted, 503s and the queue depth, `/threads` showing a busy thread and
-//! its URI, `/healthz`, `/readyz` (503 while draining), `POST /workers/restart`, and the
+//! its URI (also in FrankenPHP's `/frankenphp/threads` shape), `/healthz`, `/readyz` (503 while draining), `POST /workers/restart`, and the
 //! JSON log format with the access log fields.
 
 mod common;
@@ -484,6 +484,31 @@ fn threads_view_shows_each_thread_and_the_busy_ones_uri() {
     assert_eq!(busy[0]["state"], "busy");
     assert_eq!(busy[0]["uri"], "GET /worker.php?ms=1500&tag=x");
     assert_eq!(busy[0]["pool"], worker_script().as_str());
+    // FrankenPHP's shape of the same view.
+    let f: serde_json::Value = serde_json::from_str(
+        &client()
+            .get(format!("http://{admin}/frankenphp/threads"))
+            .send()
+            .unwrap()
+            .text()
+            .unwrap(),
+    )
+    .unwrap();
+    let states = f["ThreadDebugStates"].as_array().unwrap();
+    assert_eq!(states.len(), 3);
+    let fb: Vec<_> = states.iter().filter(|t| t["IsBusy"] == true).collect();
+    assert_eq!(fb.len(), 1, "{f}");
+    assert_eq!(fb[0]["CurrentMethod"], "GET");
+    assert_eq!(fb[0]["CurrentURI"], "/worker.php?ms=1500&tag=x");
+    assert_eq!(
+        fb[0]["Name"],
+        format!("worker-{}", worker_script()).as_str()
+    );
+    assert!(fb[0]["RequestStartedAt"].as_u64().unwrap() > 1_700_000_000_000);
+    assert!(states
+        .iter()
+        .filter(|t| t["IsBusy"] == false)
+        .all(|t| t["IsWaiting"] == true && t["State"] == "ready" && t["CurrentURI"] == ""));
     assert_eq!(h.join().unwrap().1, "worker\n");
 
     let c = client();

@@ -152,6 +152,15 @@ pub(crate) struct Slot {
     /// "METHOD URI" of the running request (empty when idle). The buffer is reused.
     current: Mutex<String>,
     started: Mutex<Option<Instant>>,
+    /// Unix time in ms of the last begin or end (FrankenPHP's threads view reports the
+    /// request's start and how long an idle thread has waited).
+    since_ms: AtomicU64,
+}
+
+fn unix_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }
 
 /// Registration of the calling PHP thread; unregisters on drop.
@@ -217,6 +226,7 @@ pub(crate) fn register(pool: &Arc<PoolStats>) -> SlotGuard {
         memory: AtomicU64::new(0),
         current: Mutex::new(String::new()),
         started: Mutex::new(None),
+        since_ms: AtomicU64::new(unix_ms()),
     });
     pool.threads.fetch_add(1, Ordering::Relaxed);
     THREADS.lock().unwrap().push(slot.clone());
@@ -250,6 +260,7 @@ impl Slot {
         cur.push_str(uri);
         drop(cur);
         *self.started.lock().unwrap() = Some(Instant::now());
+        self.since_ms.store(unix_ms(), Ordering::Relaxed);
     }
 
     /// The request ended; records its time and the thread's PHP memory.
@@ -267,6 +278,7 @@ impl Slot {
             .request_micros
             .fetch_add(micros, Ordering::Relaxed);
         self.record_memory();
+        self.since_ms.store(unix_ms(), Ordering::Relaxed);
         self.pool.busy.fetch_sub(1, Ordering::Relaxed);
         self.set_state(ThreadState::Idle);
     }
@@ -292,6 +304,9 @@ pub struct ThreadInfo {
     pub requests: u64,
     /// Bytes the thread's PHP heap holds from the OS, as of its last request.
     pub memory_bytes: u64,
+    /// Unix time (ms) the running request started, or the thread became idle.
+    pub since_unix_ms: u64,
+    pub is_worker: bool,
 }
 
 /// Every PHP thread alive now.
@@ -308,6 +323,8 @@ pub fn threads() -> Vec<ThreadInfo> {
                 current: (!cur.is_empty()).then(|| cur.clone()),
                 requests: s.requests.load(Ordering::Relaxed),
                 memory_bytes: s.memory.load(Ordering::Relaxed),
+                since_unix_ms: s.since_ms.load(Ordering::Relaxed),
+                is_worker: s.pool.is_worker,
             }
         })
         .collect()
