@@ -88,7 +88,8 @@ pub struct ServeArgs {
     /// 0 resolves every request afresh [default: 1000]
     #[arg(long, env = "FERROPHP_ROUTE_CACHE_MS", value_name = "MS")]
     pub route_cache_ms: Option<u64>,
-    /// Admin listener (POST /workers/restart, GET /health, GET /metrics); off unless set.
+    /// Admin listener (GET /healthz, /readyz, /metrics, /threads; POST /workers/restart);
+    /// off unless set. Keep it on loopback or a private interface.
     #[arg(long, env = "FERROPHP_ADMIN", value_name = "ADDR")]
     pub admin: Option<SocketAddr>,
     /// Directory (relative to the root, or absolute) where PHP never runs, such as an
