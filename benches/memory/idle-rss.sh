@@ -27,6 +27,8 @@ for n in "${counts[@]}"; do
   sleep 1
   rss=$(awk '/VmRSS/ {print $2}' "/proc/$pid/status")
   kill "$pid"; wait "$pid" 2>/dev/null || true
+  # The private session directory this instance made (keyed by its port).
+  rm -rf "${TMPDIR:-/tmp}/ferrophp-$(id -u)-$port"
   mib=$(awk -v k="$rss" 'BEGIN {printf "%.1f", k/1024}')
   if [[ -z $base ]]; then base=$rss; basen=$n; per="-"; else
     per=$(awk -v a="$rss" -v b="$base" -v n="$n" -v m="$basen" 'BEGIN {printf "%.2f", (a-b)/1024/(n-m)}')
