@@ -56,6 +56,9 @@ struct Project {
     compose: Vec<String>,
     name: String,
     app_image: String,
+    /// The Dockerfile's first stage, tagged so that it is removed too (the classic
+    /// builder would leave it as a dangling image).
+    stage_image: String,
     lb_image: String,
 }
 
@@ -112,7 +115,7 @@ impl Drop for Project {
         let _ = self
             .cmd(&["down", "-v", "--remove-orphans", "-t", "2"])
             .output();
-        for image in [&self.app_image, &self.lb_image] {
+        for image in [&self.app_image, &self.stage_image, &self.lb_image] {
             let _ = Command::new("docker").args(["rmi", "-f", image]).output();
         }
     }
@@ -161,8 +164,20 @@ fn rolling_restart_behind_the_balancer_fails_no_request() {
         compose,
         name: format!("ferrophpops{}", std::process::id()),
         app_image: format!("ferrophp-compose-test:{tag}"),
+        stage_image: format!("ferrophp-compose-test-stage:{tag}"),
         lb_image: format!("ferrophp-compose-lb:{tag}"),
     };
+    run(Command::new("docker")
+        .args([
+            "build",
+            "-q",
+            "--target",
+            "release",
+            "-t",
+            &project.stage_image,
+            ".",
+        ])
+        .current_dir(repo()));
     run(Command::new("docker")
         .args(["build", "-q", "-t", &project.app_image, "."])
         .current_dir(repo()));
