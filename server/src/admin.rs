@@ -6,8 +6,13 @@
 //! - `GET /readyz`: 200 once the listener is up (every worker has booted before it
 //!   opens), 503 from the moment a graceful drain begins (readiness: take the instance
 //!   out of the balancer).
-//! - `GET /metrics`: Prometheus text: every metric PHP recorded (`Ferrophp\Metrics`) and
-//!   the server's request latency, merged across threads (see docs/metrics.md).
+//! - `GET /metrics`: Prometheus text: every metric PHP recorded (`Ferrophp\Metrics`), the
+//!   server's request latency merged across threads (see docs/metrics.md), and the
+//!   server's and runtime's counters, with FrankenPHP's names where it has an equivalent
+//!   (see docs/operating.md).
+//! - `GET /threads`: JSON, one object per PHP thread: pool, state, busy, the request it
+//!   runs, requests served, PHP memory. `GET /frankenphp/threads`: the same in the shape
+//!   of FrankenPHP's admin endpoint, for its tooling.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -90,6 +95,8 @@ fn handle(engine: &EngineControl, req: Request<Incoming>) -> Response<ResponseBo
             resp.headers_mut().remove(http::header::CONTENT_LENGTH);
             resp
         }
+        (&Method::GET, "/threads") => json_response(threads_json()),
+        (&Method::GET, "/frankenphp/threads") => json_response(frankenphp_threads_json()),
         (&Method::GET, "/metrics") => {
             let mut resp = body::text_response(StatusCode::OK, "");
             *resp.body_mut() = body::full(crate::metrics::render());
@@ -102,4 +109,77 @@ fn handle(engine: &EngineControl, req: Request<Incoming>) -> Response<ResponseBo
         }
         _ => body::text_response(StatusCode::NOT_FOUND, "Not Found"),
     }
+}
+
+fn json_response(json: String) -> Response<ResponseBody> {
+    let mut resp = body::text_response(StatusCode::OK, "");
+    *resp.body_mut() = body::full(json);
+    resp.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
+    resp.headers_mut().remove(http::header::CONTENT_LENGTH);
+    resp
+}
+
+/// `GET /threads`: `{"threads":[{"name":..,"pool":..,"state":..,"busy":..,"uri":..,
+/// "requests":..,"memory_bytes":..},..]}`.
+fn threads_json() -> String {
+    let threads: Vec<serde_json::Value> = worker::observe::threads()
+        .into_iter()
+        .map(|t| {
+            serde_json::json!({
+                "name": t.name,
+                "pool": t.pool,
+                "state": t.state.as_str(),
+                "busy": t.state == worker::observe::ThreadState::Busy,
+                "uri": t.current,
+                "requests": t.requests,
+                "memory_bytes": t.memory_bytes,
+            })
+        })
+        .collect();
+    serde_json::json!({ "threads": threads }).to_string()
+}
+
+/// `GET /frankenphp/threads`, shaped as FrankenPHP's (docs/metrics.md in its repository):
+/// `{"ThreadDebugStates":[{"Index","Name","State","IsWaiting","IsBusy",
+/// "WaitingSinceMilliseconds","CurrentURI","CurrentMethod","RequestStartedAt",
+/// "RequestCount","MemoryUsage"}],"ReservedThreadCount":0}`.
+fn frankenphp_threads_json() -> String {
+    use worker::observe::ThreadState;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    let threads: Vec<serde_json::Value> = worker::observe::threads()
+        .into_iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let busy = t.state == ThreadState::Busy;
+            let waiting = t.state == ThreadState::Idle;
+            let (method, uri) = t
+                .current
+                .as_deref()
+                .and_then(|c| c.split_once(' '))
+                .unwrap_or(("", ""));
+            serde_json::json!({
+                "Index": i,
+                "Name": if t.is_worker { format!("worker-{}", t.pool) } else { "regular".into() },
+                "State": match t.state {
+                    ThreadState::Idle | ThreadState::Busy => "ready",
+                    ThreadState::Booting => "booting",
+                    ThreadState::Backoff => "restarting",
+                },
+                "IsWaiting": waiting,
+                "IsBusy": busy,
+                "WaitingSinceMilliseconds": if waiting { now.saturating_sub(t.since_unix_ms) } else { 0 },
+                "CurrentURI": uri,
+                "CurrentMethod": method,
+                "RequestStartedAt": if busy { t.since_unix_ms } else { 0 },
+                "RequestCount": t.requests,
+                "MemoryUsage": t.memory_bytes,
+            })
+        })
+        .collect();
+    serde_json::json!({ "ThreadDebugStates": threads, "ReservedThreadCount": 0 }).to_string()
 }

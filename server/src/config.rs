@@ -93,7 +93,8 @@ pub struct ServeArgs {
     /// 0 resolves every request afresh [default: 1000]
     #[arg(long, env = "FERROPHP_ROUTE_CACHE_MS", value_name = "MS")]
     pub route_cache_ms: Option<u64>,
-    /// Admin listener (POST /workers/restart, GET /health, GET /metrics); off unless set.
+    /// Admin listener (GET /healthz, /readyz, /metrics, /threads; POST /workers/restart);
+    /// off unless set. Keep it on loopback or a private interface.
     #[arg(long, env = "FERROPHP_ADMIN", value_name = "ADDR")]
     pub admin: Option<SocketAddr>,
     /// Directory (relative to the root, or absolute) where PHP never runs, such as an
@@ -118,6 +119,19 @@ pub struct ServeArgs {
     /// counted) beyond it [default: 60]
     #[arg(long, env = "FERROPHP_METRICS_PUSH_BUFFER", value_name = "N")]
     pub metrics_push_buffer: Option<usize>,
+    // --- operating: log format and sessions (see docs/operating.md) ---
+    /// Log format: text, or json (one object per line, access log fields as JSON fields)
+    /// [default: text]
+    #[arg(long, env = "FERROPHP_LOG_FORMAT", value_name = "FORMAT")]
+    pub log_format: Option<crate::logging::LogFormat>,
+    /// Session garbage collection: `background` (a sweep on its own schedule, none on the
+    /// request path: session.gc_probability=0 unless set with -d) or `php` (PHP's own,
+    /// on 1 request in gc_divisor/gc_probability) [default: background]
+    #[arg(long, env = "FERROPHP_SESSION_GC", value_name = "MODE")]
+    pub session_gc: Option<crate::sessions::GcMode>,
+    /// Interval of the background session sweep, in milliseconds [default: 60000]
+    #[arg(long, env = "FERROPHP_SESSION_GC_INTERVAL_MS", value_name = "MS")]
+    pub session_gc_interval_ms: Option<u64>,
 }
 
 /// The same settings as a TOML file; every key is optional.
@@ -151,6 +165,9 @@ struct FileConfig {
     metrics_push_url: Option<String>,
     metrics_push_interval_ms: Option<u64>,
     metrics_push_buffer: Option<usize>,
+    log_format: Option<crate::logging::LogFormat>,
+    session_gc: Option<crate::sessions::GcMode>,
+    session_gc_interval_ms: Option<u64>,
 }
 
 /// Resolved settings.
@@ -178,6 +195,9 @@ pub struct ServeConfig {
     pub no_php_dirs: Vec<PathBuf>,
     pub metrics: ferrophp_metrics::Config,
     pub metrics_push: Option<MetricsPush>,
+    pub log_format: crate::logging::LogFormat,
+    pub session_gc: crate::sessions::GcMode,
+    pub session_gc_interval: Duration,
 }
 
 /// Push mode settings.
@@ -283,7 +303,15 @@ impl ServeConfig {
         watch.extend(args.watch);
         let mut no_php_dirs = file.no_php_dirs.unwrap_or_default();
         no_php_dirs.extend(args.no_php_dirs);
+        let session_gc_interval_ms = args
+            .session_gc_interval_ms
+            .or(file.session_gc_interval_ms)
+            .unwrap_or(60_000)
+            .max(1);
         Ok(ServeConfig {
+            log_format: args.log_format.or(file.log_format).unwrap_or_default(),
+            session_gc: args.session_gc.or(file.session_gc).unwrap_or_default(),
+            session_gc_interval: Duration::from_millis(session_gc_interval_ms),
             no_php_dirs,
             workers,
             watch,

@@ -2,8 +2,15 @@
 //! `Ferrophp\Metrics` records into), recording each request's latency into the same
 //! kind of sketch, the Prometheus text for the admin `GET /metrics`, and push mode (one
 //! DDSketch protobuf payload per interval, HTTP POST from a tokio task, bounded queue).
+//!
+//! Server counters (requests by mode and status class, the wait for a PHP thread, 503s,
+//! the session sweep) are plain atomics bumped on the request path; the runtime's own
+//! state (threads, worker boots/crashes/restarts, PHP memory, the shared cache) comes from
+//! `worker::observe` at scrape time. Where FrankenPHP has an equivalent metric, its name
+//! is rendered as well (same meaning, same `worker` label) so existing dashboards work.
 
-use std::sync::atomic::Ordering;
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -50,12 +57,381 @@ pub fn record_request(status: u16, elapsed: Duration) {
     }
 }
 
-/// `GET /metrics`: every series merged across threads, plus push-mode counters.
+/// Which side answered a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Not PHP: static files, redirects, 4xx from routing.
+    Static = 0,
+    Classic = 1,
+    Worker = 2,
+}
+
+const MODES: [&str; 3] = ["static", "classic", "worker"];
+
+/// Requests by mode and status class (1xx..5xx).
+static REQUESTS: [[AtomicU64; 5]; 3] = [const { [const { AtomicU64::new(0) }; 5] }; 3];
+/// Requests waiting for a PHP thread right now, per pool (classic first, then the
+/// workers in order, as `worker::observe::pools()` lists them; pools past the last slot
+/// share it).
+static QUEUE_DEPTHS: [AtomicI64; 64] = [const { AtomicI64::new(0) }; 64];
+/// PHP requests that got a thread, and their total wait for it, in microseconds.
+static QUEUE_WAITS: AtomicU64 = AtomicU64::new(0);
+static QUEUE_WAIT_MICROS: AtomicU64 = AtomicU64::new(0);
+/// 503s because no PHP thread freed up within `max_wait`.
+static REJECTED: AtomicU64 = AtomicU64::new(0);
+/// The background session sweep: runs, files deleted, files that could not be deleted.
+pub static SESSION_SWEEPS: AtomicU64 = AtomicU64::new(0);
+pub static SESSION_FILES_DELETED: AtomicU64 = AtomicU64::new(0);
+pub static SESSION_SWEEP_ERRORS: AtomicU64 = AtomicU64::new(0);
+
+/// Counts one answered request.
+#[inline]
+pub fn count_request(mode: Mode, status: u16) {
+    let class = (status / 100).clamp(1, 5) as usize - 1;
+    REQUESTS[mode as usize][class].fetch_add(1, Ordering::Relaxed);
+}
+
+/// A request got a PHP thread after waiting `waited`.
+#[inline]
+pub fn thread_acquired(waited: Duration) {
+    QUEUE_WAITS.fetch_add(1, Ordering::Relaxed);
+    QUEUE_WAIT_MICROS.fetch_add(waited.as_micros() as u64, Ordering::Relaxed);
+}
+
+/// A request gave up waiting for a PHP thread (503).
+pub fn thread_wait_timed_out() {
+    REJECTED.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Held while a request waits for a PHP thread: the queue depth gauge.
+pub struct Queued(&'static AtomicI64);
+
+impl Queued {
+    /// `pool`: 0 for classic, 1 + the worker's index.
+    pub fn enter(pool: usize) -> Queued {
+        let depth = &QUEUE_DEPTHS[pool.min(QUEUE_DEPTHS.len() - 1)];
+        depth.fetch_add(1, Ordering::Relaxed);
+        Queued(depth)
+    }
+}
+
+impl Drop for Queued {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Prometheus label value escaping (backslash, quote, newline).
+fn label(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+fn header(out: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+}
+
+/// The server's and the runtime's own metrics.
+fn render_server(out: &mut String) {
+    header(
+        out,
+        "ferrophp_http_requests_total",
+        "counter",
+        "Requests answered, by mode (static, classic, worker) and status class.",
+    );
+    for (m, mode) in MODES.iter().enumerate() {
+        for (c, count) in REQUESTS[m].iter().enumerate() {
+            let _ = writeln!(
+                out,
+                "ferrophp_http_requests_total{{mode=\"{mode}\",code=\"{}xx\"}} {}",
+                c + 1,
+                count.load(Ordering::Relaxed)
+            );
+        }
+    }
+    let pools = worker::observe::pools();
+    let depth = |i: usize| {
+        QUEUE_DEPTHS[i.min(QUEUE_DEPTHS.len() - 1)]
+            .load(Ordering::Relaxed)
+            .max(0)
+    };
+    header(
+        out,
+        "ferrophp_queue_depth",
+        "gauge",
+        "Requests waiting for a free PHP thread, by pool.",
+    );
+    for (i, p) in pools.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "ferrophp_queue_depth{{pool=\"{}\"}} {}",
+            label(&p.name),
+            depth(i)
+        );
+    }
+    header(
+        out,
+        "frankenphp_queue_depth",
+        "gauge",
+        "Classic requests waiting for a free PHP thread (FrankenPHP name).",
+    );
+    let _ = writeln!(out, "frankenphp_queue_depth {}", depth(0));
+    header(
+        out,
+        "ferrophp_queue_wait_seconds",
+        "summary",
+        "Time PHP requests waited for a free thread.",
+    );
+    let _ = writeln!(
+        out,
+        "ferrophp_queue_wait_seconds_sum {}\nferrophp_queue_wait_seconds_count {}",
+        QUEUE_WAIT_MICROS.load(Ordering::Relaxed) as f64 / 1e6,
+        QUEUE_WAITS.load(Ordering::Relaxed)
+    );
+    header(
+        out,
+        "ferrophp_http_rejected_total",
+        "counter",
+        "503s: no PHP thread became free within max_wait.",
+    );
+    let _ = writeln!(
+        out,
+        "ferrophp_http_rejected_total {}",
+        REJECTED.load(Ordering::Relaxed)
+    );
+
+    let (mut threads, mut busy) = (0, 0);
+    for p in &pools {
+        threads += p.threads;
+        // As FrankenPHP counts them: a running worker script always occupies its
+        // thread, busy or not (ferrophp_php_threads has the real split).
+        busy += if p.is_worker { p.threads } else { p.busy };
+    }
+    header(
+        out,
+        "ferrophp_php_threads",
+        "gauge",
+        "PHP threads by pool and state.",
+    );
+    for p in &pools {
+        let pool = label(&p.name);
+        let _ = writeln!(
+            out,
+            "ferrophp_php_threads{{pool=\"{pool}\",state=\"busy\"}} {}\n\
+             ferrophp_php_threads{{pool=\"{pool}\",state=\"idle\"}} {}",
+            p.busy,
+            p.threads.saturating_sub(p.busy)
+        );
+    }
+    header(
+        out,
+        "frankenphp_total_threads",
+        "gauge",
+        "PHP threads (FrankenPHP name).",
+    );
+    let _ = writeln!(out, "frankenphp_total_threads {threads}");
+    header(
+        out,
+        "frankenphp_busy_threads",
+        "gauge",
+        "Classic threads running a request plus every worker thread (FrankenPHP's meaning).",
+    );
+    let _ = writeln!(out, "frankenphp_busy_threads {busy}");
+
+    let workers: Vec<_> = pools.iter().filter(|p| p.is_worker).collect();
+    let per_worker = |out: &mut String,
+                      name: &str,
+                      kind: &str,
+                      help: &str,
+                      f: &dyn Fn(&worker::observe::PoolInfo) -> String| {
+        header(out, name, kind, help);
+        for p in &workers {
+            let _ = writeln!(out, "{name}{{worker=\"{}\"}} {}", label(&p.name), f(p));
+        }
+    };
+    per_worker(
+        out,
+        "ferrophp_worker_boots_total",
+        "counter",
+        "Worker script boots (each thread's first boot and every reboot).",
+        &|p| p.boots.to_string(),
+    );
+    per_worker(
+        out,
+        "ferrophp_worker_restarts_total",
+        "counter",
+        "Worker script restarts (admin, SIGUSR1, --watch, cache pressure), per thread.",
+        &|p| p.restarts.to_string(),
+    );
+    per_worker(
+        out,
+        "ferrophp_worker_crashes_total",
+        "counter",
+        "Worker scripts that ended by themselves (exit, fatal error).",
+        &|p| p.crashes.to_string(),
+    );
+    per_worker(
+        out,
+        "frankenphp_total_workers",
+        "gauge",
+        "Worker threads (FrankenPHP name).",
+        &|p| p.threads.to_string(),
+    );
+    let queue_of = |p: &worker::observe::PoolInfo| {
+        let i = pools.iter().position(|q| std::ptr::eq(q, p)).unwrap_or(0);
+        depth(i).to_string()
+    };
+    per_worker(
+        out,
+        "frankenphp_worker_queue_depth",
+        "gauge",
+        "Requests waiting for a thread of the worker (FrankenPHP name).",
+        &queue_of,
+    );
+    per_worker(
+        out,
+        "frankenphp_busy_workers",
+        "gauge",
+        "Worker threads running a request (FrankenPHP name).",
+        &|p| p.busy.to_string(),
+    );
+    per_worker(
+        out,
+        "frankenphp_ready_workers",
+        "gauge",
+        "Worker threads in their request loop (FrankenPHP name).",
+        &|p| p.ready.to_string(),
+    );
+    per_worker(
+        out,
+        "frankenphp_worker_request_count",
+        "counter",
+        "Requests served by the worker (FrankenPHP name).",
+        &|p| p.requests.to_string(),
+    );
+    per_worker(
+        out,
+        "frankenphp_worker_request_time",
+        "counter",
+        "Seconds spent serving the worker's requests (FrankenPHP name).",
+        &|p| p.request_seconds.to_string(),
+    );
+    per_worker(
+        out,
+        "frankenphp_worker_crashes",
+        "counter",
+        "Worker scripts that ended by themselves (FrankenPHP name).",
+        &|p| p.crashes.to_string(),
+    );
+    per_worker(
+        out,
+        "frankenphp_worker_restarts",
+        "counter",
+        "Worker script restarts (FrankenPHP name).",
+        &|p| p.restarts.to_string(),
+    );
+
+    header(
+        out,
+        "ferrophp_php_thread_memory_bytes",
+        "gauge",
+        "Memory each PHP thread's heap holds from the OS, as of its last request.",
+    );
+    for t in worker::observe::threads() {
+        let _ = writeln!(
+            out,
+            "ferrophp_php_thread_memory_bytes{{thread=\"{}\",pool=\"{}\"}} {}",
+            label(&t.name),
+            label(&t.pool),
+            t.memory_bytes
+        );
+    }
+
+    let c = worker::observe::cache();
+    for (name, kind, help, v) in [
+        (
+            "ferrophp_usercache_entries",
+            "gauge",
+            "Entries in the shared cache.",
+            c.entries,
+        ),
+        (
+            "ferrophp_usercache_memory_bytes",
+            "gauge",
+            "Memory the shared cache uses (live and retired).",
+            c.memory_used,
+        ),
+        (
+            "ferrophp_usercache_memory_limit_bytes",
+            "gauge",
+            "usercache.memory_limit.",
+            c.memory_limit,
+        ),
+        (
+            "ferrophp_usercache_hits_total",
+            "counter",
+            "Cache fetches that found their key.",
+            c.hits,
+        ),
+        (
+            "ferrophp_usercache_misses_total",
+            "counter",
+            "Cache fetches that did not.",
+            c.misses,
+        ),
+        (
+            "ferrophp_usercache_stores_total",
+            "counter",
+            "Cache stores.",
+            c.stores,
+        ),
+        (
+            "ferrophp_usercache_evictions_total",
+            "counter",
+            "Entries evicted to make room.",
+            c.evictions,
+        ),
+        (
+            "ferrophp_usercache_expunges_total",
+            "counter",
+            "Whole-cache expunges.",
+            c.expunges,
+        ),
+    ] {
+        header(out, name, kind, help);
+        let _ = writeln!(out, "{name} {v}");
+    }
+
+    for (name, help, v) in [
+        (
+            "ferrophp_session_sweeps_total",
+            "Background session sweeps run.",
+            &SESSION_SWEEPS,
+        ),
+        (
+            "ferrophp_session_files_deleted_total",
+            "Expired session files deleted by the sweep.",
+            &SESSION_FILES_DELETED,
+        ),
+        (
+            "ferrophp_session_sweep_errors_total",
+            "Session files the sweep could not delete.",
+            &SESSION_SWEEP_ERRORS,
+        ),
+    ] {
+        header(out, name, "counter", help);
+        let _ = writeln!(out, "{name} {}", v.load(Ordering::Relaxed));
+    }
+}
+
+/// `GET /metrics`: every series merged across threads, the server's and runtime's own
+/// metrics, and push-mode counters.
 pub fn render() -> String {
     let snap = global().snapshot();
-    let mut out = String::with_capacity(256 + 200 * snap.series.len());
+    let mut out = String::with_capacity(8192 + 200 * snap.series.len());
     ferrophp_metrics::prometheus::render(&mut out, &snap);
-    use std::fmt::Write;
+    render_server(&mut out);
     let _ = write!(
         out,
         "# TYPE ferrophp_metrics_push_payloads_sent_total counter\n\

@@ -89,11 +89,27 @@ impl PhpRunner {
         // A free thread is the common case: take it without arming a timer.
         let semaphore = self.permits_for(target);
         let permit = match semaphore.clone().try_acquire_owned() {
-            Ok(permit) => Ok(permit),
-            Err(_) => match tokio::time::timeout(self.max_wait, semaphore.acquire_owned()).await {
-                Ok(Ok(permit)) => Ok(permit),
-                _ => Err(()),
-            },
+            Ok(permit) => {
+                crate::metrics::thread_acquired(Duration::ZERO);
+                Ok(permit)
+            }
+            Err(_) => {
+                let _queued = crate::metrics::Queued::enter(match target {
+                    Target::Classic => 0,
+                    Target::Worker(i) => i + 1,
+                });
+                let waiting = std::time::Instant::now();
+                match tokio::time::timeout(self.max_wait, semaphore.acquire_owned()).await {
+                    Ok(Ok(permit)) => {
+                        crate::metrics::thread_acquired(waiting.elapsed());
+                        Ok(permit)
+                    }
+                    _ => {
+                        crate::metrics::thread_wait_timed_out();
+                        Err(())
+                    }
+                }
+            }
         };
         let permit = match permit {
             Ok(permit) => permit,

@@ -18,10 +18,11 @@ use worker::{Engine, EngineConfig, LogTarget, Target};
 
 use crate::body::{self, ResponseBody};
 use crate::config::{ServeArgs, ServeConfig};
+use crate::metrics::Mode;
 use crate::php_bridge::{Connection, PhpRunner, Script};
 use crate::routing::{Route, Router};
 use crate::workers::{self, WorkerRouter};
-use crate::{admin, static_files, tls};
+use crate::{admin, sessions, static_files, tls};
 
 /// ini defaults for serving, the values of PHP's php.ini-production (which Debian's
 /// php-fpm uses) plus `expose_php` off; a php.ini or `-d` may override them. Errors go to
@@ -56,7 +57,7 @@ pub fn run(args: ServeArgs) -> i32 {
             return 2;
         }
     };
-    init_logging(&config.log);
+    crate::logging::init(&config.log, config.log_format);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -74,17 +75,6 @@ pub fn run(args: ServeArgs) -> i32 {
             1
         }
     }
-}
-
-fn init_logging(filter: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_new(filter)
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    use std::io::IsTerminal;
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_writer(std::io::stderr)
-        .try_init();
 }
 
 async fn serve(config: ServeConfig) -> Result<(), String> {
@@ -127,12 +117,19 @@ async fn serve(config: ServeConfig) -> Result<(), String> {
             .map(|w| Arc::new(Semaphore::new(w.threads))),
     );
     crate::metrics::configure(config.metrics);
+    let session_ini = sessions::plan(config.session_gc, &config.ini, config.listen.port())?;
+    let remove_at_exit = session_ini.remove_at_exit.clone();
     let engine = Engine::start(EngineConfig {
         threads: config.threads,
-        ini: config.ini.clone(),
+        ini: session_ini
+            .forced
+            .into_iter()
+            .chain(config.ini.iter().cloned())
+            .collect(),
         ini_defaults: SERVER_INI_DEFAULTS
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
+            .chain(session_ini.defaults)
             .collect(),
         php_ini: config.php_ini.clone(),
         no_php_ini: false,
@@ -153,6 +150,16 @@ async fn serve(config: ServeConfig) -> Result<(), String> {
         admin::serve(addr, control.clone()).await?;
     }
     let metrics_push = config.metrics_push.clone().map(crate::metrics::spawn_push);
+    if config.session_gc == sessions::GcMode::Background {
+        match session_settings(&engine).await {
+            Some(effective) => {
+                sessions::spawn_sweeper(Arc::new(effective), config.session_gc_interval)
+            }
+            None => {
+                tracing::warn!("could not read the session settings from PHP: no session sweep")
+            }
+        }
+    }
 
     let env = worker::env_list(&config.env);
     let document_root: Arc<str> = router.document_root().to_string_lossy().into();
@@ -297,7 +304,35 @@ async fn serve(config: ServeConfig) -> Result<(), String> {
     if let Some(push) = metrics_push {
         push.finish(Duration::from_secs(5)).await;
     }
+    if let Some(dir) = remove_at_exit {
+        let _ = std::fs::remove_dir_all(dir);
+    }
     Ok(())
+}
+
+/// Asks PHP for the effective session.save_path and gc_maxlifetime (php.ini may set
+/// them) by running a two-line script on the classic pool.
+async fn session_settings(engine: &Engine) -> Option<sessions::Effective> {
+    let probe = std::env::temp_dir().join(format!("ferrophp-probe-{}.php", std::process::id()));
+    std::fs::write(&probe, sessions::PROBE).ok()?;
+    let sink = Arc::new(std::sync::Mutex::new(worker::BufferSink {
+        head: None,
+        body: Vec::new(),
+    }));
+    let rx = engine.submit(worker::ScriptRequest::new(
+        probe.clone(),
+        Box::new(sink.clone()),
+    ));
+    let ok = match rx {
+        Ok(rx) => rx.await.is_ok(),
+        Err(_) => false,
+    };
+    let _ = std::fs::remove_file(&probe);
+    if !ok {
+        return None;
+    }
+    let out = String::from_utf8_lossy(&sink.lock().ok()?.body).into_owned();
+    sessions::parse_probe(&out)
 }
 
 async fn shutdown_signal() {
@@ -319,25 +354,22 @@ async fn handle(app: &App, req: Request<Incoming>, conn: &Connection) -> Respons
     let started = Instant::now();
     let method = req.method().clone();
     let uri = req.uri().clone();
-    let response = dispatch(app, req, conn).await;
+    let mut mode = Mode::Static;
+    let response = dispatch(app, req, conn, &mut mode).await;
     crate::metrics::record_request(response.status().as_u16(), started.elapsed());
+    crate::metrics::count_request(mode, response.status().as_u16());
     if app.access_log {
-        tracing::info!(
-            target: "access",
-            remote = %conn.remote_addr,
-            method = %method,
-            uri = %uri,
-            status = response.status().as_u16(),
-            micros = started.elapsed().as_micros() as u64,
-        );
+        crate::logging::access(conn.remote_addr, &method, &uri, &response, mode, started);
     }
     response
 }
 
+/// `mode` is set to the PHP mode when PHP answers (for metrics and the access log).
 async fn dispatch(
     app: &App,
     mut req: Request<Incoming>,
     conn: &Connection,
+    mode: &mut Mode,
 ) -> Response<ResponseBody> {
     if let Err(why) = authority_as_host(&mut req).and_then(|()| check_host(&req)) {
         tracing::debug!("bad request: {why}");
@@ -361,6 +393,10 @@ async fn dispatch(
                 script_name,
                 path_info,
                 document_uri,
+            };
+            *mode = match target {
+                Target::Classic => Mode::Classic,
+                Target::Worker(_) => Mode::Worker,
             };
             app.php.run(req, conn, script, target).await
         }
@@ -386,6 +422,7 @@ async fn dispatch(
                     path_info: String::new(),
                     document_uri: req.uri().path().to_owned(),
                 };
+                *mode = Mode::Worker;
                 app.php.run(req, conn, script, Target::Worker(i)).await
             }
             None => body::text_response(StatusCode::NOT_FOUND, "Not Found"),

@@ -13,6 +13,7 @@ pub mod layout;
 mod metrics;
 mod module;
 mod opcache_guard;
+pub mod observe;
 mod php;
 mod pool;
 mod queue;

@@ -8,6 +8,7 @@ use std::thread::JoinHandle;
 
 use std::sync::Arc;
 
+use crate::observe::{self, PoolStats, ThreadState};
 use crate::queue::JobQueue;
 use crate::request::{ScriptOutcome, ScriptRequest};
 use crate::sapi;
@@ -32,13 +33,15 @@ impl ThreadPool {
     pub fn spawn(count: usize) -> std::io::Result<ThreadPool> {
         // Unbounded here: the HTTP side bounds what is in flight with one permit per thread.
         let queue = Arc::new(JobQueue::new());
+        let stats = observe::PoolStats::register("classic".into(), false);
         let mut threads = Vec::with_capacity(count);
         for i in 0..count {
             let queue = queue.clone();
+            let stats = stats.clone();
             let handle = std::thread::Builder::new()
                 .name(format!("php-{i}"))
                 .stack_size(PHP_THREAD_STACK_SIZE)
-                .spawn(move || thread_main(&queue))?;
+                .spawn(move || thread_main(&queue, &stats))?;
             threads.push(handle);
         }
         Ok(ThreadPool {
@@ -61,15 +64,23 @@ impl ThreadPool {
     }
 }
 
-fn thread_main(jobs: &JobQueue) {
+fn thread_main(jobs: &JobQueue, stats: &Arc<PoolStats>) {
     sapi::attach_thread();
+    let slot = observe::register(stats);
+    slot.set_state(ThreadState::Idle);
     // Per-request strings ($_SERVER and request_info): reset, not freed, between requests,
     // so a steady stream of similar requests allocates nothing here.
     let mut arena = bumpalo::Bump::with_capacity(16 * 1024);
     while let Some(job) = jobs.pop() {
+        match job.request.cgi.as_ref() {
+            Some(cgi) => slot.begin(cgi.method.as_str(), &cgi.request_uri),
+            None => slot.begin("RUN", &job.request.script_filename.to_string_lossy()),
+        }
         let outcome = sapi::run_script(job.request, &arena);
+        slot.end();
         arena.reset();
         let _ = job.done.send(outcome);
     }
+    drop(slot);
     sapi::detach_thread();
 }

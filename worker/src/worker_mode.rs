@@ -25,6 +25,7 @@ use std::time::Duration;
 use bumpalo::Bump;
 use php_sys as sys;
 
+use crate::observe::{self, ThreadState};
 use crate::php;
 use crate::pool::{Job, PHP_THREAD_STACK_SIZE};
 use crate::queue::{JobQueue, Next};
@@ -86,6 +87,8 @@ pub(crate) struct WorkerPool {
     startup_changed: Condvar,
     requests_served: AtomicU64,
     restarts: AtomicU64,
+    /// What the admin endpoints show (observe.rs).
+    stats: Arc<observe::PoolStats>,
 }
 
 #[derive(Default)]
@@ -106,6 +109,7 @@ impl WorkerPool {
         }
         let threads = config.threads.max(1);
         let env = crate::request::env_list(&config.env);
+        let stats = observe::PoolStats::register(config.script.display().to_string(), true);
         let pool = Arc::new(WorkerPool {
             env,
             config,
@@ -116,6 +120,7 @@ impl WorkerPool {
             startup_changed: Condvar::new(),
             requests_served: AtomicU64::new(0),
             restarts: AtomicU64::new(0),
+            stats,
         });
         for slot in 0..threads {
             spawn_slot(pool.clone(), slot)
@@ -191,6 +196,7 @@ fn spawn_slot(pool: Arc<WorkerPool>, slot: usize) -> std::io::Result<()> {
 /// The life of one PHP thread of a worker: boot the script, serve, reboot as needed.
 fn slot_main(pool: Arc<WorkerPool>, slot: usize) {
     sapi::attach_thread();
+    let observed = observe::register(&pool.stats);
     let boot_arena = Bump::new();
     let mut failures: u32 = 0;
     let mut ever_ready = false;
@@ -209,6 +215,8 @@ fn slot_main(pool: Arc<WorkerPool>, slot: usize) {
             env_cache: RefCell::new(None),
         };
         CURRENT.with(|c| c.set(&thread as *const WorkerThread as *const ()));
+        pool.stats.boot();
+        observed.set_state(ThreadState::Booting);
         // As FrankenPHP does for workers: a client that goes away must not end the worker
         // script (PHP's abort is a bailout, which would reboot it for every dropped
         // connection); the handler sees connection_aborted() instead. The script may still
@@ -220,6 +228,12 @@ fn slot_main(pool: Arc<WorkerPool>, slot: usize) {
         let reached_loop = thread.ready.get();
         let end = thread.end.get();
         drop(thread);
+        observed.set_ready(false);
+        match end {
+            RunEnd::Restart => pool.stats.restart(),
+            RunEnd::Ended => pool.stats.crash(),
+            RunEnd::Stop | RunEnd::MaxRequests => {}
+        }
 
         if reached_loop {
             failures = 0;
@@ -259,12 +273,14 @@ fn slot_main(pool: Arc<WorkerPool>, slot: usize) {
                     break RunEnd::Stop;
                 }
                 let backoff = Duration::from_millis(50u64 << failures.min(7));
+                observed.set_state(ThreadState::Backoff);
                 if pool.queue.wait_closed(backoff) {
                     break RunEnd::Stop;
                 }
             }
         }
     };
+    drop(observed);
     sapi::detach_thread();
     if end == RunEnd::MaxRequests && !pool.stopping.load(Ordering::SeqCst) {
         // A fresh OS thread, hence a fresh TSRM context: the only cure for leaks.
@@ -340,7 +356,9 @@ impl WorkerThread<'_> {
         if !self.ready.get() {
             self.ready.set(true);
             self.pool.report_ready();
+            observe::set_ready(true);
         }
+        observe::set_state(ThreadState::Idle);
         let max = self.pool.config.max_requests;
         if max > 0 && self.served.get() >= max {
             self.end.set(RunEnd::MaxRequests);
@@ -401,6 +419,10 @@ impl WorkerThread<'_> {
         fcc: &mut sys::zend_fcall_info_cache,
     ) -> bool {
         let Job { mut request, done } = *job;
+        match request.cgi.as_ref() {
+            Some(cgi) => observe::request_begin(cgi.method.as_str(), &cgi.request_uri),
+            None => observe::request_begin("RUN", ""),
+        }
         if let Some(cgi) = request.cgi.as_mut() {
             self.add_worker_env(cgi);
         }
@@ -408,6 +430,7 @@ impl WorkerThread<'_> {
         let mut prepared = match PreparedRequest::new(request, &arena) {
             Ok(p) => p,
             Err(outcome) => {
+                observe::request_end();
                 let _ = done.send(outcome);
                 return false;
             }
@@ -445,6 +468,7 @@ impl WorkerThread<'_> {
         // sees it in the counts (the admin /health endpoint).
         self.served.set(self.served.get() + 1);
         self.pool.requests_served.fetch_add(1, Ordering::Relaxed);
+        observe::request_end();
         prepared.ctx.finish_response();
         let finish_bailed = unsafe { sys::ferrophp_worker_request_finish() };
         let exit_status = if ends_script { php::exit_status() } else { 0 };

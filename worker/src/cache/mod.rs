@@ -17,6 +17,8 @@ mod apcu;
 pub(crate) mod api;
 mod arena;
 mod epoch;
+/// For `observe::cache()` (the admin `/metrics`).
+pub(crate) use epoch::stats as epoch_stats;
 mod table;
 mod value;
 pub(crate) mod zv;

@@ -1,0 +1,367 @@
+//! What an operator can observe of the runtime: each PHP thread's state (the admin
+//! `/threads` view), per-pool counters (busy/ready threads, boots, crashes, restarts,
+//! requests and their time) and the shared cache's counters (for `/metrics`).
+//!
+//! Kept deliberately small and separate from the pool and worker code: a thread registers
+//! a [`Slot`] once when it starts, and the request path only does a few relaxed atomic
+//! operations plus one uncontended per-thread mutex (the current URI, which only the
+//! admin view reads). Nothing here is derived by iterating requests; a scrape iterates
+//! the (few) threads and pools. The runtime's thread states are expected to be redesigned;
+//! this API (register, begin, end, snapshot) is what the server relies on.
+
+use std::sync::atomic::{AtomicI64, AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+extern "C" {
+    // Exported by libphp (ZEND_API); declared here rather than in php-sys's allowlist so
+    // that observing memory does not change the shared bindings. Reads the calling
+    // thread's own heap (AG is per thread under ZTS).
+    fn zend_memory_usage(real_usage: bool) -> usize;
+}
+
+/// A PHP thread's state as the admin view shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum ThreadState {
+    /// Attached to PHP, booting a worker script (or starting).
+    Booting = 0,
+    /// Waiting for a request.
+    Idle = 1,
+    /// Running a request.
+    Busy = 2,
+    /// A worker script failed to boot and the thread waits before trying again.
+    Backoff = 3,
+}
+
+impl ThreadState {
+    fn from_u8(v: u8) -> ThreadState {
+        match v {
+            1 => ThreadState::Idle,
+            2 => ThreadState::Busy,
+            3 => ThreadState::Backoff,
+            _ => ThreadState::Booting,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ThreadState::Booting => "booting",
+            ThreadState::Idle => "idle",
+            ThreadState::Busy => "busy",
+            ThreadState::Backoff => "backoff",
+        }
+    }
+}
+
+/// Counters of one pool of PHP threads: the classic pool or one worker script.
+#[derive(Debug)]
+pub struct PoolStats {
+    /// `"classic"` or the worker script's path.
+    pub name: String,
+    pub is_worker: bool,
+    threads: AtomicI64,
+    busy: AtomicI64,
+    /// Worker threads that have reached `ferrophp_handle_request` in their current run.
+    ready: AtomicI64,
+    requests: AtomicU64,
+    request_micros: AtomicU64,
+    boots: AtomicU64,
+    crashes: AtomicU64,
+    restarts: AtomicU64,
+}
+
+/// A copy of [`PoolStats`] at one moment.
+#[derive(Debug, Clone, Default)]
+pub struct PoolInfo {
+    pub name: String,
+    pub is_worker: bool,
+    pub threads: u64,
+    pub busy: u64,
+    pub ready: u64,
+    pub requests: u64,
+    pub request_seconds: f64,
+    pub boots: u64,
+    pub crashes: u64,
+    pub restarts: u64,
+}
+
+static POOLS: Mutex<Vec<Arc<PoolStats>>> = Mutex::new(Vec::new());
+static THREADS: Mutex<Vec<Arc<Slot>>> = Mutex::new(Vec::new());
+
+impl PoolStats {
+    /// Registers a pool (once, when it starts).
+    pub(crate) fn register(name: String, is_worker: bool) -> Arc<PoolStats> {
+        let stats = Arc::new(PoolStats {
+            name,
+            is_worker,
+            threads: AtomicI64::new(0),
+            busy: AtomicI64::new(0),
+            ready: AtomicI64::new(0),
+            requests: AtomicU64::new(0),
+            request_micros: AtomicU64::new(0),
+            boots: AtomicU64::new(0),
+            crashes: AtomicU64::new(0),
+            restarts: AtomicU64::new(0),
+        });
+        POOLS.lock().unwrap().push(stats.clone());
+        stats
+    }
+
+    /// A worker script (re)boots on one thread.
+    pub(crate) fn boot(&self) {
+        self.boots.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A worker script ended by itself (exit, fatal error) and will be booted again.
+    pub(crate) fn crash(&self) {
+        self.crashes.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// One thread's worker script is being restarted (restart request, cache pressure).
+    pub(crate) fn restart(&self) {
+        self.restarts.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn info(&self) -> PoolInfo {
+        let g = |a: &AtomicI64| a.load(Ordering::Relaxed).max(0) as u64;
+        PoolInfo {
+            name: self.name.clone(),
+            is_worker: self.is_worker,
+            threads: g(&self.threads),
+            busy: g(&self.busy),
+            ready: g(&self.ready),
+            requests: self.requests.load(Ordering::Relaxed),
+            request_seconds: self.request_micros.load(Ordering::Relaxed) as f64 / 1e6,
+            boots: self.boots.load(Ordering::Relaxed),
+            crashes: self.crashes.load(Ordering::Relaxed),
+            restarts: self.restarts.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// One PHP thread's entry; dropping the [`SlotGuard`] removes it.
+#[derive(Debug)]
+pub(crate) struct Slot {
+    name: String,
+    pool: Arc<PoolStats>,
+    state: AtomicU8,
+    ready: std::sync::atomic::AtomicBool,
+    requests: AtomicU64,
+    memory: AtomicU64,
+    /// "METHOD URI" of the running request (empty when idle). The buffer is reused.
+    current: Mutex<String>,
+    started: Mutex<Option<Instant>>,
+    /// Unix time in ms of the last begin or end (FrankenPHP's threads view reports the
+    /// request's start and how long an idle thread has waited).
+    since_ms: AtomicU64,
+}
+
+fn unix_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// Registration of the calling PHP thread; unregisters on drop.
+pub(crate) struct SlotGuard(Arc<Slot>);
+
+impl std::ops::Deref for SlotGuard {
+    type Target = Slot;
+    fn deref(&self) -> &Slot {
+        &self.0
+    }
+}
+
+impl Drop for SlotGuard {
+    fn drop(&mut self) {
+        self.0.set_ready(false);
+        CURRENT.with(|c| c.borrow_mut().take());
+        self.0.pool.threads.fetch_sub(1, Ordering::Relaxed);
+        THREADS.lock().unwrap().retain(|s| !Arc::ptr_eq(s, &self.0));
+    }
+}
+
+thread_local! {
+    /// The calling PHP thread's slot, for the one-line hooks below.
+    static CURRENT: std::cell::RefCell<Option<Arc<Slot>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `f` on the calling thread's slot, if it registered one.
+fn with_current(f: impl FnOnce(&Slot)) {
+    CURRENT.with(|c| {
+        if let Some(slot) = c.borrow().as_ref() {
+            f(slot)
+        }
+    })
+}
+
+/// Hooks for code that does not hold the [`SlotGuard`] (worker mode's request loop).
+pub(crate) fn set_state(state: ThreadState) {
+    with_current(|s| s.set_state(state));
+}
+pub(crate) fn set_ready(ready: bool) {
+    with_current(|s| {
+        s.set_ready(ready);
+        // What the booted script holds, before its first request.
+        s.record_memory();
+    });
+}
+pub(crate) fn request_begin(method: &str, uri: &str) {
+    with_current(|s| s.begin(method, uri));
+}
+pub(crate) fn request_end() {
+    with_current(|s| s.end());
+}
+
+/// Registers the calling thread (once, when it starts) in `pool`.
+pub(crate) fn register(pool: &Arc<PoolStats>) -> SlotGuard {
+    let name = std::thread::current().name().unwrap_or("php").to_owned();
+    let slot = Arc::new(Slot {
+        name,
+        pool: pool.clone(),
+        state: AtomicU8::new(ThreadState::Booting as u8),
+        ready: std::sync::atomic::AtomicBool::new(false),
+        requests: AtomicU64::new(0),
+        memory: AtomicU64::new(0),
+        current: Mutex::new(String::new()),
+        started: Mutex::new(None),
+        since_ms: AtomicU64::new(unix_ms()),
+    });
+    pool.threads.fetch_add(1, Ordering::Relaxed);
+    THREADS.lock().unwrap().push(slot.clone());
+    CURRENT.with(|c| *c.borrow_mut() = Some(slot.clone()));
+    SlotGuard(slot)
+}
+
+impl Slot {
+    pub(crate) fn set_state(&self, state: ThreadState) {
+        self.state.store(state as u8, Ordering::Relaxed);
+    }
+
+    /// Whether this worker thread's script is in its request loop (FrankenPHP's
+    /// "ready workers").
+    pub(crate) fn set_ready(&self, ready: bool) {
+        if self.ready.swap(ready, Ordering::Relaxed) != ready {
+            self.pool
+                .ready
+                .fetch_add(if ready { 1 } else { -1 }, Ordering::Relaxed);
+        }
+    }
+
+    /// A request starts on this thread.
+    pub(crate) fn begin(&self, method: &str, uri: &str) {
+        self.set_state(ThreadState::Busy);
+        self.pool.busy.fetch_add(1, Ordering::Relaxed);
+        let mut cur = self.current.lock().unwrap();
+        cur.clear();
+        cur.push_str(method);
+        cur.push(' ');
+        cur.push_str(uri);
+        drop(cur);
+        *self.started.lock().unwrap() = Some(Instant::now());
+        self.since_ms.store(unix_ms(), Ordering::Relaxed);
+    }
+
+    /// The request ended; records its time and the thread's PHP memory.
+    pub(crate) fn end(&self) {
+        let micros = self
+            .started
+            .lock()
+            .unwrap()
+            .take()
+            .map_or(0, |t| t.elapsed().as_micros() as u64);
+        self.current.lock().unwrap().clear();
+        self.requests.fetch_add(1, Ordering::Relaxed);
+        self.pool.requests.fetch_add(1, Ordering::Relaxed);
+        self.pool
+            .request_micros
+            .fetch_add(micros, Ordering::Relaxed);
+        self.record_memory();
+        self.since_ms.store(unix_ms(), Ordering::Relaxed);
+        self.pool.busy.fetch_sub(1, Ordering::Relaxed);
+        self.set_state(ThreadState::Idle);
+    }
+
+    /// Records what the thread's PHP heap holds from the OS (`memory_get_usage(true)`).
+    pub(crate) fn record_memory(&self) {
+        // SAFETY: the calling thread is attached to PHP (slots are registered after
+        // attach_thread); the function only reads this thread's allocator globals.
+        let bytes = unsafe { zend_memory_usage(true) };
+        self.memory.store(bytes as u64, Ordering::Relaxed);
+    }
+}
+
+/// One PHP thread in the admin `/threads` view.
+#[derive(Debug, Clone)]
+pub struct ThreadInfo {
+    pub name: String,
+    /// `"classic"` or the worker script.
+    pub pool: String,
+    pub state: ThreadState,
+    /// `"METHOD URI"` of the request running now, if any.
+    pub current: Option<String>,
+    pub requests: u64,
+    /// Bytes the thread's PHP heap holds from the OS, as of its last request.
+    pub memory_bytes: u64,
+    /// Unix time (ms) the running request started, or the thread became idle.
+    pub since_unix_ms: u64,
+    pub is_worker: bool,
+}
+
+/// Every PHP thread alive now.
+pub fn threads() -> Vec<ThreadInfo> {
+    let slots: Vec<Arc<Slot>> = THREADS.lock().unwrap().clone();
+    slots
+        .iter()
+        .map(|s| {
+            let cur = s.current.lock().unwrap();
+            ThreadInfo {
+                name: s.name.clone(),
+                pool: s.pool.name.clone(),
+                state: ThreadState::from_u8(s.state.load(Ordering::Relaxed)),
+                current: (!cur.is_empty()).then(|| cur.clone()),
+                requests: s.requests.load(Ordering::Relaxed),
+                memory_bytes: s.memory.load(Ordering::Relaxed),
+                since_unix_ms: s.since_ms.load(Ordering::Relaxed),
+                is_worker: s.pool.is_worker,
+            }
+        })
+        .collect()
+}
+
+/// Every pool registered so far (classic first, then the workers in start order).
+pub fn pools() -> Vec<PoolInfo> {
+    POOLS.lock().unwrap().iter().map(|p| p.info()).collect()
+}
+
+/// The shared cache's counters (the same numbers as `UserCache\Cache::info()`).
+#[derive(Debug, Clone, Default)]
+pub struct CacheInfo {
+    pub entries: u64,
+    pub memory_used: u64,
+    pub memory_limit: u64,
+    pub hits: u64,
+    pub misses: u64,
+    pub stores: u64,
+    pub evictions: u64,
+    pub expunges: u64,
+}
+
+pub fn cache() -> CacheInfo {
+    let t = crate::cache::cache();
+    // Hits and misses are per-thread counters (no shared write on the read path), summed
+    // over threads here: a scrape's cost, not a request's.
+    let (hits, misses, _) = crate::cache::epoch_stats();
+    CacheInfo {
+        entries: t.entries.load(Ordering::Relaxed) as u64,
+        memory_used: (t.live_bytes.load(Ordering::Relaxed)
+            + t.retired_bytes.load(Ordering::Relaxed)) as u64,
+        memory_limit: t.limit as u64,
+        hits,
+        misses,
+        stores: t.stores.load(Ordering::Relaxed),
+        evictions: t.evictions.load(Ordering::Relaxed),
+        expunges: t.expunges.load(Ordering::Relaxed),
+    }
+}
