@@ -16,7 +16,7 @@ log() { echo "install-test-deps: $*" >&2; }
 PACKAGES=(nginx php8.2-fpm php8.2-xml dokuwiki mediawiki wrk valgrind
   php-symfony-http-kernel php-symfony-runtime php-symfony-routing php-symfony-http-foundation
   php-symfony-event-dispatcher php-symfony-error-handler
-  php-symfony-cache composer php-laravel-framework
+  php-symfony-cache composer php-laravel-framework docker-compose
   mariadb-server mariadb-client postgresql wordpress wordpress-theme-twentytwentyone adminer)
 missing=()
 for p in "${PACKAGES[@]}"; do
