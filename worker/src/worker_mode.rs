@@ -249,6 +249,7 @@ fn slot_main(pool: Arc<WorkerPool>, slot: usize) {
             RunEnd::Ended if reached_loop && outcome.exit_status == 0 => {
                 tracing::info!(
                     script = %pool.config.script.display(),
+                    exit_status = outcome.exit_status,
                     "worker script ended; booting it again"
                 );
             }
