@@ -578,7 +578,17 @@ fn run(mode: Mode, cache_limit: Option<&str>) {
     assert!(bad.is_empty(), "alarming stderr lines:\n{}", bad.join("\n"));
     for log in ["exception.log", "error.log"] {
         let text = std::fs::read_to_string(wiki.dir.join(log)).unwrap_or_default();
-        assert!(text.is_empty(), "{log}:\n{}", excerpt(&text));
+        // MediaWiki runs a page's LinksUpdate after the response (as under php-fpm with
+        // fastcgi_finish_request); the next edit of the same stress page can reach its
+        // own LinksUpdate while the previous one still holds the page lock on SQLite, and
+        // MediaWiki logs that. Its own contention, not ours: every other entry fails.
+        let unexpected: Vec<&str> = text
+            .lines()
+            // Entry lines; stack frames start with '#'.
+            .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+            .filter(|l| !l.contains("RuntimeException: Could not acquire lock for page ID"))
+            .collect();
+        assert!(unexpected.is_empty(), "{log}:\n{}", excerpt(&text));
     }
     match mode {
         Mode::Classic => {}
