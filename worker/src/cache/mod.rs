@@ -15,9 +15,9 @@
 
 mod apcu;
 pub(crate) mod api;
-mod arena;
-mod epoch;
-mod table;
+pub(crate) mod arena;
+pub(crate) mod epoch;
+pub(crate) mod table;
 mod value;
 pub(crate) mod zv;
 
