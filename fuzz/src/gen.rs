@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 pub struct Rng(pub u64);
 
 impl Rng {
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -23,7 +23,7 @@ impl Rng {
         if n == 0 {
             0
         } else {
-            (self.next() % n as u64) as usize
+            (self.next_u64() % n as u64) as usize
         }
     }
 }
@@ -64,7 +64,7 @@ pub fn mutate(rng: &mut Rng, input: &[u8], dict: &[&[u8]], pool: &[Vec<u8>]) -> 
             }
             1 => {
                 let i = rng.below(v.len() + 1);
-                v.insert(i, rng.next() as u8);
+                v.insert(i, rng.next_u64() as u8);
             }
             2 if !v.is_empty() => {
                 let i = rng.below(v.len());
@@ -85,7 +85,7 @@ pub fn mutate(rng: &mut Rng, input: &[u8], dict: &[&[u8]], pool: &[Vec<u8>]) -> 
             }
             _ => {
                 let n = rng.below(16);
-                v.extend((0..n).map(|_| rng.next() as u8));
+                v.extend((0..n).map(|_| rng.next_u64() as u8));
             }
         }
     }
@@ -130,7 +130,12 @@ pub fn replay(target: &str, generated: usize, dict: &[&[u8]], f: impl Fn(&[u8]))
     for i in 0..generated {
         let base = pool[rng.below(pool.len())].clone();
         let input = mutate(&mut rng, &base, dict, &pool);
-        run_one(target, &format!("generated input {i} (seed {seed})"), &input, &f);
+        run_one(
+            target,
+            &format!("generated input {i} (seed {seed})"),
+            &input,
+            &f,
+        );
     }
     ran + generated
 }

@@ -245,7 +245,11 @@ fn check_route(
             let split = format!("{script_name}{path_info}") == *n;
             let index = path_info.is_empty() && *script_name == format!("{n}index.php");
             let front_ctl = front && path_info.is_empty() && script_name == "/index.php";
-            assert!(split || index || front_ctl, "{}: names do not add up", ctx());
+            assert!(
+                split || index || front_ctl,
+                "{}: names do not add up",
+                ctx()
+            );
             // The script name names the file that runs.
             let named = fs::canonicalize(root.join(&script_name[1..])).ok();
             assert_eq!(named.as_ref(), Some(script_filename), "{}", ctx());
@@ -316,7 +320,11 @@ pub fn headers(data: &[u8]) {
             .all(|b| b.is_ascii_alphanumeric() || b == b'-')
     };
     for name in &before {
-        assert_eq!(map.contains_key(name), plain(name), "filter kept/dropped {name}");
+        assert_eq!(
+            map.contains_key(name),
+            plain(name),
+            "filter kept/dropped {name}"
+        );
     }
     let mut vars = std::collections::HashMap::new();
     for name in map.keys() {

@@ -73,7 +73,10 @@ pub fn string_arena(data: &[u8]) {
         blocks.push((addr, size, tag));
         total += size;
     }
-    assert!(arena.allocated() >= total, "arena counts less than it handed out");
+    assert!(
+        arena.allocated() >= total,
+        "arena counts less than it handed out"
+    );
     let mut sorted = blocks.clone();
     sorted.sort_unstable();
     for w in sorted.windows(2) {
@@ -90,8 +93,13 @@ pub fn string_arena(data: &[u8]) {
 /// so that many keys share a bucket and the table must compare key bytes.
 fn key_and_hash(input: &mut Bytes<'_>) -> (Vec<u8>, u64) {
     let len = input.u8() % 6;
-    let key: Vec<u8> = (0..len).map(|_| b"ab\0\xff"[usize::from(input.u8() % 4)]).collect();
-    let hash = key.iter().fold(len as u64, |h, &b| h.wrapping_add(u64::from(b))) % 7;
+    let key: Vec<u8> = (0..len)
+        .map(|_| b"ab\0\xff"[usize::from(input.u8() % 4)])
+        .collect();
+    let hash = key
+        .iter()
+        .fold(len as u64, |h, &b| h.wrapping_add(u64::from(b)))
+        % 7;
     (key, hash)
 }
 
@@ -170,7 +178,11 @@ pub fn cache_table(data: &[u8]) {
                 });
                 match r {
                     Some(new) => {
-                        let old = if small { None } else { model.get(&key).copied() };
+                        let old = if small {
+                            None
+                        } else {
+                            model.get(&key).copied()
+                        };
                         if !small {
                             assert_eq!(new, old.unwrap_or(0).wrapping_add(v), "inc result");
                         }
@@ -194,7 +206,10 @@ pub fn cache_table(data: &[u8]) {
         }
         epoch::with_local(epoch::leave);
         let live = table.live_bytes.load(std::sync::atomic::Ordering::Relaxed);
-        assert!(!small || live <= limit, "live bytes {live} over the limit {limit}");
+        assert!(
+            !small || live <= limit,
+            "live bytes {live} over the limit {limit}"
+        );
     }
     if !small {
         assert_eq!(
@@ -203,7 +218,10 @@ pub fn cache_table(data: &[u8]) {
             "entry count"
         );
         for (key, &v) in &model {
-            let hash = key.iter().fold(key.len() as u64, |h, &b| h.wrapping_add(u64::from(b))) % 7;
+            let hash = key
+                .iter()
+                .fold(key.len() as u64, |h, &b| h.wrapping_add(u64::from(b)))
+                % 7;
             assert_eq!(lookup_long(&table, hash, key), Some(v), "final contents");
         }
     }
