@@ -137,7 +137,7 @@ pub struct ServeArgs {
 /// The same settings as a TOML file; every key is optional.
 #[derive(Deserialize, Debug, Default)]
 #[serde(deny_unknown_fields, rename_all = "snake_case")]
-struct FileConfig {
+pub struct FileConfig {
     root: Option<PathBuf>,
     listen: Option<SocketAddr>,
     threads: Option<usize>,
@@ -214,11 +214,19 @@ impl ServeConfig {
             Some(path) => {
                 let text = std::fs::read_to_string(path)
                     .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-                toml::from_str::<FileConfig>(&text)
+                FileConfig::parse(&text)
                     .map_err(|e| format!("invalid config {}: {e}", path.display()))?
             }
             None => FileConfig::default(),
         };
+        ServeConfig::resolve(args, file)
+    }
+
+    /// Merges flags/env (`args`, which win) with a parsed file over the defaults, and
+    /// checks the result. [`ServeConfig::load`] without the file read; public for the
+    /// fuzz targets.
+    #[doc(hidden)]
+    pub fn resolve(args: ServeArgs, file: FileConfig) -> Result<ServeConfig, String> {
         let root = args.root.or(file.root).unwrap_or_else(default_root);
         if !root.is_dir() {
             return Err(format!(
@@ -365,6 +373,13 @@ fn with_process_env(configured: Vec<(String, String)>) -> Vec<(String, String)> 
     env
 }
 
+impl FileConfig {
+    /// Parses the TOML text of a config file.
+    pub fn parse(text: &str) -> Result<FileConfig, toml::de::Error> {
+        toml::from_str::<FileConfig>(text)
+    }
+}
+
 fn default_root() -> PathBuf {
     let public = Path::new("public");
     if public.is_dir() {
@@ -374,7 +389,7 @@ fn default_root() -> PathBuf {
     }
 }
 
-fn split_key_value(kv: &str, flag: &str) -> Result<(String, String), String> {
+pub(crate) fn split_key_value(kv: &str, flag: &str) -> Result<(String, String), String> {
     match kv.split_once('=') {
         Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_owned(), v.to_owned())),
         _ => Err(format!("{flag} expects KEY=VALUE, got {kv:?}")),

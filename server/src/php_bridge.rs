@@ -220,7 +220,7 @@ impl PhpRunner {
 }
 
 /// `example.com:8080` → `example.com`; `[::1]:80` → `[::1]`.
-fn strip_port(host: &str) -> &str {
+pub(crate) fn strip_port(host: &str) -> &str {
     match host.rfind(':') {
         Some(i) if !host[i..].contains(']') => &host[..i],
         _ => host,
@@ -323,7 +323,7 @@ impl BodyState {
 /// (`ignore_invalid_headers on`, `underscores_in_headers off`), only names made of
 /// letters, digits and `-` are kept; hyper has already refused names that are not HTTP
 /// tokens. Other names are rare: the common case costs one scan and no allocation.
-fn drop_ambiguous_headers(headers: &mut http::HeaderMap) {
+pub(crate) fn drop_ambiguous_headers(headers: &mut http::HeaderMap) {
     let ambiguous = |name: &HeaderName| {
         !name
             .as_str()

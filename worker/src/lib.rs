@@ -9,6 +9,8 @@ mod cache;
 pub mod diagnostics;
 mod env;
 mod functions;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod layout;
 mod metrics;
 mod module;

@@ -31,7 +31,7 @@ use crate::request::CgiRequest;
 /// Request headers whose `HTTP_*` keys are made once at start-up, found through
 /// [`HeaderTable`]. Sorted (kept so for review). `proxy` is absent on purpose (see httpoxy
 /// below).
-const COMMON_HEADERS: &[&str] = &[
+pub(crate) const COMMON_HEADERS: &[&str] = &[
     "accept",
     "accept-charset",
     "accept-datetime",
@@ -235,13 +235,13 @@ impl KnownKeys {
 /// An open-addressing table of [`COMMON_HEADERS`] positions keyed by FNV-1a of the name:
 /// a lookup hashes the name once and usually compares one string, where a binary search
 /// compared seven.
-struct HeaderTable {
+pub(crate) struct HeaderTable {
     /// Position + 1 in COMMON_HEADERS; 0 is an empty slot.
     slots: Vec<u16>,
 }
 
 impl HeaderTable {
-    fn new() -> HeaderTable {
+    pub(crate) fn new() -> HeaderTable {
         let size = (COMMON_HEADERS.len() * 4).next_power_of_two();
         let mut slots = vec![0u16; size];
         for (i, name) in COMMON_HEADERS.iter().enumerate() {
@@ -254,7 +254,7 @@ impl HeaderTable {
         HeaderTable { slots }
     }
 
-    fn find(&self, name: &[u8]) -> Option<usize> {
+    pub(crate) fn find(&self, name: &[u8]) -> Option<usize> {
         let mask = self.slots.len() - 1;
         let mut at = fnv1a(name) & mask;
         loop {
@@ -643,14 +643,14 @@ fn env_keys(env: &[(CString, CString)]) -> Vec<Option<Key>> {
 /// `php_register_variable_ex` stores `name` as this very string key: it has nothing PHP
 /// would mangle or treat specially (spaces, dots, `[`), and cannot be a numeric key (which
 /// starts with a digit or `-`). Conservative: anything else takes PHP's own path.
-fn verbatim_variable_name(name: &[u8]) -> bool {
+pub(crate) fn verbatim_variable_name(name: &[u8]) -> bool {
     !name.is_empty()
         && !matches!(name[0], b'0'..=b'9' | b'-')
         && !name.iter().any(|&b| matches!(b, b' ' | b'.' | b'['))
 }
 
 /// Writes `n` in decimal at the start of `out` (large enough), returning the length.
-fn decimal(mut n: u32, out: &mut [u8]) -> usize {
+pub(crate) fn decimal(mut n: u32, out: &mut [u8]) -> usize {
     let mut digits = [0u8; 10];
     let mut len = 0;
     loop {
@@ -668,7 +668,7 @@ fn decimal(mut n: u32, out: &mut [u8]) -> usize {
 }
 
 /// `a.b.c.d` as `Ipv4Addr`'s `Display` writes it, returning the length.
-fn ipv4_text(ip: std::net::Ipv4Addr, buf: &mut [u8; 15]) -> usize {
+pub(crate) fn ipv4_text(ip: std::net::Ipv4Addr, buf: &mut [u8; 15]) -> usize {
     let mut len = 0;
     for (i, octet) in ip.octets().into_iter().enumerate() {
         if i > 0 {
@@ -696,7 +696,7 @@ fn header_variable(out: &mut Registrar<'_>, name: &str, value: &[u8]) {
 }
 
 /// `user-agent` → `HTTP_USER_AGENT`, in the arena. Header names are lowercase tokens.
-fn header_variable_name<'a>(arena: &'a Bump, name: &str) -> &'a str {
+pub(crate) fn header_variable_name<'a>(arena: &'a Bump, name: &str) -> &'a str {
     let mut var = bumpalo::collections::String::with_capacity_in(5 + name.len(), arena);
     var.push_str("HTTP_");
     var.extend(name.chars().map(|c| {

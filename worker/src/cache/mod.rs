@@ -15,11 +15,11 @@
 
 mod apcu;
 pub(crate) mod api;
-mod arena;
-mod epoch;
+pub(crate) mod arena;
+pub(crate) mod epoch;
 /// For `observe::cache()` (the admin `/metrics`).
 pub(crate) use epoch::stats as epoch_stats;
-mod table;
+pub(crate) mod table;
 mod value;
 pub(crate) mod zv;
 
