@@ -86,37 +86,29 @@ fn handle(engine: &EngineControl, req: Request<Incoming>) -> Response<ResponseBo
                 r#"{{"status":"ok","worker_requests":[{}]}}"#,
                 served.join(",")
             );
-            let mut resp = body::text_response(StatusCode::OK, "");
-            *resp.body_mut() = body::full(json);
-            resp.headers_mut().insert(
-                http::header::CONTENT_TYPE,
-                http::HeaderValue::from_static("application/json"),
-            );
-            resp.headers_mut().remove(http::header::CONTENT_LENGTH);
-            resp
+            json_response(json)
         }
         (&Method::GET, "/threads") => json_response(threads_json()),
         (&Method::GET, "/frankenphp/threads") => json_response(frankenphp_threads_json()),
-        (&Method::GET, "/metrics") => {
-            let mut resp = body::text_response(StatusCode::OK, "");
-            *resp.body_mut() = body::full(crate::metrics::render());
-            resp.headers_mut().insert(
-                http::header::CONTENT_TYPE,
-                http::HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
-            );
-            resp.headers_mut().remove(http::header::CONTENT_LENGTH);
-            resp
-        }
+        (&Method::GET, "/metrics") => ok_response(
+            "text/plain; version=0.0.4; charset=utf-8",
+            crate::metrics::render(),
+        ),
         _ => body::text_response(StatusCode::NOT_FOUND, "Not Found"),
     }
 }
 
 fn json_response(json: String) -> Response<ResponseBody> {
+    ok_response("application/json", json)
+}
+
+/// A 200 with `content` of `content_type` (its length is the body's own).
+fn ok_response(content_type: &'static str, content: String) -> Response<ResponseBody> {
     let mut resp = body::text_response(StatusCode::OK, "");
-    *resp.body_mut() = body::full(json);
+    *resp.body_mut() = body::full(content);
     resp.headers_mut().insert(
         http::header::CONTENT_TYPE,
-        http::HeaderValue::from_static("application/json"),
+        http::HeaderValue::from_static(content_type),
     );
     resp.headers_mut().remove(http::header::CONTENT_LENGTH);
     resp

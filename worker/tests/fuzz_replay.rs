@@ -5,10 +5,11 @@
 //! it is not a libFuzzer target: see docs/fuzzing.md). `FERROPHP_FUZZ_SEED` changes the
 //! generated inputs.
 
-use std::process::Command;
-use std::sync::{Arc, Mutex};
+mod common;
 
-use worker::{diagnostics, BufferSink, Engine, EngineConfig, LogTarget, ScriptRequest};
+use std::process::Command;
+
+use worker::{diagnostics, Engine, EngineConfig, LogTarget};
 
 #[allow(dead_code)]
 #[path = "../../fuzz/src/gen.rs"]
@@ -192,25 +193,8 @@ fn generated_input_in_child() {
     })
     .expect("engine starts");
     assert!(diagnostics::fast_input_parser_installed());
-    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../test-data/input");
-    let run = |cookies: &[String], query: &str, php_parser: bool| -> String {
-        diagnostics::use_php_input_parser(php_parser);
-        let mut cgi = diagnostics::browser_request(root, "/dump_input.php");
-        cgi.headers.remove(http::header::COOKIE);
-        for c in cookies {
-            cgi.headers.append(
-                http::header::COOKIE,
-                http::HeaderValue::from_bytes(c.as_bytes()).expect("header value"),
-            );
-        }
-        cgi.query_string = query.to_string();
-        cgi.request_uri = format!("/dump_input.php?{query}");
-        let sink = Arc::new(Mutex::new(BufferSink::default()));
-        let mut req = ScriptRequest::new(format!("{root}/dump_input.php"), Box::new(sink.clone()));
-        req.cgi = Some(cgi);
-        engine.run(req).expect("request runs");
-        let body = std::mem::take(&mut sink.lock().unwrap().body);
-        String::from_utf8_lossy(&body).into_owned()
+    let run = |cookies: &[String], query: &str, php_parser: bool| {
+        common::dump_input(&engine, cookies, query, php_parser)
     };
     run(&[], "", true);
     let mut rng = gen::Rng(seed ^ (index.parse::<u64>().unwrap() << 32));

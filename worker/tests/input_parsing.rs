@@ -4,10 +4,11 @@
 //! strings, under several ini configurations. PHP starts once per process, so each
 //! configuration runs in a child process of this test binary.
 
-use std::process::Command;
-use std::sync::{Arc, Mutex};
+mod common;
 
-use worker::{diagnostics, BufferSink, Engine, EngineConfig, LogTarget, ScriptRequest};
+use std::process::Command;
+
+use worker::{diagnostics, Engine, EngineConfig, LogTarget};
 
 /// Set in the child: the ini settings to start PHP with ("k=v|k=v").
 const CHILD_ENV: &str = "FERROPHP_INPUT_PARSING_INI";
@@ -122,25 +123,8 @@ fn compare_in_child() {
         diagnostics::fast_input_parser_installed(),
         "the fast path is in place (else this compares PHP with itself)"
     );
-    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../test-data/input");
-    let run = |cookies: &[String], query: &str, php_parser: bool| -> String {
-        diagnostics::use_php_input_parser(php_parser);
-        let mut cgi = diagnostics::browser_request(root, "/dump_input.php");
-        cgi.headers.remove(http::header::COOKIE);
-        for c in cookies {
-            cgi.headers.append(
-                http::header::COOKIE,
-                http::HeaderValue::from_bytes(c.as_bytes()).expect("header value"),
-            );
-        }
-        cgi.query_string = query.to_string();
-        cgi.request_uri = format!("/dump_input.php?{query}");
-        let sink = Arc::new(Mutex::new(BufferSink::default()));
-        let mut req = ScriptRequest::new(format!("{root}/dump_input.php"), Box::new(sink.clone()));
-        req.cgi = Some(cgi);
-        engine.run(req).expect("request runs");
-        let body = std::mem::take(&mut sink.lock().unwrap().body);
-        String::from_utf8_lossy(&body).into_owned()
+    let run = |cookies: &[String], query: &str, php_parser: bool| {
+        common::dump_input(&engine, cookies, query, php_parser)
     };
     // The first request also reports start-up diagnostics (e.g. "filter.default is
     // deprecated") through error_get_last(): keep them out of the comparison.

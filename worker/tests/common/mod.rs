@@ -50,3 +50,27 @@ pub fn submit(script: &str, args: &[&str]) -> impl FnOnce() -> (ScriptOutcome, V
 pub fn run(script: &str, args: &[&str]) -> (ScriptOutcome, Vec<u8>) {
     submit(script, args)()
 }
+
+/// Runs `test-data/input/dump_input.php` with these Cookie headers and query string,
+/// through PHP's own `$_COOKIE`/`$_GET` parser or the fast path, and returns the dump
+/// (what `input_parsing.rs` and the fuzz replay compare).
+pub fn dump_input(engine: &Engine, cookies: &[String], query: &str, php_parser: bool) -> String {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../test-data/input");
+    worker::diagnostics::use_php_input_parser(php_parser);
+    let mut cgi = worker::diagnostics::browser_request(root, "/dump_input.php");
+    cgi.headers.remove(http::header::COOKIE);
+    for c in cookies {
+        cgi.headers.append(
+            http::header::COOKIE,
+            http::HeaderValue::from_bytes(c.as_bytes()).expect("header value"),
+        );
+    }
+    cgi.query_string = query.to_string();
+    cgi.request_uri = format!("/dump_input.php?{query}");
+    let sink = Arc::new(Mutex::new(BufferSink::default()));
+    let mut req = ScriptRequest::new(format!("{root}/dump_input.php"), Box::new(sink.clone()));
+    req.cgi = Some(cgi);
+    engine.run(req).expect("request runs");
+    let body = std::mem::take(&mut sink.lock().unwrap().body);
+    String::from_utf8_lossy(&body).into_owned()
+}
