@@ -86,6 +86,16 @@ pub struct ServeArgs {
     /// Requests a worker thread serves before its PHP state is rebuilt [default: unlimited]
     #[arg(long, env = "FERROPHP_MAX_REQUESTS", value_name = "N")]
     pub max_requests: Option<u64>,
+    /// Worker memory guard: after a request, restart a worker thread's script when its
+    /// PHP memory (`memory_get_usage()`) grew this much above its level right after boot:
+    /// bytes with an optional K/M/G suffix, or a percentage (`64M`, `50%`). Applies to
+    /// every worker without its own `memory_growth` [default: off]
+    #[arg(
+        long,
+        env = "FERROPHP_WORKER_MEMORY_GROWTH",
+        value_name = "SIZE|PERCENT"
+    )]
+    pub worker_memory_growth: Option<String>,
     /// Restart workers gracefully when a file matching this glob changes. Repeatable.
     #[arg(long = "watch", value_name = "GLOB")]
     pub watch: Vec<String>,
@@ -156,6 +166,7 @@ pub struct FileConfig {
     server_name: Option<String>,
     log: Option<String>,
     worker: Option<Vec<WorkerSpec>>,
+    worker_memory_growth: Option<String>,
     watch: Option<Vec<String>>,
     route_cache_ms: Option<u64>,
     admin: Option<SocketAddr>,
@@ -265,6 +276,13 @@ impl ServeConfig {
             let mut spec = WorkerSpec::parse_flag(spec)?;
             spec.max_requests = args.max_requests;
             workers.push(spec);
+        }
+        if let Some(growth) = args.worker_memory_growth.or(file.worker_memory_growth) {
+            // Checked here so a typo fails at start-up, not when the workers boot.
+            worker::MemoryGrowth::parse(&growth)?;
+            for spec in workers.iter_mut().filter(|s| s.memory_growth.is_none()) {
+                spec.memory_growth = Some(growth.clone());
+            }
         }
         let mut metrics = ferrophp_metrics::Config::default();
         if let Some(a) = args
