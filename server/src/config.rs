@@ -111,6 +111,11 @@ pub struct ServeArgs {
     /// upload folder: its .php files get 403 and are never served. Repeatable.
     #[arg(long = "no-php-dir", value_name = "DIR")]
     pub no_php_dirs: Vec<PathBuf>,
+    /// Private directory PHP responses may hand files over from, with an
+    /// `X-Accel-Redirect` (path inside it) or `X-Sendfile` (filesystem path) header; the
+    /// file is then served like a static file. Off unless set.
+    #[arg(long, env = "FERROPHP_SENDFILE_DIR", value_name = "DIR")]
+    pub sendfile_dir: Option<PathBuf>,
     /// Relative accuracy of metric distributions (DDSketch alpha) [default: 0.01]
     #[arg(long, env = "FERROPHP_METRICS_RELATIVE_ACCURACY", value_name = "ALPHA")]
     pub metrics_relative_accuracy: Option<f64>,
@@ -171,6 +176,7 @@ pub struct FileConfig {
     route_cache_ms: Option<u64>,
     admin: Option<SocketAddr>,
     no_php_dirs: Option<Vec<PathBuf>>,
+    sendfile_dir: Option<PathBuf>,
     metrics_relative_accuracy: Option<f64>,
     metrics_max_series: Option<usize>,
     metrics_push_url: Option<String>,
@@ -204,6 +210,7 @@ pub struct ServeConfig {
     pub route_cache: Duration,
     pub admin: Option<SocketAddr>,
     pub no_php_dirs: Vec<PathBuf>,
+    pub sendfile_dir: Option<PathBuf>,
     pub metrics: ferrophp_metrics::Config,
     pub metrics_push: Option<MetricsPush>,
     pub log_format: crate::logging::LogFormat,
@@ -339,6 +346,7 @@ impl ServeConfig {
             session_gc: args.session_gc.or(file.session_gc).unwrap_or_default(),
             session_gc_interval: Duration::from_millis(session_gc_interval_ms),
             no_php_dirs,
+            sendfile_dir: args.sendfile_dir.or(file.sendfile_dir),
             workers,
             watch,
             route_cache: Duration::from_millis(

@@ -42,6 +42,8 @@ pub struct PhpRunner {
     pub document_root: Arc<str>,
     pub env: Arc<[(std::ffi::CString, std::ffi::CString)]>,
     pub server_name: Option<String>,
+    /// `--sendfile-dir`: PHP may answer with a file from there (X-Sendfile).
+    pub sendfile: Option<crate::sendfile::Sendfile>,
 }
 
 impl PhpRunner {
@@ -153,6 +155,10 @@ impl PhpRunner {
         };
 
         drop_ambiguous_headers(&mut parts.headers);
+        let sendfile = self
+            .sendfile
+            .as_ref()
+            .map(|s| (s, s.prepare_request(&parts.method, &mut parts.headers)));
         let request_uri = parts
             .uri
             .path_and_query()
@@ -206,7 +212,15 @@ impl PhpRunner {
             // The script read a body that broke off and answered anyway (it may ignore the
             // abort): refuse the request instead of passing that answer on.
             Ok(reply) => match body_state.get() {
-                BodyFailure::None => build_response(reply, body_state),
+                BodyFailure::None => {
+                    let response = build_response(reply, body_state);
+                    if let Some((sendfile, request)) = sendfile {
+                        if let Some(file) = sendfile.intercept(&response, &request).await {
+                            return file;
+                        }
+                    }
+                    response
+                }
                 BodyFailure::TooLarge => {
                     body::text_response(StatusCode::PAYLOAD_TOO_LARGE, "Payload Too Large")
                 }

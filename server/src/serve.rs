@@ -161,6 +161,13 @@ async fn serve(config: ServeConfig) -> Result<(), String> {
         }
     }
 
+    let sendfile = match &config.sendfile_dir {
+        Some(dir) => Some(
+            crate::sendfile::Sendfile::new(dir)
+                .map_err(|e| format!("--sendfile-dir {}: {e}", dir.display()))?,
+        ),
+        None => None,
+    };
     let env = worker::env_list(&config.env);
     let document_root: Arc<str> = router.document_root().to_string_lossy().into();
     let app = Arc::new(App {
@@ -172,6 +179,7 @@ async fn serve(config: ServeConfig) -> Result<(), String> {
             document_root,
             env,
             server_name: config.server_name.clone(),
+            sendfile,
         },
         router,
         workers: worker_router,
