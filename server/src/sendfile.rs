@@ -127,7 +127,9 @@ impl Sendfile {
                 };
                 crate::static_files::serve(&path, &method, &request.headers).await
             }
-            Err(refusal) => refusal,
+            Err(status) => {
+                body::text_response(status, status.canonical_reason().unwrap_or("Refused"))
+            }
         };
         let headers = response.headers_mut();
         for (name, value) in php.headers() {
@@ -142,7 +144,7 @@ impl Sendfile {
         Some(response)
     }
 
-    fn resolve_uri(&self, uri: &HeaderValue) -> Result<PathBuf, Response<ResponseBody>> {
+    fn resolve_uri(&self, uri: &HeaderValue) -> Result<PathBuf, StatusCode> {
         let raw = uri.to_str().map_err(|_| self.refuse("not text", uri))?;
         // Only the path: a query string means nothing to a file.
         let raw = raw.split(['?', '#']).next().unwrap_or("");
@@ -158,7 +160,7 @@ impl Sendfile {
         self.inside(&self.dir.join(path.trim_start_matches('/')), uri)
     }
 
-    fn resolve_path(&self, value: &HeaderValue) -> Result<PathBuf, Response<ResponseBody>> {
+    fn resolve_path(&self, value: &HeaderValue) -> Result<PathBuf, StatusCode> {
         let raw = value.to_str().map_err(|_| self.refuse("not text", value))?;
         let path = Path::new(raw);
         if !path.is_absolute() {
@@ -168,26 +170,24 @@ impl Sendfile {
     }
 
     /// `path` with symlinks resolved, if that is a file inside the directory.
-    fn inside(&self, path: &Path, named: &HeaderValue) -> Result<PathBuf, Response<ResponseBody>> {
+    fn inside(&self, path: &Path, named: &HeaderValue) -> Result<PathBuf, StatusCode> {
         match std::fs::canonicalize(path) {
             Ok(real) if real.starts_with(&self.dir) => Ok(real),
             Ok(_) => Err(self.refuse("resolves outside the sendfile directory", named)),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                Err(body::text_response(StatusCode::NOT_FOUND, "Not Found"))
-            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Err(StatusCode::NOT_FOUND),
             Err(e) => {
                 tracing::warn!(file = ?named, "X-Sendfile/X-Accel-Redirect: {e}");
-                Err(body::text_response(StatusCode::FORBIDDEN, "Forbidden"))
+                Err(StatusCode::FORBIDDEN)
             }
         }
     }
 
-    fn refuse(&self, why: &str, named: &HeaderValue) -> Response<ResponseBody> {
+    fn refuse(&self, why: &str, named: &HeaderValue) -> StatusCode {
         tracing::warn!(
             file = ?named,
             dir = %self.dir.display(),
             "refusing X-Sendfile/X-Accel-Redirect: {why}"
         );
-        body::text_response(StatusCode::FORBIDDEN, "Forbidden")
+        StatusCode::FORBIDDEN
     }
 }
