@@ -1786,3 +1786,80 @@ where
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client;
+    use crate::poll_fn;
+    use http::{Request, Response, StatusCode};
+
+    fn early_hints() -> Response<()> {
+        Response::builder()
+            .status(StatusCode::from_u16(103).unwrap())
+            .header("link", "</style.css>; rel=preload; as=style")
+            .body(())
+            .unwrap()
+    }
+
+    /// A client and a server over an in-memory pipe, both connections driven
+    /// by their own task, with one request sent: the client's handles (the
+    /// first keeps the connection open) and the server's end of the stream.
+    async fn pair_with_one_request() -> (
+        client::SendRequest<Bytes>,
+        client::ResponseFuture,
+        crate::SendStream<Bytes>,
+        SendResponse<Bytes>,
+    ) {
+        let (client_io, server_io) = tokio::io::duplex(64 * 1024);
+        let server = tokio::spawn(async move {
+            let mut conn = handshake(server_io).await.unwrap();
+            let (_req, respond) = conn.accept().await.unwrap().unwrap();
+            tokio::spawn(async move { while conn.accept().await.is_some() {} });
+            respond
+        });
+        let (mut send_request, conn) = client::handshake(client_io).await.unwrap();
+        tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        let request = Request::get("https://example.com/").body(()).unwrap();
+        let (response, stream) = send_request.send_request(request, false).unwrap();
+        (send_request, response, stream, server.await.unwrap())
+    }
+
+    #[tokio::test]
+    async fn informational_headers_precede_the_response_and_not_after_it() {
+        let (_client, mut response, _stream, mut respond) = pair_with_one_request().await;
+        respond.send_informational(early_hints()).unwrap();
+        let mut send = respond
+            .send_response(Response::new(()), false)
+            .expect("final response");
+        // The final head has left: a 1xx now would follow it on the wire.
+        assert!(respond.send_informational(early_hints()).is_err());
+        send.send_data(Bytes::from_static(b"body"), true).unwrap();
+
+        let hint = poll_fn(|cx| response.poll_informational(cx))
+            .await
+            .expect("an informational response")
+            .unwrap();
+        assert_eq!(hint.status(), 103);
+        assert_eq!(
+            hint.headers()["link"],
+            "</style.css>; rel=preload; as=style"
+        );
+        let response = response.await.unwrap();
+        assert_eq!(response.status(), 200);
+        let mut body = response.into_body();
+        assert_eq!(body.data().await.unwrap().unwrap(), "body");
+    }
+
+    #[tokio::test]
+    async fn informational_headers_are_refused_on_a_reset_stream() {
+        let (_client, response, stream, mut respond) = pair_with_one_request().await;
+        // Dropping every handle of the stream makes the client cancel it.
+        drop((response, stream));
+        let reason = poll_fn(|cx| respond.poll_reset(cx)).await.unwrap();
+        assert_eq!(reason, Reason::CANCEL);
+        assert!(respond.send_informational(early_hints()).is_err());
+    }
+}

@@ -399,6 +399,18 @@ impl State {
         )
     }
 
+    /// Returns true while the local side has not sent its response head yet,
+    /// the only time a 1xx HEADERS frame may go out (RFC 9113 §8.1).
+    pub fn is_send_awaiting_headers(&self) -> bool {
+        matches!(
+            self.inner,
+            Open {
+                local: AwaitingHeaders,
+                ..
+            } | HalfClosedRemote(AwaitingHeaders)
+        )
+    }
+
     /// Returns true when the stream is in a state to receive headers
     pub fn is_recv_headers(&self) -> bool {
         matches!(

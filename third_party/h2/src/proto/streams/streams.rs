@@ -1283,6 +1283,12 @@ impl<B> StreamRef<B> {
                 return Err(UserError::UnexpectedFrameType);
             }
 
+            // After the final response (or a reset) a 1xx HEADERS frame would
+            // be a protocol error at the peer: refuse it, as send_response does.
+            if !stream.state.is_send_awaiting_headers() {
+                return Err(UserError::UnexpectedFrameType);
+            }
+
             // Send the interim informational headers directly to the buffer without state changes
             // This bypasses the normal send_headers flow that would transition the stream state
             actions.send.send_interim_informational_headers(
