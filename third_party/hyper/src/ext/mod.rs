@@ -63,6 +63,11 @@ pub(crate) use informational::OnInformational;
 #[cfg(all(feature = "http1", feature = "client", feature = "ffi"))]
 pub(crate) use informational::{on_informational_raw, OnInformationalCallback};
 
+#[cfg(all(feature = "http2", feature = "server"))]
+mod h2_informational;
+#[cfg(all(feature = "http2", feature = "server"))]
+pub use h2_informational::InformationalSender;
+
 #[cfg(feature = "http2")]
 /// Extension type representing the `:protocol` pseudo-header in HTTP/2.
 ///

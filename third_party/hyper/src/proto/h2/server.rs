@@ -5,7 +5,8 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
-use futures_core::ready;
+use futures_channel::mpsc;
+use futures_core::{ready, Stream};
 use h2::server::{Connection, Handshake, SendResponse};
 use h2::{Reason, RecvStream};
 use http::{Method, Request};
@@ -16,7 +17,7 @@ use crate::body::{Body, Incoming as IncomingBody};
 use crate::common::date;
 use crate::common::io::Compat;
 use crate::common::time::Time;
-use crate::ext::Protocol;
+use crate::ext::{InformationalSender, Protocol};
 use crate::headers;
 use crate::proto::h2::ping::Recorder;
 use crate::proto::Dispatched;
@@ -305,10 +306,14 @@ where
                             req.extensions_mut().insert(Protocol::from_inner(protocol));
                         }
 
+                        let (informational_tx, informational) = InformationalSender::channel();
+                        req.extensions_mut().insert(informational_tx);
+
                         let fut = H2Stream::new(
                             service.call(req),
                             connect_parts,
                             respond,
+                            informational,
                             self.date_header,
                             exec.clone(),
                         );
@@ -365,6 +370,9 @@ pin_project! {
         B: Body,
     {
         reply: SendResponse<SendBuf<B::Data>>,
+        // 1xx responses from the service, written before the final one; None
+        // once that is written (senders then get their response back).
+        informational: Option<mpsc::UnboundedReceiver<Response<()>>>,
         #[pin]
         state: H2StreamState<F, B>,
         date_header: bool,
@@ -404,11 +412,13 @@ where
         fut: F,
         connect_parts: Option<ConnectParts>,
         respond: SendResponse<SendBuf<B::Data>>,
+        informational: mpsc::UnboundedReceiver<Response<()>>,
         date_header: bool,
         exec: E,
     ) -> H2Stream<F, B, E> {
         H2Stream {
             reply: respond,
+            informational: Some(informational),
             state: H2StreamState::Service { fut, connect_parts },
             date_header,
             exec,
@@ -429,6 +439,33 @@ macro_rules! reply {
     }};
 }
 
+/// Writes the 1xx responses queued so far; registers for more.
+fn send_informational<D: bytes::Buf>(
+    reply: &mut SendResponse<SendBuf<D>>,
+    informational: &mut Option<mpsc::UnboundedReceiver<Response<()>>>,
+    cx: &mut Context<'_>,
+) {
+    let rx = match informational {
+        Some(rx) => rx,
+        None => return,
+    };
+    loop {
+        match Pin::new(&mut *rx).poll_next(cx) {
+            Poll::Ready(Some(mut res)) => {
+                super::strip_connection_headers(res.headers_mut(), super::MessageKind::Response);
+                if let Err(_e) = reply.send_informational(res) {
+                    debug!("send informational response error: {}", _e);
+                }
+            }
+            Poll::Ready(None) => {
+                *informational = None;
+                return;
+            }
+            Poll::Pending => return,
+        }
+    }
+}
+
 impl<F, B, Ex, E> H2Stream<F, B, Ex>
 where
     F: Future<Output = Result<Response<B>, E>>,
@@ -446,8 +483,14 @@ where
                     fut: h,
                     connect_parts,
                 } => {
+                    send_informational(me.reply, me.informational, cx);
                     let res = match h.poll(cx) {
-                        Poll::Ready(Ok(r)) => r,
+                        Poll::Ready(Ok(r)) => {
+                            // Those queued just before the response go first; none after.
+                            send_informational(me.reply, me.informational, cx);
+                            *me.informational = None;
+                            r
+                        }
                         Poll::Pending => {
                             // Response is not yet ready, so we want to check if the client has sent a
                             // RST_STREAM frame which would cancel the current request.
