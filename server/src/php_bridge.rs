@@ -127,7 +127,7 @@ impl PhpRunner {
         };
 
         let (mut parts, incoming) = req.into_parts();
-        let interim = parts.extensions.remove::<Arc<crate::interim::Interim>>();
+        let interim = parts.extensions.remove::<crate::interim::Hints>();
         // Set when the body breaks off (malformed chunk, reset stream, client gone) or a
         // body without Content-Length turns out to exceed the limit: PHP then saw a
         // truncated body, so the response must not look like a normal one.
@@ -430,8 +430,8 @@ impl Read for BodyReader {
 struct HttpSink {
     state: SinkState,
     buf: BytesMut,
-    /// Where 1xx responses go (HTTP/1.1 requests only; see `interim.rs`).
-    interim: Option<Arc<crate::interim::Interim>>,
+    /// Where 1xx responses go (HTTP/1.1 and HTTP/2 requests; see `interim.rs`).
+    interim: Option<crate::interim::Hints>,
     /// The PHP thread this request holds. The sink lives on that thread until the script
     /// ends (which can be long after the response, with fastcgi_finish_request), so
     /// dropping it there frees the thread for the next request without another task.

@@ -239,7 +239,18 @@ async fn serve(config: ServeConfig) -> Result<(), String> {
             let app = app.clone();
             let conn = conn.clone();
             if req.version() == http::Version::HTTP_11 {
-                req.extensions_mut().insert(interim.clone());
+                req.extensions_mut()
+                    .insert(crate::interim::Hints::Http1(interim.clone()));
+            } else if let Some(sender) = req
+                .extensions_mut()
+                .remove::<hyper::ext::InformationalSender>()
+            {
+                // A hint that comes too late is dropped, as on HTTP/1.1.
+                let send = move |response| {
+                    let _ = sender.send(response);
+                };
+                req.extensions_mut()
+                    .insert(crate::interim::Hints::Http2(Arc::new(send)));
             }
             async move { Ok::<_, Infallible>(handle(&app, req, &conn).await) }
         });
