@@ -532,10 +532,9 @@ impl HttpSink {
             Err(mpsc::error::TrySendError::Closed(_)) => return Err(()),
             Err(mpsc::error::TrySendError::Full(chunk)) => chunk,
         };
-        match self
-            .runtime
-            .block_on(tokio::time::timeout(self.send_timeout, tx.send(chunk)))
-        {
+        // The timer must be made inside the runtime: this is a PHP thread.
+        let wait = async { tokio::time::timeout(self.send_timeout, tx.send(chunk)).await };
+        match self.runtime.block_on(wait) {
             Ok(Ok(())) => Ok(()),
             Ok(Err(_)) => Err(()),
             Err(_) => {

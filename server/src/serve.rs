@@ -417,6 +417,9 @@ async fn dispatch(
         tracing::debug!("bad request: {why}");
         return body::text_response(StatusCode::BAD_REQUEST, "Bad Request");
     }
+    if let Some(refusal) = refuse_tunnel_or_odd_framing(&req) {
+        return refusal;
+    }
     match app.router.route(req.uri().path()) {
         Route::Static(path) => static_files::serve(&path, req.method(), req.headers()).await,
         Route::Php {
@@ -520,6 +523,48 @@ fn authority_as_host<B>(req: &mut Request<B>) -> Result<(), &'static str> {
     let value = http::HeaderValue::from_str(authority).map_err(|_| "invalid :authority")?;
     req.headers_mut().insert(http::header::HOST, value);
     Ok(())
+}
+
+/// Refuses, and closes the connection after, two kinds of HTTP/1 request whose following
+/// bytes a front end may read differently than hyper does:
+///
+/// - CONNECT: we are no proxy. What a client sends after it is tunnel data, never a
+///   request for us (405; hyper would otherwise parse it as the next request).
+/// - A Transfer-Encoding other than a single `chunked` (`identity, chunked`,
+///   `chunked` twice, `gzip, chunked`): hyper frames by the final `chunked` and ignores
+///   the rest, while a front end may refuse the header and frame by Content-Length, the
+///   classic smuggling split. RFC 9112 §6.1: a coding the server does not understand gets
+///   501.
+fn refuse_tunnel_or_odd_framing<B>(req: &Request<B>) -> Option<Response<ResponseBody>> {
+    if req.version() >= http::Version::HTTP_2 {
+        return None;
+    }
+    let mut response = if req.method() == http::Method::CONNECT {
+        let mut r = body::text_response(StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed");
+        r.headers_mut().insert(
+            http::header::ALLOW,
+            http::HeaderValue::from_static("GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"),
+        );
+        r
+    } else {
+        let mut codings = req
+            .headers()
+            .get_all(http::header::TRANSFER_ENCODING)
+            .iter()
+            .flat_map(|v| v.as_bytes().split(|&b| b == b','))
+            .map(|c| c.trim_ascii());
+        match (codings.next(), codings.next()) {
+            (None, _) => return None,
+            (Some(c), None) if c.eq_ignore_ascii_case(b"chunked") => return None,
+            _ => body::text_response(StatusCode::NOT_IMPLEMENTED, "Not Implemented"),
+        }
+    };
+    tracing::debug!(method = %req.method(), "refused: CONNECT or a transfer coding other than chunked");
+    response.headers_mut().insert(
+        http::header::CONNECTION,
+        http::HeaderValue::from_static("close"),
+    );
+    Some(response)
 }
 
 /// RFC 9112 §3.2: an HTTP/1.1 request needs exactly one Host header (unless the target is
