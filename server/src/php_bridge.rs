@@ -58,6 +58,13 @@ impl PhpRunner {
     }
 }
 
+/// Called (once) when the PHP side gives up on a client that stopped reading a
+/// streamed response: hyper holds that response's body until the client reads again,
+/// which may be never, so the connection must not count it as a request in flight
+/// (`serve.rs` then lets its idle timeout close the connection and free what it holds).
+#[derive(Clone)]
+pub struct OnStall(pub Arc<dyn Fn() + Send + Sync>);
+
 /// Where the request came from and how.
 pub struct Connection {
     pub remote_addr: SocketAddr,
@@ -130,6 +137,7 @@ impl PhpRunner {
 
         let (mut parts, incoming) = req.into_parts();
         let interim = parts.extensions.remove::<Arc<crate::interim::Interim>>();
+        let on_stall = parts.extensions.remove::<OnStall>();
         // Set when the body breaks off (malformed chunk, reset stream, client gone) or a
         // body without Content-Length turns out to exceed the limit: PHP then saw a
         // truncated body, so the response must not look like a normal one.
@@ -199,6 +207,7 @@ impl PhpRunner {
             buf: BytesMut::new(),
             interim,
             stalled: Arc::new(AtomicBool::new(false)),
+            on_stall,
             send_timeout: self.send_timeout,
             runtime: tokio::runtime::Handle::current(),
             _permit: permit,
@@ -464,6 +473,7 @@ struct HttpSink {
     interim: Option<Arc<crate::interim::Interim>>,
     /// Shared with the response stream: set when `send_timeout` ran out.
     stalled: Arc<AtomicBool>,
+    on_stall: Option<OnStall>,
     send_timeout: Duration,
     /// For a timed wait on the stream channel from this (non-tokio) thread.
     runtime: tokio::runtime::Handle,
@@ -514,13 +524,20 @@ impl HttpSink {
                 if self.send_chunk(tx, chunk).is_err() {
                     // The stream must not end as if complete: mark it before the sender
                     // is dropped.
-                    self.stalled.store(true, Ordering::Release);
+                    self.mark_stalled();
                     self.state = SinkState::Done;
                     return Err(Disconnected);
                 }
             }
         }
         Ok(())
+    }
+
+    fn mark_stalled(&self) {
+        self.stalled.store(true, Ordering::Release);
+        if let Some(OnStall(hook)) = &self.on_stall {
+            hook();
+        }
     }
 
     /// Hands a chunk to the response stream, waiting at most `send_timeout` for room: a
@@ -612,7 +629,7 @@ impl ResponseSink for HttpSink {
                 if !self.buf.is_empty() {
                     let chunk = self.buf.split().freeze();
                     if self.send_chunk(&tx, chunk).is_err() {
-                        self.stalled.store(true, Ordering::Release);
+                        self.mark_stalled();
                     }
                 }
             }

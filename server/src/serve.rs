@@ -263,8 +263,11 @@ async fn serve(config: ServeConfig) -> Result<(), String> {
                 req.extensions_mut().insert(interim.clone());
             }
             // Held until the response body is done (or dropped), so a long download
-            // or a slow script never counts as idle.
+            // or a slow script never counts as idle; released early if PHP gives up on a
+            // client that stopped reading.
             let in_flight = requests.begin();
+            req.extensions_mut()
+                .insert(crate::php_bridge::OnStall(in_flight.release_hook()));
             async move {
                 let response = handle(&app, req, &conn).await;
                 Ok::<_, Infallible>(response.map(|b| InFlightBody::new(b, in_flight)))
@@ -618,7 +621,10 @@ impl Activity {
         self.0
             .in_flight
             .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
-        InFlight(self.0.clone())
+        InFlight(Arc::new(InFlightState {
+            activity: self.0.clone(),
+            released: std::sync::atomic::AtomicBool::new(false),
+        }))
     }
 
     /// When the connection may be closed as idle, if no request is in flight.
@@ -633,14 +639,37 @@ impl Activity {
 }
 
 /// One request in flight; dropped when its response body is done or dropped.
-struct InFlight(Arc<ActivityState>);
+struct InFlight(Arc<InFlightState>);
+
+struct InFlightState {
+    activity: Arc<ActivityState>,
+    released: std::sync::atomic::AtomicBool,
+}
+
+impl InFlightState {
+    /// Stops counting the request (once, whichever comes first: the end of its body or
+    /// the PHP side giving up on the client).
+    fn release(&self) {
+        use std::sync::atomic::Ordering;
+        if self.released.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let now = self.activity.origin.elapsed().as_millis() as u64;
+        self.activity.idle_since_ms.fetch_max(now, Ordering::AcqRel);
+        self.activity.in_flight.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl InFlight {
+    fn release_hook(&self) -> Arc<dyn Fn() + Send + Sync> {
+        let state = self.0.clone();
+        Arc::new(move || state.release())
+    }
+}
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        use std::sync::atomic::Ordering;
-        let now = self.0.origin.elapsed().as_millis() as u64;
-        self.0.idle_since_ms.fetch_max(now, Ordering::AcqRel);
-        self.0.in_flight.fetch_sub(1, Ordering::AcqRel);
+        self.0.release();
     }
 }
 
