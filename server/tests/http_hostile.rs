@@ -1034,6 +1034,40 @@ fn zero_timeouts_and_connection_limits_are_refused_at_start() {
 }
 
 #[test]
+fn tls_connections_count_against_max_connections_and_time_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cert, key) = common::self_signed(dir.path());
+    let (server, _journal) = start(&[
+        "--tls-cert",
+        cert.to_str().unwrap(),
+        "--tls-key",
+        key.to_str().unwrap(),
+        "--max-connections",
+        "20",
+        "--header-timeout-ms",
+        "1500",
+    ]);
+    // Twenty connections that never start the TLS handshake take every slot.
+    let mut held: Vec<TcpStream> = (0..20).map(|_| connect(server.addr)).collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let mut extra = connect(server.addr);
+    let (bytes, closed) = read_quietly(&mut extra, Duration::from_secs(1));
+    assert!(closed && bytes.is_empty(), "connection 21 was kept");
+    // The handshake timeout frees them, and HTTP/2 over TLS is served again.
+    for s in held.iter_mut() {
+        let (_, closed) = read_quietly(s, Duration::from_secs(5));
+        assert!(closed, "a silent TLS connection was kept");
+    }
+    let client = client_builder().build().unwrap();
+    assert!(common::wait_until(Duration::from_secs(3), || {
+        client
+            .get(server.url("/hello.php"))
+            .send()
+            .is_ok_and(|r| r.version() == reqwest::Version::HTTP_2 && r.status() == 200)
+    }));
+}
+
+#[test]
 fn client_that_never_reads_a_big_response_does_not_hold_a_php_thread() {
     let (server, journal) = start(&[
         "--threads",

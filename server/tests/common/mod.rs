@@ -575,3 +575,15 @@ pub fn html_unescape(s: &str) -> String {
         .replace("&gt;", ">")
         .replace("&amp;", "&")
 }
+
+/// A self-signed certificate and key for localhost / 127.0.0.1, written as PEM files into
+/// `dir`: (cert, key).
+pub fn self_signed(dir: &Path) -> (PathBuf, PathBuf) {
+    let rcgen::CertifiedKey { cert, key_pair } =
+        rcgen::generate_simple_self_signed(vec!["localhost".into(), "127.0.0.1".into()]).unwrap();
+    let cert_path = dir.join("cert.pem");
+    let key_path = dir.join("key.pem");
+    std::fs::write(&cert_path, cert.pem()).unwrap();
+    std::fs::write(&key_path, key_pair.serialize_pem()).unwrap();
+    (cert_path, key_path)
+}
