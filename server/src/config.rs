@@ -53,6 +53,23 @@ pub struct ServeArgs {
     /// Largest request head (request line and headers), in bytes [default: 65536]
     #[arg(long, env = "FERROPHP_MAX_HEADER_SIZE", value_name = "BYTES")]
     pub max_header_size: Option<usize>,
+    /// Longest wait for the next piece of a request body, in milliseconds; a body that
+    /// stalls longer fails the request (408) [default: 60000]
+    #[arg(long, env = "FERROPHP_BODY_TIMEOUT_MS", value_name = "MS")]
+    pub body_timeout_ms: Option<u64>,
+    /// Longest a PHP thread waits for a client to take more of a streamed response, in
+    /// milliseconds; then the response is cut and the script sees the client gone
+    /// [default: 60000]
+    #[arg(long, env = "FERROPHP_SEND_TIMEOUT_MS", value_name = "MS")]
+    pub send_timeout_ms: Option<u64>,
+    /// A connection with no request in flight for this long is closed, in milliseconds
+    /// (HTTP/1 keep-alive connections wait at most the header timeout) [default: 60000]
+    #[arg(long, env = "FERROPHP_IDLE_TIMEOUT_MS", value_name = "MS")]
+    pub idle_timeout_ms: Option<u64>,
+    /// Most client connections open at once; connections beyond it are closed on accept
+    /// [default: 10000]
+    #[arg(long, env = "FERROPHP_MAX_CONNECTIONS", value_name = "N")]
+    pub max_connections: Option<usize>,
     /// On SIGTERM/SIGINT, time given to in-flight requests, in milliseconds [default: 30000]
     #[arg(long, env = "FERROPHP_GRACE_MS", value_name = "MS")]
     pub grace_ms: Option<u64>,
@@ -162,6 +179,10 @@ pub struct FileConfig {
     max_wait_ms: Option<u64>,
     header_timeout_ms: Option<u64>,
     max_header_size: Option<usize>,
+    body_timeout_ms: Option<u64>,
+    send_timeout_ms: Option<u64>,
+    idle_timeout_ms: Option<u64>,
+    max_connections: Option<usize>,
     grace_ms: Option<u64>,
     access_log: Option<bool>,
     env: Option<std::collections::BTreeMap<String, String>>,
@@ -198,6 +219,10 @@ pub struct ServeConfig {
     pub max_wait: Duration,
     pub header_timeout: Duration,
     pub max_header_size: usize,
+    pub body_timeout: Duration,
+    pub send_timeout: Duration,
+    pub idle_timeout: Duration,
+    pub max_connections: usize,
     pub grace: Duration,
     pub access_log: bool,
     pub env: Vec<(String, String)>,
@@ -336,6 +361,39 @@ impl ServeConfig {
         watch.extend(args.watch);
         let mut no_php_dirs = file.no_php_dirs.unwrap_or_default();
         no_php_dirs.extend(args.no_php_dirs);
+        let positive_ms =
+            |flag: Option<u64>, file: Option<u64>, name: &str, default: u64| match flag
+                .or(file)
+                .unwrap_or(default)
+            {
+                0 => Err(format!("{name} must be at least 1 ms")),
+                ms => Ok(Duration::from_millis(ms)),
+            };
+        let body_timeout = positive_ms(
+            args.body_timeout_ms,
+            file.body_timeout_ms,
+            "body timeout",
+            60_000,
+        )?;
+        let send_timeout = positive_ms(
+            args.send_timeout_ms,
+            file.send_timeout_ms,
+            "send timeout",
+            60_000,
+        )?;
+        let idle_timeout = positive_ms(
+            args.idle_timeout_ms,
+            file.idle_timeout_ms,
+            "idle timeout",
+            60_000,
+        )?;
+        let max_connections = args
+            .max_connections
+            .or(file.max_connections)
+            .unwrap_or(10_000);
+        if max_connections == 0 {
+            return Err("max connections must be at least 1".into());
+        }
         let session_gc_interval_ms = args
             .session_gc_interval_ms
             .or(file.session_gc_interval_ms)
@@ -376,6 +434,10 @@ impl ServeConfig {
                 .or(file.max_header_size)
                 .unwrap_or(64 * 1024)
                 .max(8192),
+            body_timeout,
+            send_timeout,
+            idle_timeout,
+            max_connections,
             grace: Duration::from_millis(args.grace_ms.or(file.grace_ms).unwrap_or(30_000)),
             access_log: !args.no_access_log && file.access_log.unwrap_or(true),
             env,

@@ -10,7 +10,7 @@
 use std::io::{self, Read};
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -39,6 +39,10 @@ pub struct PhpRunner {
     pub permits: Vec<Arc<Semaphore>>,
     pub max_wait: Duration,
     pub max_body_size: u64,
+    /// Longest wait for the next piece of a request body (slowloris on the body).
+    pub body_timeout: Duration,
+    /// Longest a PHP thread waits for the client to take streamed output.
+    pub send_timeout: Duration,
     pub document_root: Arc<str>,
     pub env: Arc<[(std::ffi::CString, std::ffi::CString)]>,
     pub server_name: Option<String>,
@@ -55,6 +59,13 @@ impl PhpRunner {
         self.permits[index].clone()
     }
 }
+
+/// Called (once) when the PHP side gives up on a client that stopped reading a
+/// streamed response: hyper holds that response's body until the client reads again,
+/// which may be never, so the connection must not count it as a request in flight
+/// (`serve.rs` then lets its idle timeout close the connection and free what it holds).
+#[derive(Clone)]
+pub struct OnStall(pub Arc<dyn Fn() + Send + Sync>);
 
 /// Where the request came from and how.
 pub struct Connection {
@@ -128,6 +139,7 @@ impl PhpRunner {
 
         let (mut parts, incoming) = req.into_parts();
         let interim = parts.extensions.remove::<crate::interim::Hints>();
+        let on_stall = parts.extensions.remove::<OnStall>();
         // Set when the body breaks off (malformed chunk, reset stream, client gone) or a
         // body without Content-Length turns out to exceed the limit: PHP then saw a
         // truncated body, so the response must not look like a normal one.
@@ -143,6 +155,7 @@ impl PhpRunner {
                 incoming,
                 tx,
                 self.max_body_size,
+                self.body_timeout,
                 body_state.clone(),
             ));
             Box::new(BodyReader {
@@ -199,6 +212,10 @@ impl PhpRunner {
             },
             buf: BytesMut::new(),
             interim,
+            stalled: Arc::new(AtomicBool::new(false)),
+            on_stall,
+            send_timeout: self.send_timeout,
+            runtime: tokio::runtime::Handle::current(),
             _permit: permit,
         };
         let mut request = ScriptRequest::new(script.filename, Box::new(sink));
@@ -225,6 +242,9 @@ impl PhpRunner {
                     body::text_response(StatusCode::PAYLOAD_TOO_LARGE, "Payload Too Large")
                 }
                 BodyFailure::Broken => body::text_response(StatusCode::BAD_REQUEST, "Bad Request"),
+                BodyFailure::TimedOut => {
+                    body::text_response(StatusCode::REQUEST_TIMEOUT, "Request Timeout")
+                }
             },
             Err(_) => {
                 body::text_response(StatusCode::INTERNAL_SERVER_ERROR, "Internal Server Error")
@@ -249,15 +269,19 @@ struct Reply {
 
 enum ReplyBody {
     Complete(Bytes),
-    Streaming(mpsc::Receiver<Bytes>),
+    Streaming {
+        rx: mpsc::Receiver<Bytes>,
+        /// Set by the PHP thread when it gave up on a client that stopped reading.
+        stalled: Arc<AtomicBool>,
+    },
 }
 
 fn build_response(reply: Reply, body_state: Arc<BodyState>) -> Response<ResponseBody> {
     let complete = matches!(reply.body, ReplyBody::Complete(_));
     let body = match reply.body {
         ReplyBody::Complete(bytes) => body::full(bytes),
-        ReplyBody::Streaming(rx) => {
-            let stream = futures_stream(rx, body_state);
+        ReplyBody::Streaming { rx, stalled } => {
+            let stream = futures_stream(rx, body_state, stalled);
             StreamBody::new(stream).boxed()
         }
     };
@@ -284,11 +308,13 @@ fn build_response(reply: Reply, body_state: Arc<BodyState>) -> Response<Response
 }
 
 /// Adapts the chunk receiver into the `Stream` of frames `StreamBody` wants. If the
-/// request body broke off or overflowed the limit while the response was streaming, the
-/// body ends with an error (the connection is cut) instead of looking complete.
+/// request body broke off or overflowed the limit while the response was streaming, or
+/// the PHP thread stopped waiting for a client that does not read, the body ends with an
+/// error (the connection or stream is cut) instead of looking complete.
 fn futures_stream(
     mut rx: mpsc::Receiver<Bytes>,
     body_state: Arc<BodyState>,
+    stalled: Arc<AtomicBool>,
 ) -> impl futures_core::Stream<Item = Result<Frame<Bytes>, io::Error>> + Send + Sync + 'static {
     futures_util::stream::poll_fn(move |cx| {
         rx.poll_recv(cx).map(|chunk| match chunk {
@@ -296,6 +322,10 @@ fn futures_stream(
             None if body_state.get() != BodyFailure::None => Some(Err(io::Error::new(
                 io::ErrorKind::InvalidData,
                 "request body incomplete",
+            ))),
+            None if stalled.load(Ordering::Acquire) => Some(Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "client stopped reading the response",
             ))),
             None => None,
         })
@@ -313,6 +343,8 @@ enum BodyFailure {
     TooLarge = 1,
     /// Malformed framing, a reset stream or a client gone mid-body.
     Broken = 2,
+    /// No body bytes for the body timeout.
+    TimedOut = 3,
 }
 
 impl BodyState {
@@ -324,6 +356,7 @@ impl BodyState {
         match self.0.load(Ordering::Acquire) {
             0 => BodyFailure::None,
             1 => BodyFailure::TooLarge,
+            3 => BodyFailure::TimedOut,
             _ => BodyFailure::Broken,
         }
     }
@@ -357,14 +390,34 @@ pub(crate) fn drop_ambiguous_headers(headers: &mut http::HeaderMap) {
 /// Pulls the request body off the connection into the channel PHP reads from, enforcing
 /// the body size limit on bodies without a Content-Length. A body that breaks off is
 /// recorded in `state` before PHP can see the error.
+///
+/// hyper's header timeout ends with the head: without `idle` a client trickling its body
+/// a byte a minute would hold a PHP thread (blocked in `read_post`) for as long as it
+/// likes. Only waits on the client count; waiting for PHP to take a chunk does not.
 async fn feed_body(
     mut incoming: Incoming,
     tx: mpsc::Sender<io::Result<Bytes>>,
     limit: u64,
+    idle: Duration,
     state: Arc<BodyState>,
 ) {
     let mut total = 0u64;
-    while let Some(frame) = incoming.frame().await {
+    loop {
+        let frame = match tokio::time::timeout(idle, incoming.frame()).await {
+            Ok(Some(frame)) => frame,
+            Ok(None) => return,
+            Err(_) => {
+                tracing::debug!("request body stalled for {idle:?}");
+                state.set(BodyFailure::TimedOut);
+                let _ = tx
+                    .send(Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        "request body timed out",
+                    )))
+                    .await;
+                return;
+            }
+        };
         let chunk = match frame {
             Ok(frame) => match frame.into_data() {
                 Ok(data) => data,
@@ -432,6 +485,12 @@ struct HttpSink {
     buf: BytesMut,
     /// Where 1xx responses go (HTTP/1.1 and HTTP/2 requests; see `interim.rs`).
     interim: Option<crate::interim::Hints>,
+    /// Shared with the response stream: set when `send_timeout` ran out.
+    stalled: Arc<AtomicBool>,
+    on_stall: Option<OnStall>,
+    send_timeout: Duration,
+    /// For a timed wait on the stream channel from this (non-tokio) thread.
+    runtime: tokio::runtime::Handle,
     /// The PHP thread this request holds. The sink lives on that thread until the script
     /// ends (which can be long after the response, with fastcgi_finish_request), so
     /// dropping it there frees the thread for the next request without another task.
@@ -461,7 +520,10 @@ impl HttpSink {
             reply
                 .send(Reply {
                     head,
-                    body: ReplyBody::Streaming(rx),
+                    body: ReplyBody::Streaming {
+                        rx,
+                        stalled: self.stalled.clone(),
+                    },
                 })
                 .map_err(|_| Disconnected)?;
             self.state = SinkState::Streaming(tx);
@@ -472,11 +534,48 @@ impl HttpSink {
     fn send_buffered(&mut self) -> Result<(), Disconnected> {
         if let SinkState::Streaming(tx) = &self.state {
             if !self.buf.is_empty() {
-                tx.blocking_send(self.buf.split().freeze())
-                    .map_err(|_| Disconnected)?;
+                let chunk = self.buf.split().freeze();
+                if self.send_chunk(tx, chunk).is_err() {
+                    // The stream must not end as if complete: mark it before the sender
+                    // is dropped.
+                    self.mark_stalled();
+                    self.state = SinkState::Done;
+                    return Err(Disconnected);
+                }
             }
         }
         Ok(())
+    }
+
+    fn mark_stalled(&self) {
+        self.stalled.store(true, Ordering::Release);
+        if let Some(OnStall(hook)) = &self.on_stall {
+            hook();
+        }
+    }
+
+    /// Hands a chunk to the response stream, waiting at most `send_timeout` for room: a
+    /// client that stops reading (a closed HTTP/2 flow-control window, a full TCP
+    /// window) would otherwise hold this PHP thread forever.
+    fn send_chunk(&self, tx: &mpsc::Sender<Bytes>, chunk: Bytes) -> Result<(), ()> {
+        let chunk = match tx.try_send(chunk) {
+            Ok(()) => return Ok(()),
+            Err(mpsc::error::TrySendError::Closed(_)) => return Err(()),
+            Err(mpsc::error::TrySendError::Full(chunk)) => chunk,
+        };
+        // The timer must be made inside the runtime: this is a PHP thread.
+        let wait = async { tokio::time::timeout(self.send_timeout, tx.send(chunk)).await };
+        match self.runtime.block_on(wait) {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(_)) => Err(()),
+            Err(_) => {
+                tracing::debug!(
+                    "client took no output for {:?}: response cut",
+                    self.send_timeout
+                );
+                Err(())
+            }
+        }
     }
 }
 
@@ -542,7 +641,10 @@ impl ResponseSink for HttpSink {
             }
             SinkState::Streaming(tx) => {
                 if !self.buf.is_empty() {
-                    let _ = tx.blocking_send(self.buf.split().freeze());
+                    let chunk = self.buf.split().freeze();
+                    if self.send_chunk(&tx, chunk).is_err() {
+                        self.mark_stalled();
+                    }
                 }
             }
             SinkState::Done => {}

@@ -41,6 +41,15 @@ const SERVER_INI_DEFAULTS: &[(&str, &str)] = &[
     ("expose_php", "0"),
 ];
 
+/// Streams one HTTP/2 connection may have open; more are refused (REFUSED_STREAM). Each
+/// open stream is at most one PHP request waiting for a thread (or 503 after max_wait).
+const H2_MAX_CONCURRENT_STREAMS: u32 = 100;
+/// Streams the client opened and reset before we took them, allowed at once before the
+/// connection gets GOAWAY (h2's rapid-reset guard; h2's own default).
+const H2_MAX_PENDING_RESETS: usize = 20;
+/// Streams we reset because the client broke the protocol, before GOAWAY (hyper's default).
+const H2_MAX_LOCAL_ERROR_RESETS: usize = 1024;
+
 /// Everything a request handler needs, shared by all connections.
 struct App {
     router: Router,
@@ -176,6 +185,8 @@ async fn serve(config: ServeConfig) -> Result<(), String> {
             permits,
             max_wait: config.max_wait,
             max_body_size: config.max_body_size,
+            body_timeout: config.body_timeout,
+            send_timeout: config.send_timeout,
             document_root,
             env,
             server_name: config.server_name.clone(),
@@ -193,10 +204,17 @@ async fn serve(config: ServeConfig) -> Result<(), String> {
         .header_read_timeout(config.header_timeout)
         .max_buf_size(config.max_header_size)
         .keep_alive(true);
+    // hyper's and h2's defaults already bound the HTTP/2 floods (CVE-2023-44487 rapid
+    // reset, CONTINUATION floods, streams reset by our own errors); they are spelled out
+    // so that a dependency update cannot loosen them unnoticed. http_hostile.rs attacks
+    // each one.
     builder
         .http2()
         .timer(TokioTimer::new())
-        .max_header_list_size(config.max_header_size as u32);
+        .max_header_list_size(config.max_header_size as u32)
+        .max_concurrent_streams(H2_MAX_CONCURRENT_STREAMS)
+        .max_pending_accept_reset_streams(H2_MAX_PENDING_RESETS)
+        .max_local_error_reset_streams(H2_MAX_LOCAL_ERROR_RESETS);
     let builder = Arc::new(builder);
 
     let scheme = if tls.is_some() { "https" } else { "http" };
@@ -209,6 +227,7 @@ async fn serve(config: ServeConfig) -> Result<(), String> {
     println!("ferrophp listening on {scheme}://{local}");
 
     let graceful = GracefulShutdown::new();
+    let connection_slots = Arc::new(Semaphore::new(config.max_connections));
     let mut shutdown = std::pin::pin!(shutdown_signal());
     loop {
         let (stream, remote) = tokio::select! {
@@ -223,7 +242,16 @@ async fn serve(config: ServeConfig) -> Result<(), String> {
             },
             _ = &mut shutdown => break,
         };
+        // Refused connections are closed at once rather than left in the backlog: the
+        // client learns now, and a flood of idle sockets cannot grow memory or fds
+        // without bound.
+        let Ok(slot) = connection_slots.clone().try_acquire_owned() else {
+            tracing::debug!("connection from {remote} refused: max connections reached");
+            drop(stream);
+            continue;
+        };
         let _ = stream.set_nodelay(true);
+        let activity = Activity::new();
         let conn = Connection {
             remote_addr: remote,
             local_addr: local,
@@ -235,6 +263,7 @@ async fn serve(config: ServeConfig) -> Result<(), String> {
         // 1xx responses (103 Early Hints) for this connection's HTTP/1.1 requests.
         let interim = Arc::new(crate::interim::Interim::default());
         let interim_io = interim.clone();
+        let requests = activity.clone();
         let service = service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
             let app = app.clone();
             let conn = conn.clone();
@@ -252,7 +281,16 @@ async fn serve(config: ServeConfig) -> Result<(), String> {
                 req.extensions_mut()
                     .insert(crate::interim::Hints::Http2(Arc::new(send)));
             }
-            async move { Ok::<_, Infallible>(handle(&app, req, &conn).await) }
+            // Held until the response body is done (or dropped), so a long download
+            // or a slow script never counts as idle; released early if PHP gives up on a
+            // client that stopped reading.
+            let in_flight = requests.begin();
+            req.extensions_mut()
+                .insert(crate::php_bridge::OnStall(in_flight.release_hook()));
+            async move {
+                let response = handle(&app, req, &conn).await;
+                Ok::<_, Infallible>(response.map(|b| InFlightBody::new(b, in_flight)))
+            }
         });
         match &tls {
             None => {
@@ -261,6 +299,8 @@ async fn serve(config: ServeConfig) -> Result<(), String> {
                         TokioIo::new(FirstBytesDeadline::new(
                             crate::interim::InterimIo::new(stream, interim_io),
                             config.header_timeout,
+                            config.idle_timeout,
+                            activity,
                         )),
                         service,
                     )
@@ -268,6 +308,7 @@ async fn serve(config: ServeConfig) -> Result<(), String> {
                 let watched = graceful.watch(served);
                 tokio::spawn(async move {
                     let _ = watched.await;
+                    drop(slot);
                 });
             }
             Some(acceptor) => {
@@ -275,7 +316,9 @@ async fn serve(config: ServeConfig) -> Result<(), String> {
                 let builder = builder.clone();
                 let watcher = graceful.watcher();
                 let header_timeout = config.header_timeout;
+                let idle_timeout = config.idle_timeout;
                 tokio::spawn(async move {
+                    let _slot = slot;
                     let Ok(Ok(tls_stream)) =
                         tokio::time::timeout(header_timeout, acceptor.accept(stream)).await
                     else {
@@ -286,6 +329,8 @@ async fn serve(config: ServeConfig) -> Result<(), String> {
                             TokioIo::new(FirstBytesDeadline::new(
                                 crate::interim::InterimIo::new(tls_stream, interim_io),
                                 header_timeout,
+                                idle_timeout,
+                                activity,
                             )),
                             service,
                         )
@@ -394,6 +439,9 @@ async fn dispatch(
         tracing::debug!("bad request: {why}");
         return body::text_response(StatusCode::BAD_REQUEST, "Bad Request");
     }
+    if let Some(refusal) = refuse_tunnel_or_odd_framing(&req) {
+        return refusal;
+    }
     match app.router.route(req.uri().path()) {
         Route::Static(path) => static_files::serve(&path, req.method(), req.headers()).await,
         Route::Php {
@@ -462,16 +510,28 @@ async fn dispatch(
 /// and should treat a request whose Host names another entity as malformed. Like nginx
 /// (nginx/nginx#803, 2025), a Host that differs from `:authority` gets a 400, and a request with
 /// `:authority` alone gets a Host header made from it, so `HTTP_HOST` and `SERVER_NAME`
-/// always come from `:authority`. HTTP/1 requests are left alone (absolute-form
-/// targets are another matter).
+/// always come from `:authority`.
+///
+/// HTTP/1 requests in absolute form (`GET http://a.test/x.php`, what proxies send) follow
+/// RFC 9112 §3.2.2: the target's authority wins and any Host header is replaced by it,
+/// so `HTTP_HOST` and `SERVER_NAME` cannot say one host while the target names another.
 fn authority_as_host<B>(req: &mut Request<B>) -> Result<(), &'static str> {
-    if req.version() < http::Version::HTTP_2 {
-        return Ok(());
-    }
     let Some(authority) = req.uri().authority() else {
         return Ok(());
     };
     let authority = authority.as_str();
+    if req.version() < http::Version::HTTP_2 {
+        if req.method() == http::Method::CONNECT {
+            return Ok(());
+        }
+        // Two Host headers or a malformed one are refused all the same (§3.2): a front end
+        // may have routed by either.
+        check_host(req)?;
+        let value = http::HeaderValue::from_str(authority).map_err(|_| "invalid authority")?;
+        req.headers_mut().remove(http::header::HOST);
+        req.headers_mut().insert(http::header::HOST, value);
+        return Ok(());
+    }
     let hosts = req.headers().get_all(http::header::HOST);
     if hosts.iter().next().is_some() {
         if hosts
@@ -485,6 +545,48 @@ fn authority_as_host<B>(req: &mut Request<B>) -> Result<(), &'static str> {
     let value = http::HeaderValue::from_str(authority).map_err(|_| "invalid :authority")?;
     req.headers_mut().insert(http::header::HOST, value);
     Ok(())
+}
+
+/// Refuses, and closes the connection after, two kinds of HTTP/1 request whose following
+/// bytes a front end may read differently than hyper does:
+///
+/// - CONNECT: we are no proxy. What a client sends after it is tunnel data, never a
+///   request for us (405; hyper would otherwise parse it as the next request).
+/// - A Transfer-Encoding other than a single `chunked` (`identity, chunked`,
+///   `chunked` twice, `gzip, chunked`): hyper frames by the final `chunked` and ignores
+///   the rest, while a front end may refuse the header and frame by Content-Length, the
+///   classic smuggling split. RFC 9112 §6.1: a coding the server does not understand gets
+///   501.
+fn refuse_tunnel_or_odd_framing<B>(req: &Request<B>) -> Option<Response<ResponseBody>> {
+    if req.version() >= http::Version::HTTP_2 {
+        return None;
+    }
+    let mut response = if req.method() == http::Method::CONNECT {
+        let mut r = body::text_response(StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed");
+        r.headers_mut().insert(
+            http::header::ALLOW,
+            http::HeaderValue::from_static("GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"),
+        );
+        r
+    } else {
+        let mut codings = req
+            .headers()
+            .get_all(http::header::TRANSFER_ENCODING)
+            .iter()
+            .flat_map(|v| v.as_bytes().split(|&b| b == b','))
+            .map(|c| c.trim_ascii());
+        match (codings.next(), codings.next()) {
+            (None, _) => return None,
+            (Some(c), None) if c.eq_ignore_ascii_case(b"chunked") => return None,
+            _ => body::text_response(StatusCode::NOT_IMPLEMENTED, "Not Implemented"),
+        }
+    };
+    tracing::debug!(method = %req.method(), "refused: CONNECT or a transfer coding other than chunked");
+    response.headers_mut().insert(
+        http::header::CONNECTION,
+        http::HeaderValue::from_static("close"),
+    );
+    Some(response)
 }
 
 /// RFC 9112 §3.2: an HTTP/1.1 request needs exactly one Host header (unless the target is
@@ -513,27 +615,174 @@ fn check_host<B>(req: &Request<B>) -> Result<(), &'static str> {
     Ok(())
 }
 
-/// Bounds the time a client may take to send the first bytes on a connection.
+/// Which requests of one connection are in flight, and since when none has been: what
+/// the idle timeout of [`FirstBytesDeadline`] looks at.
+#[derive(Clone)]
+struct Activity(Arc<ActivityState>);
+
+struct ActivityState {
+    origin: Instant,
+    in_flight: std::sync::atomic::AtomicUsize,
+    /// Milliseconds after `origin` when the last request ended.
+    idle_since_ms: std::sync::atomic::AtomicU64,
+}
+
+impl Activity {
+    fn new() -> Self {
+        Activity(Arc::new(ActivityState {
+            origin: Instant::now(),
+            in_flight: std::sync::atomic::AtomicUsize::new(0),
+            idle_since_ms: std::sync::atomic::AtomicU64::new(0),
+        }))
+    }
+
+    fn begin(&self) -> InFlight {
+        self.0
+            .in_flight
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        InFlight(Arc::new(InFlightState {
+            activity: self.0.clone(),
+            released: std::sync::atomic::AtomicBool::new(false),
+        }))
+    }
+
+    /// When the connection may be closed as idle, if no request is in flight.
+    fn idle_deadline(&self, idle: Duration) -> Option<Instant> {
+        use std::sync::atomic::Ordering;
+        if self.0.in_flight.load(Ordering::Acquire) > 0 {
+            return None;
+        }
+        let since = Duration::from_millis(self.0.idle_since_ms.load(Ordering::Acquire));
+        Some(self.0.origin + since + idle)
+    }
+}
+
+/// One request in flight; dropped when its response body is done or dropped.
+struct InFlight(Arc<InFlightState>);
+
+struct InFlightState {
+    activity: Arc<ActivityState>,
+    released: std::sync::atomic::AtomicBool,
+}
+
+impl InFlightState {
+    /// Stops counting the request (once, whichever comes first: the end of its body or
+    /// the PHP side giving up on the client).
+    fn release(&self) {
+        use std::sync::atomic::Ordering;
+        if self.released.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let now = self.activity.origin.elapsed().as_millis() as u64;
+        self.activity.idle_since_ms.fetch_max(now, Ordering::AcqRel);
+        self.activity.in_flight.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl InFlight {
+    fn release_hook(&self) -> Arc<dyn Fn() + Send + Sync> {
+        let state = self.0.clone();
+        Arc::new(move || state.release())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.release();
+    }
+}
+
+/// A response body that keeps its request counted as in flight until it is done.
+struct InFlightBody {
+    inner: ResponseBody,
+    _in_flight: InFlight,
+}
+
+impl InFlightBody {
+    fn new(inner: ResponseBody, in_flight: InFlight) -> Self {
+        InFlightBody {
+            inner,
+            _in_flight: in_flight,
+        }
+    }
+}
+
+impl http_body::Body for InFlightBody {
+    type Data = bytes::Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        std::pin::Pin::new(&mut self.inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// Bounds the time a client may take to send the first bytes on a connection, and the
+/// time a connection may stay open with no request in flight.
 ///
 /// hyper-util's protocol detection (HTTP/1 or the HTTP/2 preface) reads before hyper's own
 /// header timeout is armed and has no deadline of its own, so a client that connected and
 /// sent nothing, or a prefix of the HTTP/2 preface, held its connection forever. Reads
-/// fail with `TimedOut` after the deadline until the preface length (24 bytes) has been
-/// read or a response has been written; hyper's timers cover everything after that.
+/// fail with `TimedOut` after the header deadline until the preface length (24 bytes) has
+/// been read or a response has been written. After that, hyper's header timeout bounds an
+/// idle HTTP/1 keep-alive connection, but nothing bounds an idle HTTP/2 connection (PINGs
+/// and SETTINGS keep it busy without a request): reads fail once no request has been in
+/// flight for `idle`.
 struct FirstBytesDeadline<T> {
     inner: T,
-    deadline: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
+    deadline: std::pin::Pin<Box<tokio::time::Sleep>>,
+    /// Still before the first bytes (the header deadline is armed).
+    first_bytes: bool,
     read: usize,
+    idle: Duration,
+    activity: Activity,
 }
 
 impl<T> FirstBytesDeadline<T> {
     const PREFACE_LEN: usize = 24;
 
-    fn new(inner: T, timeout: std::time::Duration) -> Self {
+    fn new(inner: T, timeout: Duration, idle: Duration, activity: Activity) -> Self {
         FirstBytesDeadline {
             inner,
-            deadline: Some(Box::pin(tokio::time::sleep(timeout))),
+            deadline: Box::pin(tokio::time::sleep(timeout)),
+            first_bytes: true,
             read: 0,
+            idle,
+            activity,
+        }
+    }
+
+    fn first_bytes_done(&mut self) {
+        if self.first_bytes {
+            self.first_bytes = false;
+            self.rearm();
+        }
+    }
+
+    /// Points the timer at the idle deadline (or one idle period ahead while requests
+    /// are in flight); true if that deadline has passed.
+    fn rearm(&mut self) -> bool {
+        let now = Instant::now();
+        match self.activity.idle_deadline(self.idle) {
+            Some(at) if at <= now => true,
+            Some(at) => {
+                self.deadline.as_mut().reset(at.into());
+                false
+            }
+            None => {
+                self.deadline.as_mut().reset((now + self.idle).into());
+                false
+            }
         }
     }
 }
@@ -552,20 +801,24 @@ impl<T: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for FirstBytesDeadlin
             Poll::Ready(Ok(())) => {
                 this.read += buf.filled().len() - before;
                 if this.read >= Self::PREFACE_LEN {
-                    this.deadline = None;
+                    this.first_bytes_done();
                 }
                 Poll::Ready(Ok(()))
             }
             Poll::Pending => {
-                let expired = this
-                    .deadline
-                    .as_mut()
-                    .is_some_and(|deadline| deadline.as_mut().poll(cx).is_ready());
-                if expired {
-                    return Poll::Ready(Err(std::io::Error::new(
-                        std::io::ErrorKind::TimedOut,
-                        "no request in time",
-                    )));
+                while this.deadline.as_mut().poll(cx).is_ready() {
+                    if this.first_bytes {
+                        return Poll::Ready(Err(std::io::Error::new(
+                            std::io::ErrorKind::TimedOut,
+                            "no request in time",
+                        )));
+                    }
+                    if this.rearm() {
+                        return Poll::Ready(Err(std::io::Error::new(
+                            std::io::ErrorKind::TimedOut,
+                            "connection idle",
+                        )));
+                    }
                 }
                 Poll::Pending
             }
@@ -580,7 +833,7 @@ impl<T: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for FirstBytesDeadl
         cx: &mut std::task::Context<'_>,
         buf: &[u8],
     ) -> std::task::Poll<std::io::Result<usize>> {
-        self.deadline = None;
+        self.first_bytes_done();
         std::pin::Pin::new(&mut self.inner).poll_write(cx, buf)
     }
 
@@ -589,7 +842,7 @@ impl<T: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for FirstBytesDeadl
         cx: &mut std::task::Context<'_>,
         bufs: &[std::io::IoSlice<'_>],
     ) -> std::task::Poll<std::io::Result<usize>> {
-        self.deadline = None;
+        self.first_bytes_done();
         std::pin::Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
     }
 
