@@ -80,13 +80,9 @@ fn uploads_leave_no_cache_entries(mode_args: &[&str], prefix: &str) {
         left.len()
     );
     // The hook runs before PHP unlinks the files, and must not keep it from doing so.
+    let empty = || std::fs::read_dir(dir).unwrap().next().is_none();
     assert!(
-        wait_until(std::time::Duration::from_secs(5), || std::fs::read_dir(
-            &dir
-        )
-        .unwrap()
-        .next()
-        .is_none()),
+        wait_until(std::time::Duration::from_secs(5), empty),
         "upload temp files left in {dir}"
     );
     server.assert_alive();
