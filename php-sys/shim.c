@@ -730,3 +730,23 @@ static int ferrophp_remove_entry(zval *entry) {
 void ferrophp_persistent_list_release(void) {
     zend_hash_reverse_apply(&EG(persistent_list), ferrophp_remove_entry);
 }
+
+/* An uploaded file's temporary name is never seen again once its request ends, but any
+ * plain-file call on it (filesize, is_uploaded_file, fopen: under ZTS each goes through
+ * the virtual cwd) left an entry in this thread's realpath cache. PHP drops an expired
+ * entry only when a later lookup walks the same bucket, so a long-lived PHP thread keeps
+ * about one malloc'd entry per upload, up to realpath_cache_size per thread: the slow
+ * resident-memory growth of the soak (issue 12). The key is the temporary name itself,
+ * which PHP builds from the real path of upload_tmp_dir, so it is the path the cache
+ * holds for a script that uses $_FILES[..]['tmp_name']. */
+int ferrophp_sapi_deactivate(void) {
+    if (SG(rfc1867_uploaded_files)) {
+        zend_string *name;
+        ZEND_HASH_MAP_FOREACH_STR_KEY(SG(rfc1867_uploaded_files), name) {
+            if (name) {
+                realpath_cache_del(ZSTR_VAL(name), ZSTR_LEN(name));
+            }
+        } ZEND_HASH_FOREACH_END();
+    }
+    return SUCCESS;
+}

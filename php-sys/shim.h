@@ -133,3 +133,8 @@ bool ferrophp_worker_output_release(void);
 bool ferrophp_worker_request_startup(void);
 bool ferrophp_worker_request_shutdown(void);
 bool ferrophp_worker_request_finish(void);
+
+/* The SAPI's deactivate hook (sapi_module.deactivate), run by sapi_deactivate just before
+ * the request's uploaded files are unlinked: drops the calling thread's realpath cache
+ * entries for those files. */
+int ferrophp_sapi_deactivate(void);

@@ -555,6 +555,8 @@ fn sapi_module(name: &'static CStr) -> sys::sapi_module_struct {
         log_message: Some(on_log_message),
         get_request_time: Some(on_get_request_time),
         ini_defaults: Some(on_ini_defaults),
+        // Forgets the realpath cache entries of the request's uploaded files (see the shim).
+        deactivate: Some(sys::ferrophp_sapi_deactivate),
         // SAFETY: a static table defined in the shim.
         additional_functions: unsafe { sys::ferrophp_sapi_functions.as_ptr() },
         ..Default::default()
