@@ -154,7 +154,7 @@ run_edge() {
   local edge=$ROOT/test-data/apcu/edge.php
   "$PREFIX/bin/php" -n -d extension="$APCU_SO" -d apc.enable_cli=1 -d apc.serializer=default \
     "$edge" >"$WORK/edge-real.txt" 2>&1 || true
-  "$FERROPHP" php-cli -n "$edge" >"$WORK/edge-layer.txt" 2>&1 || true
+  "$FERROPHP" php-cli -n -d apc.enable_cli=1 "$edge" >"$WORK/edge-layer.txt" 2>&1 || true
   if diff -u "$WORK/edge-real.txt" "$WORK/edge-layer.txt" >"$WORK/edge.diff"; then
     echo "apcu-suite edge: same output ($(wc -l <"$WORK/edge-real.txt") lines)"
   else
