@@ -32,7 +32,10 @@ fn apcu_layer_behaves_as_apcu() {
 
 #[test]
 fn apcu_layer_disabled_by_apc_enabled_0() {
-    layer(&["-d", "apc.enable_cli=1", "-d", "apc.enabled=0"], "disabled");
+    layer(
+        &["-d", "apc.enable_cli=1", "-d", "apc.enabled=0"],
+        "disabled",
+    );
 }
 
 /// As APCu under the "cli" SAPI: apc.enable_cli defaults to 0, which turns the cache off
