@@ -163,6 +163,10 @@ async fn serve(config: ServeConfig, dev: Option<DevMode>) -> Result<(), String> 
         .with_no_php_dirs(&config.no_php_dirs)
         .map_err(|e| e.to_string())?
         .with_cache(config.route_cache);
+    let router = match dev {
+        Some(_) => router.without_front_controller(),
+        None => router,
+    };
     let tls = match &config.tls {
         Some((cert, key)) => Some(tls::acceptor(cert, key)?),
         None => None,
@@ -559,10 +563,10 @@ async fn dispatch(
     }
 }
 
-/// The development server's routing, as php -S: the router script (if any) runs first for
-/// every request; without one, or when it returns false, a PHP script runs (in the same
-/// request) or a static file is served, and a path naming no file falls back to the
-/// nearest `index.php`/`index.html` up the path.
+/// The development server's routing, as php -S: a path naming no file (and without a dot)
+/// falls back to the nearest `index.php`/`index.html` up the path; the router script (if
+/// any) runs first for every request; without one, or when it returns false, the PHP
+/// script runs (in the same request) or the static file is served.
 async fn dev_dispatch(
     app: &App,
     req: Request<Incoming>,
@@ -571,14 +575,34 @@ async fn dev_dispatch(
 ) -> Response<ResponseBody> {
     let path = req.uri().path().to_owned();
     let mut route = app.router.route(&path);
-    if matches!(route, Route::NotFound) {
+    // php -S walks up a path without a dot to the nearest directory with an index.php or
+    // index.html; the rest of the path is PATH_INFO.
+    if matches!(route, Route::NotFound) && !path.contains('.') {
         let mut dir = path.as_str();
-        while let Some(i) = dir.rfind('/') {
+        'up: while let Some(i) = dir.rfind('/') {
             dir = &dir[..i];
-            let candidate = app.router.route(&format!("{dir}/"));
-            if matches!(candidate, Route::Php { .. } | Route::Static(_)) {
-                route = candidate;
-                break;
+            for index in ["index.php", "index.html"] {
+                match app.router.route(&format!("{dir}/{index}")) {
+                    Route::Php {
+                        script_filename,
+                        script_name,
+                        document_uri,
+                        ..
+                    } => {
+                        route = Route::Php {
+                            script_filename,
+                            script_name,
+                            path_info: path[dir.len()..].to_owned(),
+                            document_uri,
+                        };
+                        break 'up;
+                    }
+                    found @ Route::Static(_) => {
+                        route = found;
+                        break 'up;
+                    }
+                    _ => {}
+                }
             }
         }
     }

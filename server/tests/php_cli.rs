@@ -325,10 +325,13 @@ impl Drop for DevServer {
 #[test]
 fn dev_server_runs_the_router_and_serves_what_it_declines() {
     let server = DevServer::start(&["router.php"], &[]);
-    let (head, body) = server.get("/anything?x=1");
+    let (head, body) = server.get("/missing.txt?x=1");
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
-    // PHP_SAPI is ferrophp's server SAPI, not php -S's "cli-server".
-    assert_eq!(body, "router /anything ferrophp router.php");
+    // PHP_SAPI is ferrophp's server SAPI, not php -S's "cli-server". SCRIPT_FILENAME is
+    // the router when the path names no file, else the file php -S resolved (a path
+    // without a dot falls back to the nearest index.php).
+    assert_eq!(body, "router /missing.txt ferrophp router.php");
+    assert_eq!(server.get("/a/b").1, "router /a/b ferrophp index.php");
     // The router returns false: the static file, or the script in the same request.
     let (head, body) = server.get("/static.txt");
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
@@ -348,6 +351,10 @@ fn dev_server_without_router_falls_back_to_the_nearest_index() {
     assert_eq!(server.get("/page.php").1, "page /page.php");
     assert_eq!(server.get("/no/such/file").1, "index /no/such/file");
     assert_eq!(server.get("/sub/missing").1, "sub index\n");
+    assert!(server
+        .get("/no/such/file.txt")
+        .0
+        .starts_with("HTTP/1.1 404"));
     // Nothing on stdout: PHP's harnesses pass their own stdout to the server.
     let _ = server.child.kill();
     let mut out = Vec::new();
