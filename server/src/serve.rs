@@ -42,8 +42,13 @@ const SERVER_INI_DEFAULTS: &[(&str, &str)] = &[
 ];
 
 /// ini defaults of the development server (`php-cli -S`): the CLI's, so errors show in
-/// the page as with `php -S`.
-const DEV_INI_DEFAULTS: &[(&str, &str)] = &[("display_errors", "1")];
+/// the page as text, as with `php -S`. Start-up errors (an extension that fails to load)
+/// never reach a page or stdout under php -S; here they go to the log (stderr) only.
+const DEV_INI_DEFAULTS: &[(&str, &str)] = &[
+    ("display_errors", "1"),
+    ("html_errors", "0"),
+    ("display_startup_errors", "0"),
+];
 
 /// `ferrophp php-cli -S`: PHP's development server, served by this module in classic
 /// mode with what `php -S` does differently: a router script that runs for every
@@ -446,13 +451,17 @@ async fn session_settings(engine: &Engine) -> Option<sessions::Effective> {
     sessions::parse_probe(&out)
 }
 
-/// The date as php -S writes it in its log lines ("Tue Dec 01 01:32:14 2026", UTC).
+/// The date as php -S writes it in its log lines ("Tue Dec  1 01:32:14 2026", UTC).
 fn log_date() -> String {
     // "Tue, 01 Dec 2026 01:32:14 GMT"
     let http = httpdate::fmt_http_date(std::time::SystemTime::now());
     let p: Vec<&str> = http.split_whitespace().collect();
     match p.as_slice() {
-        [day, d, mon, y, t, _] => format!("{} {mon} {d} {t} {y}", day.trim_end_matches(',')),
+        [day, d, mon, y, t, _] => format!(
+            "{} {mon} {:>2} {t} {y}",
+            day.trim_end_matches(','),
+            d.trim_start_matches('0')
+        ),
         _ => http,
     }
 }
