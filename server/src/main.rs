@@ -40,7 +40,7 @@ enum Command {
 fn main() {
     // Before any thread exists: it may set PHP_INI_SCAN_DIR for a release tree.
     worker::layout::prepare_process_env();
-    let cli = Cli::parse_from(php_cli::script_args_apart(std::env::args_os().collect()));
+    let cli = Cli::parse();
     let code = match cli.command {
         Command::PhpCli(args) => php_cli::run(args),
         Command::Serve(args) => serve::run(*args),

@@ -5,7 +5,6 @@
 //! `-i`, `--ini`, and `-S ADDR:PORT [-t DOCROOT] [ROUTER]`, PHP's development web server
 //! (served by ferrophp's own classic-mode server, see [`crate::serve::run_dev`]).
 
-use std::ffi::OsString;
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -53,39 +52,6 @@ pub struct Args {
     /// as $argv[1..].
     #[arg(allow_hyphen_values = true)]
     args: Vec<String>,
-}
-
-/// Options that take a value as the next argument.
-const VALUE_OPTIONS: &[&str] = &["-d", "-c", "-f", "-r", "-S", "-t"];
-
-/// Applies php's rule that everything after the script name belongs to the script
-/// (`php script.php --help` passes `--help` to the script) by putting `--` before the
-/// first argument that is not an option of ours, so clap reads none of the script's
-/// arguments as ours. `raw` is the whole command line; only a `php-cli` command is
-/// changed. After `-f FILE` or `-r CODE` that first argument is the script's first.
-pub fn script_args_apart(mut raw: Vec<OsString>) -> Vec<OsString> {
-    if raw.get(1).and_then(|a| a.to_str()) != Some("php-cli") {
-        return raw;
-    }
-    let mut i = 2;
-    while i < raw.len() {
-        let Some(arg) = raw[i].to_str() else { break };
-        if arg == "--" {
-            return raw;
-        }
-        if VALUE_OPTIONS.contains(&arg) {
-            i += 2;
-        } else if arg.starts_with('-') && arg.len() > 1 {
-            // A flag, or an option with its value attached (`-dkey=value`).
-            i += 1;
-        } else {
-            break;
-        }
-    }
-    if i < raw.len() {
-        raw.insert(i, OsString::from("--"));
-    }
-    raw
 }
 
 /// A `-r` snippet written to a file for the engine (which runs files), removed on drop.
