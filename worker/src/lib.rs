@@ -32,7 +32,7 @@ pub use request::{
     ScriptRequest,
 };
 pub use sapi::{LogTarget, CLI_SAPI_NAME, SAPI_NAME};
-pub use worker_mode::WorkerConfig;
+pub use worker_mode::{MemoryGrowth, WorkerConfig};
 
 /// PHP version the runtime was built against.
 pub const PHP_VERSION: &str = php_sys::PHP_VERSION_STRING;
