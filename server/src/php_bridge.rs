@@ -245,7 +245,7 @@ impl PhpRunner {
                     let response = build_response(reply, body_state);
                     if let Some((sendfile, request)) = sendfile {
                         if let Some(file) = sendfile.intercept(&response, &request).await {
-                            return file;
+                            return Some(file);
                         }
                     }
                     response
