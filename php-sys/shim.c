@@ -48,6 +48,30 @@ bool ferrophp_try_execute_script(zend_file_handle *file, bool *succeeded) {
     return bailed_out;
 }
 
+/* As sapi/cli/php_cli_server.c runs a router: zend_execute_scripts for its return value
+ * (php_execute_script gives none), with the timer restart php_execute_script does. */
+bool ferrophp_try_execute_router(zend_file_handle *file, bool *declined) {
+    volatile bool bailed_out = false;
+    *declined = false;
+    file->primary_script = 1;
+    zend_try {
+        zval retval;
+        if (PG(max_input_time) != -1) {
+            zend_set_timeout(INI_INT("max_execution_time"), 0);
+        }
+        ZVAL_UNDEF(&retval);
+        CG(skip_shebang) = true;
+        if (zend_execute_scripts(ZEND_REQUIRE, &retval, 1, file) == SUCCESS
+            && Z_TYPE(retval) != IS_UNDEF) {
+            *declined = Z_TYPE(retval) == IS_FALSE;
+            zval_ptr_dtor(&retval);
+        }
+    } zend_catch {
+        bailed_out = true;
+    } zend_end_try();
+    return bailed_out;
+}
+
 bool ferrophp_try_eval_string(const char *code, const char *name) {
     volatile bool bailed_out = false;
     zend_try {

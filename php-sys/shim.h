@@ -25,6 +25,8 @@ void ferrophp_thread_started(void);
 /* zend_try wrappers: a bailout (fatal error, exit, timeout) longjmps back here, never
  * through Rust frames. Each returns true when the wrapped call bailed out. */
 bool ferrophp_try_execute_script(zend_file_handle *file, bool *succeeded);
+/* Runs a php -S router script; *declined is set when it returned false. */
+bool ferrophp_try_execute_router(zend_file_handle *file, bool *declined);
 bool ferrophp_try_eval_string(const char *code, const char *name);
 
 /* static inline helpers. */

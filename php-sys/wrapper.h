@@ -4,6 +4,7 @@
 #include "php_main.h"
 #include "php_variables.h"
 #include "php_ini.h"
+#include "build-defs.h"
 #include "php_output.h"
 #include "zend_ini.h"
 #include "zend_exceptions.h"

@@ -8,6 +8,9 @@
 #   edge         test-data/apcu/edge.php (API edge cases) under real-cli with
 #                apc.serializer=default and under the layer: the outputs must match
 #
+# Two tests (apc54_018, bug63224) start PHP's development server through the harness
+# (`$TEST_PHP_EXECUTABLE ... -S 127.0.0.1:16820`): under ferrophp that is `php-cli -S`.
+#
 # Everything it downloads or builds goes to ~/.cache/ferrophp/apcu (never into the repo);
 # no APCu code is kept in the repository. Idempotent: reruns reuse the source, the build
 # and the copies of the tests. As root it installs what it needs (apt); otherwise it
@@ -154,7 +157,7 @@ run_edge() {
   local edge=$ROOT/test-data/apcu/edge.php
   "$PREFIX/bin/php" -n -d extension="$APCU_SO" -d apc.enable_cli=1 -d apc.serializer=default \
     "$edge" >"$WORK/edge-real.txt" 2>&1 || true
-  "$FERROPHP" php-cli -n "$edge" >"$WORK/edge-layer.txt" 2>&1 || true
+  "$FERROPHP" php-cli -n -d apc.enable_cli=1 "$edge" >"$WORK/edge-layer.txt" 2>&1 || true
   if diff -u "$WORK/edge-real.txt" "$WORK/edge-layer.txt" >"$WORK/edge.diff"; then
     echo "apcu-suite edge: same output ($(wc -l <"$WORK/edge-real.txt") lines)"
   else

@@ -22,10 +22,10 @@ while ((SECONDS < end)); do
   left=$((end - SECONDS))
   per=$((left < 60 ? left : 60))
   ((per > 0)) || break
-  out=$(USE_ZEND_ALLOC=0 "${runner[@]}" "$bin" php-cli -d memory_limit=1G -d opcache.enable_cli=0 \
+  out=$(USE_ZEND_ALLOC=0 "${runner[@]}" "$bin" php-cli -d memory_limit=1G -d opcache.enable_cli=0 -d apc.enable_cli=1 \
     test-data/cache/roundtrip.php "$seed" "$per" 2>&1) || {
     echo "$out" | tail -40
-    echo "cache-fuzz: FAILED at seed $seed (replay: $bin php-cli test-data/cache/roundtrip.php $seed $per)"
+    echo "cache-fuzz: FAILED at seed $seed (replay: $bin php-cli -d apc.enable_cli=1 test-data/cache/roundtrip.php $seed $per)"
     exit 1
   }
   line=$(grep '^roundtrip:' <<<"$out")

@@ -1,6 +1,6 @@
 <?php
 // UserCache benchmark workloads, one backend per process. Usage:
-//   ferrophp php-cli [-d extension=apcu.so ...] workloads.php <backend> [workload-filter]
+//   ferrophp php-cli [-d extension=apcu.so ...] -d apc.enable_cli=1 workloads.php <backend> [workload-filter]
 // backends: usercache | usercache_copy (copy-on-read reference) | apcu (serializer from ini) | yac | resident
 // Prints one JSON object: {backend, results: {workload: {ns_per_op, mem_bytes}}}.
 // CLI repeated read: store once, then 2,000 x (fetch + a small access probe) per

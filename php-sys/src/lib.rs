@@ -12,6 +12,14 @@
 
 include!(concat!(env!("OUT_DIR"), "/bindings.rs"));
 
+// main/php_ini.c's record of the ini files it read, PHPAPI but declared in no header
+// bindgen reads (sapi/cli's `php --ini` prints them).
+extern "C" {
+    pub static mut php_ini_opened_path: *mut std::ffi::c_char;
+    pub static mut php_ini_scanned_path: *mut std::ffi::c_char;
+    pub static mut php_ini_scanned_files: *mut std::ffi::c_char;
+}
+
 /// Installation prefix of the PHP build these bindings were generated from.
 pub const INSTALL_PREFIX: &str = env!("FERROPHP_PHP_PREFIX");
 /// `PHP_VERSION` of that build.

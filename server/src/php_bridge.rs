@@ -90,13 +90,34 @@ impl PhpRunner {
         script: Script,
         target: Target,
     ) -> Response<ResponseBody> {
+        self.run_with_router(req, conn, script, target, None)
+            .await
+            .unwrap_or_else(|| {
+                body::text_response(StatusCode::INTERNAL_SERVER_ERROR, "Internal Server Error")
+            })
+    }
+
+    /// [`PhpRunner::run`] with a `php -S` router script running first (see
+    /// `ScriptRequest::router`). None: the router declined a request whose script is the
+    /// router itself (a static file or nothing), which the caller then answers.
+    pub async fn run_with_router(
+        &self,
+        req: Request<Incoming>,
+        conn: &Connection,
+        script: Script,
+        target: Target,
+        router: Option<std::path::PathBuf>,
+    ) -> Option<Response<ResponseBody>> {
         let declared_length = req
             .headers()
             .get(http::header::CONTENT_LENGTH)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.parse::<u64>().ok());
         if declared_length.is_some_and(|n| n > self.max_body_size) {
-            return body::text_response(StatusCode::PAYLOAD_TOO_LARGE, "Payload Too Large");
+            return Some(body::text_response(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "Payload Too Large",
+            ));
         }
 
         // A free thread is the common case: take it without arming a timer.
@@ -133,7 +154,7 @@ impl PhpRunner {
                 );
                 resp.headers_mut()
                     .insert(http::header::RETRY_AFTER, HeaderValue::from_static("1"));
-                return resp;
+                return Some(resp);
             }
         };
 
@@ -221,11 +242,19 @@ impl PhpRunner {
         let mut request = ScriptRequest::new(script.filename, Box::new(sink));
         request.cgi = Some(cgi);
         request.body = body;
+        request.router = router;
         if self.engine.submit_to(target, request).is_err() {
-            return body::text_response(StatusCode::SERVICE_UNAVAILABLE, "Service Unavailable");
+            return Some(body::text_response(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "Service Unavailable",
+            ));
         }
 
-        match reply_rx.await {
+        Some(match reply_rx.await {
+            Ok(Reply {
+                body: ReplyBody::Declined,
+                ..
+            }) => return None,
             // The script read a body that broke off and answered anyway (it may ignore the
             // abort): refuse the request instead of passing that answer on.
             Ok(reply) => match body_state.get() {
@@ -233,7 +262,7 @@ impl PhpRunner {
                     let response = build_response(reply, body_state);
                     if let Some((sendfile, request)) = sendfile {
                         if let Some(file) = sendfile.intercept(&response, &request).await {
-                            return file;
+                            return Some(file);
                         }
                     }
                     response
@@ -249,7 +278,7 @@ impl PhpRunner {
             Err(_) => {
                 body::text_response(StatusCode::INTERNAL_SERVER_ERROR, "Internal Server Error")
             }
-        }
+        })
     }
 }
 
@@ -274,12 +303,15 @@ enum ReplyBody {
         /// Set by the PHP thread when it gave up on a client that stopped reading.
         stalled: Arc<AtomicBool>,
     },
+    /// The router script declined the request (`ResponseSink::declined`).
+    Declined,
 }
 
 fn build_response(reply: Reply, body_state: Arc<BodyState>) -> Response<ResponseBody> {
     let complete = matches!(reply.body, ReplyBody::Complete(_));
     let body = match reply.body {
         ReplyBody::Complete(bytes) => body::full(bytes),
+        ReplyBody::Declined => body::full(Bytes::new()),
         ReplyBody::Streaming { rx, stalled } => {
             let stream = futures_stream(rx, body_state, stalled);
             StreamBody::new(stream).boxed()
@@ -504,6 +536,8 @@ enum SinkState {
     },
     Streaming(mpsc::Sender<Bytes>),
     Done,
+    /// The router declined: what PHP sends is dropped (the caller answers).
+    Declined,
 }
 
 impl HttpSink {
@@ -601,14 +635,16 @@ impl ResponseSink for HttpSink {
                 *head = Some(new_head);
                 Ok(())
             }
-            SinkState::Streaming(_) => Ok(()),
+            SinkState::Streaming(_) | SinkState::Declined => Ok(()),
             SinkState::Done => Err(Disconnected),
         }
     }
 
     fn write(&mut self, bytes: &[u8]) -> Result<(), Disconnected> {
-        if let SinkState::Done = self.state {
-            return Err(Disconnected);
+        match self.state {
+            SinkState::Done => return Err(Disconnected),
+            SinkState::Declined => return Ok(()),
+            _ => {}
         }
         self.buf.extend_from_slice(bytes);
         if self.buf.len() >= STREAM_THRESHOLD {
@@ -622,6 +658,7 @@ impl ResponseSink for HttpSink {
         match self.state {
             // Nothing to show yet: PHP flushes before any output exists at times.
             SinkState::Buffering { head: None, .. } if self.buf.is_empty() => Ok(()),
+            SinkState::Declined => Ok(()),
             SinkState::Done => Err(Disconnected),
             _ => {
                 self.start_streaming()?;
@@ -647,7 +684,23 @@ impl ResponseSink for HttpSink {
                     }
                 }
             }
-            SinkState::Done => {}
+            SinkState::Done | SinkState::Declined => {}
+        }
+    }
+
+    fn declined(&mut self) {
+        // Only while nothing left and nothing is buffered: output the router already
+        // produced stays its response.
+        if !matches!(self.state, SinkState::Buffering { .. }) || !self.buf.is_empty() {
+            return;
+        }
+        if let SinkState::Buffering { reply, .. } =
+            std::mem::replace(&mut self.state, SinkState::Declined)
+        {
+            let _ = reply.send(Reply {
+                head: default_head(),
+                body: ReplyBody::Declined,
+            });
         }
     }
 }

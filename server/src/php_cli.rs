@@ -1,7 +1,9 @@
 //! `ferrophp php-cli`: runs one script the way the `php` CLI does ($argv/$argc, STDIN,
 //! STDOUT and STDERR, exit codes, errors on stderr, `-d` ini overrides), on the same
 //! embedded engine the server uses. It accepts what PHP's `run-tests.php` passes to a
-//! CLI (`-f FILE`, `-r CODE`, `-q`, `-n`, `-c`, `-d`), so .phpt suites can run on it.
+//! CLI (`-f FILE`, `-r CODE`, `-q`, `-n`, `-c`, `-d`), so .phpt suites can run on it, plus
+//! `-i`, `--ini`, and `-S ADDR:PORT [-t DOCROOT] [ROUTER]`, PHP's development web server
+//! (served by ferrophp's own classic-mode server, see [`crate::serve::run_dev`]).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -32,6 +34,20 @@ pub struct Args {
     /// Accepted for compatibility (the CLI never prints CGI headers anyway).
     #[arg(short = 'q')]
     _quiet: bool,
+    /// PHP information (`phpinfo()` as text), like `php -i`.
+    #[arg(short = 'i', conflicts_with_all = ["code", "file", "server"])]
+    info: bool,
+    /// Show the configuration file names, like `php --ini`.
+    #[arg(long = "ini", conflicts_with_all = ["code", "file", "server", "info"])]
+    show_ini: bool,
+    /// Run PHP's development web server on ADDR:PORT (like `php -S`; port 0 picks one).
+    /// The script argument, if any, is the router: it runs for every request, and when it
+    /// returns false the request is served as if there were no router.
+    #[arg(short = 'S', value_name = "ADDR:PORT", conflicts_with_all = ["code", "file"])]
+    server: Option<String>,
+    /// Document root of the development server [default: the current directory].
+    #[arg(short = 't', value_name = "DIR", requires = "server")]
+    docroot: Option<PathBuf>,
     /// The script to run (unless `-f` or `-r` named it), then the arguments passed to it
     /// as $argv[1..].
     #[arg(allow_hyphen_values = true)]
@@ -75,6 +91,15 @@ const CLI_INI: &[(&str, &str)] = &[
 ];
 
 pub fn run(mut args: Args) -> i32 {
+    if let Some(addr) = args.server.take() {
+        return dev_server(args, &addr);
+    }
+    if args.show_ini {
+        return show_ini(&args);
+    }
+    if args.info {
+        args.code = Some("phpinfo();".to_owned());
+    }
     // Which file runs, what `$argv[0]` says, and the arguments after it.
     let mut code_file = None;
     let (script, argv0) = if let Some(code) = &args.code {
@@ -99,31 +124,9 @@ pub fn run(mut args: Args) -> i32 {
         eprintln!("ferrophp php-cli: no script given (a file, -f FILE or -r CODE)");
         return 1;
     };
-    let mut ini: Vec<(String, String)> = CLI_INI
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    for d in &args.define {
-        match d.split_once('=') {
-            Some((k, v)) => ini.push((k.trim().to_owned(), v.to_owned())),
-            None => ini.push((d.trim().to_owned(), "1".to_owned())),
-        }
-    }
-    let engine = match Engine::start(EngineConfig {
-        threads: 1,
-        ini,
-        php_ini: args.php_ini,
-        no_php_ini: args.no_php_ini,
-        ini_defaults: Vec::new(),
-        workers: Vec::new(),
-        log_target: LogTarget::Stderr,
-        cli: true,
-    }) {
-        Ok(e) => e,
-        Err(e) => {
-            eprintln!("ferrophp: {e}");
-            return 1;
-        }
+    let engine = match start_engine(&args) {
+        Some(e) => e,
+        None => return 1,
     };
 
     if !script.is_file() {
@@ -155,6 +158,107 @@ pub fn run(mut args: Args) -> i32 {
     engine.shutdown();
     drop(code_file);
     code
+}
+
+/// `-d` entries as (key, value), `-d key` meaning `key=1`.
+fn defines(args: &Args) -> Vec<(String, String)> {
+    args.define
+        .iter()
+        .map(|d| match d.split_once('=') {
+            Some((k, v)) => (k.trim().to_owned(), v.to_owned()),
+            None => (d.trim().to_owned(), "1".to_owned()),
+        })
+        .collect()
+}
+
+/// The engine as the `php` CLI configures it: one thread, SAPI "cli", CLI ini values.
+fn start_engine(args: &Args) -> Option<Engine> {
+    let ini = CLI_INI
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .chain(defines(args))
+        .collect();
+    match Engine::start(EngineConfig {
+        threads: 1,
+        ini,
+        php_ini: args.php_ini.clone(),
+        no_php_ini: args.no_php_ini,
+        ini_defaults: Vec::new(),
+        workers: Vec::new(),
+        log_target: LogTarget::Stderr,
+        cli: true,
+    }) {
+        Ok(e) => Some(e),
+        Err(e) => {
+            eprintln!("ferrophp: {e}");
+            None
+        }
+    }
+}
+
+/// `--ini`: the four lines `php --ini` prints, from what the engine's start-up read.
+fn show_ini(args: &Args) -> i32 {
+    let Some(engine) = start_engine(args) else {
+        return 1;
+    };
+    let files = engine.ini_files();
+    let none = || "(none)".to_owned();
+    print!(
+        "Configuration File (php.ini) Path: {}\n\
+         Loaded Configuration File:         {}\n\
+         Scan for additional .ini files in: {}\n\
+         Additional .ini files parsed:      {}\n",
+        files.config_file_path,
+        files.loaded.unwrap_or_else(none),
+        files.scan_dir.unwrap_or_else(none),
+        files.scanned.unwrap_or_else(none),
+    );
+    engine.shutdown();
+    0
+}
+
+/// `-S ADDR:PORT [-t DOCROOT] [ROUTER]`: PHP's development server, as one ferrophp
+/// classic-mode server process. `PHP_CLI_SERVER_WORKERS` sets its PHP threads, as it
+/// sets php -S's worker processes.
+fn dev_server(args: Args, addr: &str) -> i32 {
+    use std::net::ToSocketAddrs;
+    let Some(listen) = addr.to_socket_addrs().ok().and_then(|mut a| a.next()) else {
+        eprintln!("Invalid address: {addr}");
+        return 1;
+    };
+    let root = match &args.docroot {
+        Some(dir) if !dir.is_dir() => {
+            eprintln!("Directory {} does not exist.", dir.display());
+            return 1;
+        }
+        Some(dir) => dir.clone(),
+        None => PathBuf::from("."),
+    };
+    let router = match args.args.first() {
+        Some(r) => {
+            let path = PathBuf::from(r);
+            if !path.is_file() {
+                eprintln!("Cannot open router script: {r}");
+                return 1;
+            }
+            Some(path)
+        }
+        None => None,
+    };
+    let threads = std::env::var("PHP_CLI_SERVER_WORKERS")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|n| *n > 0)
+        .unwrap_or(1);
+    crate::serve::run_dev(crate::serve::DevServer {
+        listen,
+        root,
+        router,
+        threads,
+        ini: defines(&args),
+        php_ini: args.php_ini,
+        no_php_ini: args.no_php_ini,
+    })
 }
 
 /// Output goes straight to fd 1, unbuffered, so it interleaves correctly with

@@ -35,6 +35,9 @@ pub struct Router {
     cache: Option<Arc<RouteCache>>,
     /// Canonical directories (inside the root) where PHP never runs.
     no_php_dirs: Vec<PathBuf>,
+    /// A path naming nothing goes to the root's index.php (off for `php-cli -S`, which
+    /// has php -S's own fallback).
+    front_controller: bool,
 }
 
 /// Recent routing decisions by raw request path.
@@ -96,7 +99,15 @@ impl Router {
             root,
             cache: None,
             no_php_dirs: Vec::new(),
+            front_controller: true,
         })
+    }
+
+    /// Without the front controller: a path naming no file is [`Route::NotFound`]
+    /// instead of the root's index.php.
+    pub fn without_front_controller(mut self) -> Router {
+        self.front_controller = false;
+        self
     }
 
     /// Directories where PHP never executes (upload folders): a script in one, or below
@@ -218,7 +229,7 @@ impl Router {
 
         // 4. Front controller.
         let front = self.root.join("index.php");
-        if is_file(&front) {
+        if self.front_controller && is_file(&front) {
             return self.php(&front, "/index.php", "");
         }
         Route::NotFound

@@ -50,9 +50,42 @@ const H2_MAX_PENDING_RESETS: usize = 20;
 /// Streams we reset because the client broke the protocol, before GOAWAY (hyper's default).
 const H2_MAX_LOCAL_ERROR_RESETS: usize = 1024;
 
+/// ini defaults of the development server (`php-cli -S`): the CLI's, so errors show in
+/// the page as text, as with `php -S`. Start-up errors (an extension that fails to load)
+/// never reach a page or stdout under php -S; here they go to the log (stderr) only.
+const DEV_INI_DEFAULTS: &[(&str, &str)] = &[
+    ("display_errors", "1"),
+    ("html_errors", "0"),
+    ("display_startup_errors", "0"),
+];
+
+/// `ferrophp php-cli -S`: PHP's development server, served by this module in classic
+/// mode with what `php -S` does differently: a router script that runs for every
+/// request, one response per connection, the php.ini choice of the CLI (`-n`, `-c`),
+/// PHP's own session defaults, its start-up line on stderr and nothing on stdout.
+pub struct DevServer {
+    pub listen: std::net::SocketAddr,
+    pub root: std::path::PathBuf,
+    pub router: Option<std::path::PathBuf>,
+    pub threads: usize,
+    pub ini: Vec<(String, String)>,
+    pub php_ini: Option<std::path::PathBuf>,
+    pub no_php_ini: bool,
+}
+
+/// What `serve` does differently for the development server.
+struct DevMode {
+    router: Option<std::path::PathBuf>,
+    no_php_ini: bool,
+}
+
 /// Everything a request handler needs, shared by all connections.
 struct App {
     router: Router,
+    /// Serving as the development server (`php-cli -S`).
+    dev: bool,
+    /// Its router script (`php-cli -S ... router.php`).
+    dev_router: Option<std::path::PathBuf>,
     workers: WorkerRouter,
     php: PhpRunner,
     access_log: bool,
@@ -77,7 +110,7 @@ pub fn run(args: ServeArgs) -> i32 {
             return 1;
         }
     };
-    match runtime.block_on(serve(config)) {
+    match runtime.block_on(serve(config, None)) {
         Ok(()) => 0,
         Err(e) => {
             tracing::error!("{e}");
@@ -86,12 +119,68 @@ pub fn run(args: ServeArgs) -> i32 {
     }
 }
 
-async fn serve(config: ServeConfig) -> Result<(), String> {
+/// Runs the development server until SIGTERM/SIGINT; the exit status.
+pub fn run_dev(dev: DevServer) -> i32 {
+    let args = ServeArgs {
+        root: Some(dev.root),
+        listen: Some(dev.listen),
+        threads: Some(dev.threads),
+        // php -S answers immediately on SIGINT; a request in flight gets a moment.
+        grace_ms: Some(500),
+        session_gc: Some(sessions::GcMode::Php),
+        log: Some("warn".into()),
+        ..ServeArgs::default()
+    };
+    let mut config = match ServeConfig::resolve(args, Default::default()) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("ferrophp: {e}");
+            return 1;
+        }
+    };
+    config.ini = dev.ini;
+    config.php_ini = dev.php_ini;
+    let router = match dev.router.map(|r| r.canonicalize()).transpose() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("ferrophp: router script: {e}");
+            return 1;
+        }
+    };
+    crate::logging::init(&config.log, config.log_format);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("ferrophp: cannot start the async runtime: {e}");
+            return 1;
+        }
+    };
+    let mode = DevMode {
+        router,
+        no_php_ini: dev.no_php_ini,
+    };
+    match runtime.block_on(serve(config, Some(mode))) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("ferrophp: {e}");
+            1
+        }
+    }
+}
+
+async fn serve(config: ServeConfig, dev: Option<DevMode>) -> Result<(), String> {
     let router = Router::new(&config.root)
         .map_err(|e| format!("document root {}: {e}", config.root.display()))?
         .with_no_php_dirs(&config.no_php_dirs)
         .map_err(|e| e.to_string())?
         .with_cache(config.route_cache);
+    let router = match dev {
+        Some(_) => router.without_front_controller(),
+        None => router,
+    };
     let tls = match &config.tls {
         Some((cert, key)) => Some(tls::acceptor(cert, key)?),
         None => None,
@@ -126,7 +215,21 @@ async fn serve(config: ServeConfig) -> Result<(), String> {
             .map(|w| Arc::new(Semaphore::new(w.threads))),
     );
     crate::metrics::configure(config.metrics);
-    let session_ini = sessions::plan(config.session_gc, &config.ini, config.listen.port())?;
+    // The development server keeps PHP's own session defaults (files in the temporary
+    // directory), as php -S does: several of them then share sessions.
+    let session_ini = match &dev {
+        Some(_) => sessions::IniPlan {
+            defaults: Vec::new(),
+            forced: Vec::new(),
+            remove_at_exit: None,
+        },
+        None => sessions::plan(config.session_gc, &config.ini, config.listen.port())?,
+    };
+    let server_ini_defaults = if dev.is_some() {
+        DEV_INI_DEFAULTS
+    } else {
+        SERVER_INI_DEFAULTS
+    };
     let remove_at_exit = session_ini.remove_at_exit.clone();
     let engine = Engine::start(EngineConfig {
         threads: config.threads,
@@ -135,13 +238,13 @@ async fn serve(config: ServeConfig) -> Result<(), String> {
             .into_iter()
             .chain(config.ini.iter().cloned())
             .collect(),
-        ini_defaults: SERVER_INI_DEFAULTS
+        ini_defaults: server_ini_defaults
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .chain(session_ini.defaults)
             .collect(),
         php_ini: config.php_ini.clone(),
-        no_php_ini: false,
+        no_php_ini: dev.as_ref().is_some_and(|d| d.no_php_ini),
         workers: worker_configs,
         log_target: LogTarget::Tracing,
         cli: false,
@@ -193,6 +296,8 @@ async fn serve(config: ServeConfig) -> Result<(), String> {
             sendfile,
         },
         router,
+        dev: dev.is_some(),
+        dev_router: dev.as_ref().and_then(|d| d.router.clone()),
         workers: worker_router,
         access_log: config.access_log,
     });
@@ -203,7 +308,9 @@ async fn serve(config: ServeConfig) -> Result<(), String> {
         .timer(TokioTimer::new())
         .header_read_timeout(config.header_timeout)
         .max_buf_size(config.max_header_size)
-        .keep_alive(true);
+        // php -S closes each connection after its response; its test harnesses read
+        // until the connection closes.
+        .keep_alive(dev.is_none());
     // hyper's and h2's defaults already bound the HTTP/2 floods (CVE-2023-44487 rapid
     // reset, CONTINUATION floods, streams reset by our own errors); they are spelled out
     // so that a dependency update cannot loosen them unnoticed. http_hostile.rs attacks
@@ -223,8 +330,17 @@ async fn serve(config: ServeConfig) -> Result<(), String> {
         app.router.document_root().display(),
         config.threads
     );
-    // Tests and scripts read this line to learn the port when listening on :0.
-    println!("ferrophp listening on {scheme}://{local}");
+    if dev.is_some() {
+        // PHP's test harnesses wait for this line on stderr (and read the port from it).
+        eprintln!(
+            "[{}] PHP {} Development Server (http://{local}) started",
+            log_date(),
+            worker::PHP_VERSION
+        );
+    } else {
+        // Tests and scripts read this line to learn the port when listening on :0.
+        println!("ferrophp listening on {scheme}://{local}");
+    }
 
     let graceful = GracefulShutdown::new();
     let connection_slots = Arc::new(Semaphore::new(config.max_connections));
@@ -399,6 +515,21 @@ async fn session_settings(engine: &Engine) -> Option<sessions::Effective> {
     sessions::parse_probe(&out)
 }
 
+/// The date as php -S writes it in its log lines ("Tue Dec  1 01:32:14 2026", UTC).
+fn log_date() -> String {
+    // "Tue, 01 Dec 2026 01:32:14 GMT"
+    let http = httpdate::fmt_http_date(std::time::SystemTime::now());
+    let p: Vec<&str> = http.split_whitespace().collect();
+    match p.as_slice() {
+        [day, d, mon, y, t, _] => format!(
+            "{} {mon} {:>2} {t} {y}",
+            day.trim_end_matches(','),
+            d.trim_start_matches('0')
+        ),
+        _ => http,
+    }
+}
+
 async fn shutdown_signal() {
     use tokio::signal::unix::{signal, SignalKind};
     let (Ok(mut term), Ok(mut int)) = (
@@ -441,6 +572,9 @@ async fn dispatch(
     }
     if let Some(refusal) = refuse_tunnel_or_odd_framing(&req) {
         return refusal;
+    }
+    if app.dev {
+        return dev_dispatch(app, req, conn, mode).await;
     }
     match app.router.route(req.uri().path()) {
         Route::Static(path) => static_files::serve(&path, req.method(), req.headers()).await,
@@ -501,6 +635,130 @@ async fn dispatch(
         Route::BadRequest(why) => {
             tracing::debug!(path = req.uri().path(), "bad request: {why}");
             body::text_response(StatusCode::BAD_REQUEST, "Bad Request")
+        }
+    }
+}
+
+/// The development server's routing, as php -S: a path naming no file (and without a dot)
+/// falls back to the nearest `index.php`/`index.html` up the path; the router script (if
+/// any) runs first for every request; without one, or when it returns false, the PHP
+/// script runs (in the same request) or the static file is served.
+async fn dev_dispatch(
+    app: &App,
+    req: Request<Incoming>,
+    conn: &Connection,
+    mode: &mut Mode,
+) -> Response<ResponseBody> {
+    let path = req.uri().path().to_owned();
+    let mut route = app.router.route(&path);
+    // php -S walks up a path without a dot to the nearest directory with an index.php or
+    // index.html; the rest of the path is PATH_INFO.
+    if matches!(route, Route::NotFound) && !path.contains('.') {
+        let mut dir = path.as_str();
+        'up: while let Some(i) = dir.rfind('/') {
+            dir = &dir[..i];
+            for index in ["index.php", "index.html"] {
+                match app.router.route(&format!("{dir}/{index}")) {
+                    Route::Php {
+                        script_filename,
+                        script_name,
+                        document_uri,
+                        ..
+                    } => {
+                        route = Route::Php {
+                            script_filename,
+                            script_name,
+                            path_info: path[dir.len()..].to_owned(),
+                            document_uri,
+                        };
+                        break 'up;
+                    }
+                    found @ Route::Static(_) => {
+                        route = found;
+                        break 'up;
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    let router = app.dev_router.clone();
+    let script = match route {
+        Route::Php {
+            script_filename,
+            script_name,
+            path_info,
+            document_uri,
+        } => Script {
+            filename: script_filename,
+            script_name,
+            path_info,
+            document_uri,
+        },
+        // The router may still answer for anything else (a static file, a redirect, a
+        // missing file); it is then the request's script.
+        other => {
+            let Some(router) = router else {
+                return non_php_route(other, &req).await;
+            };
+            let method = req.method().clone();
+            let headers = req.headers().clone();
+            let uri = req.uri().clone();
+            let script = Script {
+                script_name: format!(
+                    "/{}",
+                    router.file_name().unwrap_or_default().to_string_lossy()
+                ),
+                filename: router.clone(),
+                path_info: String::new(),
+                document_uri: path,
+            };
+            *mode = Mode::Classic;
+            let served = app
+                .php
+                .run_with_router(req, conn, script, Target::Classic, Some(router))
+                .await;
+            return match served {
+                Some(response) => response,
+                None => {
+                    let mut bare = Request::new(());
+                    *bare.method_mut() = method;
+                    *bare.headers_mut() = headers;
+                    *bare.uri_mut() = uri;
+                    *mode = Mode::Static;
+                    non_php_route(other, &bare).await
+                }
+            };
+        }
+    };
+    *mode = Mode::Classic;
+    app.php
+        .run_with_router(req, conn, script, Target::Classic, router)
+        .await
+        .unwrap_or_else(|| body::text_response(StatusCode::NOT_FOUND, "Not Found"))
+}
+
+/// The answer to a route that runs no PHP.
+async fn non_php_route<B>(route: Route, req: &Request<B>) -> Response<ResponseBody> {
+    match route {
+        Route::Static(path) => static_files::serve(&path, req.method(), req.headers()).await,
+        Route::RedirectToSlash => {
+            let mut location = format!("{}/", req.uri().path());
+            if let Some(q) = req.uri().query() {
+                location.push('?');
+                location.push_str(q);
+            }
+            let mut resp =
+                body::text_response(StatusCode::PERMANENT_REDIRECT, "Permanent Redirect");
+            if let Ok(v) = http::HeaderValue::from_str(&location) {
+                resp.headers_mut().insert(http::header::LOCATION, v);
+            }
+            resp
+        }
+        Route::Forbidden => body::text_response(StatusCode::FORBIDDEN, "Forbidden"),
+        Route::BadRequest(_) => body::text_response(StatusCode::BAD_REQUEST, "Bad Request"),
+        Route::NotFound | Route::Php { .. } => {
+            body::text_response(StatusCode::NOT_FOUND, "Not Found")
         }
     }
 }

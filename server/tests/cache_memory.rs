@@ -17,6 +17,8 @@ fn cache_script(name: &str) -> String {
 fn php_cli(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_ferrophp"))
         .arg("php-cli")
+        // roundtrip.php stores through apcu_* too, which the "cli" SAPI disables by default.
+        .args(["-d", "apc.enable_cli=1"])
         .args(args)
         .output()
         .expect("ferrophp runs")

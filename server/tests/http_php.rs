@@ -318,6 +318,53 @@ fn server_superglobal_has_the_full_cgi_set() {
     assert_eq!(v["getenv"], "from-flag", "getenv() sees --env");
 }
 
+/// As FrankenPHP's classic mode: with `E` in variables_order, `$_ENV` holds the process
+/// environment and the configured `--env` entries (which win), so it agrees with
+/// getenv(); `--clear-env` keeps only `$_SERVER` to the configured env.
+#[test]
+fn env_superglobal_has_the_configured_env_when_variables_order_has_e() {
+    let env_of = |s: &Server, name: &str| {
+        let (v, _) = request_server_vars(
+            s,
+            &format!(
+                "GET /server.php?env={name} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+            ),
+        );
+        (v["env_superglobal"].clone(), v["getenv"].clone())
+    };
+    let flags = [
+        "--env",
+        "FERRO_TEST_ENV=from-flag",
+        "--env",
+        "FERRO_SHADOWED=from-flag",
+        "-d",
+        "variables_order=EGPCS",
+    ];
+    let process = [
+        ("FERRO_PROCESS_ONLY", "from-process"),
+        ("FERRO_SHADOWED", "from-process"),
+    ];
+    for clear in [false, true] {
+        let mut args = flags.to_vec();
+        if clear {
+            args.push("--clear-env");
+        }
+        let s = Server::start_with_env(&http_root(), &args, &process);
+        for (name, want) in [
+            ("FERRO_TEST_ENV", "from-flag"),
+            ("FERRO_SHADOWED", "from-flag"),
+            ("FERRO_PROCESS_ONLY", "from-process"),
+        ] {
+            let (env, getenv) = env_of(&s, name);
+            assert_eq!(env, want, "$_ENV[{name}] (clear-env {clear})");
+            assert_eq!(getenv, want, "getenv({name}) (clear-env {clear})");
+        }
+    }
+    // The production default GPCS leaves $_ENV empty, as PHP does.
+    let s = Server::start(&http_root(), &flags[..4]);
+    assert_eq!(env_of(&s, "FERRO_TEST_ENV").0, Value::Null);
+}
+
 #[test]
 fn server_vars_without_optional_parts() {
     let s = server();

@@ -2,7 +2,8 @@
 // Behaviour of the apcu_* layer that APCu's own suite cannot show under our SAPI, run by
 // server/tests/apcu_layer.rs with `ferrophp php-cli` (APCu not loaded):
 //   layer.php enabled    the default configuration
-//   layer.php disabled   with -d apc.enabled=0: everything behaves as APCu disabled
+//   layer.php disabled   with -d apc.enabled=0, or under the "cli" SAPI without
+//                        apc.enable_cli=1: everything behaves as APCu disabled
 // Prints "ok N" or the failed checks.
 $n = 0;
 $failed = [];
@@ -11,7 +12,9 @@ $warnings = [];
 set_error_handler(function (int $no, string $msg) use (&$warnings) { $warnings[] = $msg; return true; });
 
 if (($argv[1] ?? '') === 'disabled') {
-    check(ini_get('apc.enabled') === '0' && !apcu_enabled(), 'apcu_enabled() follows apc.enabled');
+    $off_by_cli = PHP_SAPI === 'cli' && !ini_get('apc.enable_cli');
+    check(!apcu_enabled() && (ini_get('apc.enabled') === '0' || ($off_by_cli && ini_get('apc.enabled') === '1')),
+        'apcu_enabled() follows apc.enabled and apc.enable_cli');
     check(apcu_store('k', 1) === false && apcu_add('k', 1) === false, 'store/add fail');
     check(apcu_store(['k' => 1]) === ['k' => -1], 'array store fails per key');
     check(apcu_fetch('k', $ok) === false && $ok === false && apcu_fetch(['k']) === [], 'fetch misses');
@@ -26,7 +29,8 @@ if (($argv[1] ?? '') === 'disabled') {
     check(UserCache\Cache::store('uc', 1) && UserCache\Cache::fetch('uc') === 1, 'UserCache unaffected');
 } else {
     check(ini_get('apc.enabled') === '1' && apcu_enabled(), 'enabled by default');
-    foreach (['apc.shm_size' => '32M', 'apc.ttl' => '0', 'apc.serializer' => 'php', 'apc.enable_cli' => '0', 'apc.entries_hint' => '4096'] as $k => $v) {
+    // apc.enable_cli=1 is the runner's (the "cli" SAPI needs it); the rest are defaults.
+    foreach (['apc.shm_size' => '32M', 'apc.ttl' => '0', 'apc.serializer' => 'php', 'apc.enable_cli' => '1', 'apc.entries_hint' => '4096'] as $k => $v) {
         check(ini_get($k) === $v, "ini $k");
     }
     // The empty key and binary keys are keys.

@@ -1,7 +1,7 @@
 <?php
 // Randomised freeze -> fetch -> compare for the shared cache (issue 11).
 //
-//   ferrophp php-cli roundtrip.php SEED SECONDS [MAX_VALUES]
+//   ferrophp php-cli -d apc.enable_cli=1 roundtrip.php SEED SECONDS [MAX_VALUES]
 //
 // Generates values from SEED (nesting, int and string keys, holes, references, objects
 // with declared/typed/dynamic/private properties, cycles, enums, custom serialization,

@@ -74,6 +74,19 @@ impl Default for EngineConfig {
     }
 }
 
+/// Where PHP's configuration came from, as `php --ini` reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IniFiles {
+    /// The build's default php.ini directory (`PHP_CONFIG_FILE_PATH`).
+    pub config_file_path: String,
+    /// The php.ini that was read, if any.
+    pub loaded: Option<String>,
+    /// The directory scanned for more .ini files (`PHP_INI_SCAN_DIR` or the build's).
+    pub scan_dir: Option<String>,
+    /// The files read from it, separated by ",\n" as PHP lists them.
+    pub scanned: Option<String>,
+}
+
 #[derive(Debug)]
 pub enum EngineError {
     /// PHP can be started once per process.
@@ -285,6 +298,11 @@ impl Engine {
     /// Reboots every worker script after its current request; see [`EngineControl`].
     pub fn restart_workers(&self) {
         self.control().restart_workers();
+    }
+
+    /// The ini files PHP's start-up looked for and read (what `php --ini` prints).
+    pub fn ini_files(&self) -> IniFiles {
+        php::ini_files()
     }
 
     /// Lets running scripts finish, stops every PHP thread and shuts PHP down.

@@ -128,3 +128,31 @@ pub(crate) fn throw_error(message: &CStr) {
     // format is "%s" so the message is never interpreted.
     unsafe { sys::zend_throw_error(std::ptr::null_mut(), c"%s".as_ptr(), message.as_ptr()) }
 }
+
+/// The ini file names PHP recorded during module start-up.
+pub(crate) fn ini_files() -> crate::IniFiles {
+    let text = |ptr: *const c_char| {
+        // SAFETY: PHP's globals are NULL or NUL-terminated strings set once during module
+        // start-up (before Engine::start returned) and freed only at shutdown.
+        (!ptr.is_null()).then(|| String::from_utf8_lossy(unsafe { c_bytes(ptr) }).into_owned())
+    };
+    // SAFETY: plain reads of pointer globals written only during module start-up.
+    let (loaded, scan_dir, scanned) = unsafe {
+        (
+            sys::php_ini_opened_path,
+            sys::php_ini_scanned_path,
+            sys::php_ini_scanned_files,
+        )
+    };
+    crate::IniFiles {
+        config_file_path: String::from_utf8_lossy(
+            sys::PHP_CONFIG_FILE_PATH
+                .strip_suffix(b"\0")
+                .unwrap_or(sys::PHP_CONFIG_FILE_PATH),
+        )
+        .into_owned(),
+        loaded: text(loaded),
+        scan_dir: text(scan_dir),
+        scanned: text(scanned),
+    }
+}

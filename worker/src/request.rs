@@ -32,6 +32,10 @@ pub struct ScriptRequest {
     pub body: Box<dyn Read + Send>,
     /// Where the response head and output go.
     pub sink: Box<dyn ResponseSink>,
+    /// A router script (`php -S ... router.php`) that runs first, in the same request.
+    /// When it returns `false` the request goes on with `script_filename`, or, when that
+    /// is the router itself, [`ResponseSink::declined`] hands it back to the caller.
+    pub router: Option<PathBuf>,
 }
 
 impl ScriptRequest {
@@ -47,6 +51,7 @@ impl ScriptRequest {
             define_std_streams: false,
             body: Box::new(io::empty()),
             sink,
+            router: None,
         }
     }
 }
@@ -121,6 +126,10 @@ pub trait ResponseSink: Send {
     fn finish(&mut self) {
         let _ = self.flush();
     }
+    /// The router script returned `false` (see [`ScriptRequest::router`]): the caller
+    /// answers the request itself, and what PHP sends from now on is dropped. Sinks
+    /// that already passed output on keep that response.
+    fn declined(&mut self) {}
 }
 
 /// How a script run ended.

@@ -100,6 +100,8 @@ pub(crate) fn engine_startup(settings: &ModuleSettings) -> Result<StartedModule,
         module.php_ini_path_override = p.into_raw();
     }
     module.php_ini_ignore = c_int::from(settings.no_php_ini);
+    // phpinfo() prints text under the CLI (as sapi/cli sets it), HTML for HTTP.
+    module.phpinfo_as_text = c_int::from(settings.cli);
     module.php_ini_ignore_cwd = 1;
     // PHP looks for php.ini next to its binary (after -c and PHPRC): ours, wherever the
     // release tree was moved.
@@ -112,6 +114,13 @@ pub(crate) fn engine_startup(settings: &ModuleSettings) -> Result<StartedModule,
 
     // SAFETY: registers a plain function pointer PHP calls once during module start-up.
     unsafe { sys::ferrophp_on_post_startup(Some(crate::opcache_guard::install)) };
+    // SAFETY: no PHP code runs yet and no other thread touches PHP; the pointer is PHP's
+    // global hook for filling $_ENV (and the CLI's $_SERVER), replaced once as FrankenPHP
+    // does.
+    unsafe {
+        let _ = PROCESS_ENV_IMPORT.set(sys::php_import_environment_variables);
+        sys::php_import_environment_variables = Some(import_environment);
+    }
     // SAFETY: module is 'static and fully initialised; sapi_startup ran on this thread.
     let started = unsafe { sys::php_module_startup(module, sys::ferrophp_module_entry()) };
     if started != sys::ZEND_RESULT_CODE_SUCCESS {
@@ -281,6 +290,8 @@ pub(crate) struct PreparedRequest<'a> {
     content_length: i64,
     keep_working_directory: bool,
     pub(crate) define_std_streams: bool,
+    /// The router script to run first (`ScriptRequest::router`).
+    router: Option<&'a CStr>,
 }
 
 impl<'a> PreparedRequest<'a> {
@@ -295,7 +306,17 @@ impl<'a> PreparedRequest<'a> {
             define_std_streams,
             body,
             sink,
+            router,
         } = request;
+        let router = match router {
+            Some(r) => Some(
+                arena_c_str(arena, r.as_os_str().as_bytes()).ok_or(ScriptOutcome {
+                    exit_status: 1,
+                    not_found: true,
+                })?,
+            ),
+            None => None,
+        };
 
         let Some(script_c) = arena_c_str(arena, script_filename.as_os_str().as_bytes()) else {
             return Err(ScriptOutcome {
@@ -366,6 +387,7 @@ impl<'a> PreparedRequest<'a> {
             content_length,
             keep_working_directory,
             define_std_streams,
+            router,
         })
     }
 
@@ -449,7 +471,20 @@ pub(crate) fn run_script(request: ScriptRequest, arena: &Bump) -> ScriptOutcome 
         if prepared.define_std_streams {
             define_std_stream_constants();
         }
-        outcome = execute_file(prepared.script_filename());
+        outcome = match prepared.router {
+            Some(router) => {
+                let (routed, declined) = execute_router(router);
+                match declined {
+                    false => routed,
+                    true if router == prepared.script_filename() => {
+                        prepared.ctx.sink.borrow_mut().declined();
+                        routed
+                    }
+                    true => execute_file(prepared.script_filename()),
+                }
+            }
+            None => execute_file(prepared.script_filename()),
+        };
         // SAFETY: a request is active on this thread; php_request_shutdown guards itself
         // with zend_try internally. The shim hides EG(pid) from shutdown_executor so the
         // thread's execution timer survives for the next request (disarmed by
@@ -506,6 +541,24 @@ fn script_exists(path: &[u8]) -> bool {
         }
         exists
     })
+}
+
+/// Runs a router script (`php -S`) in the active request: its outcome, and whether it
+/// returned `false`.
+fn execute_router(router: &CStr) -> (ScriptOutcome, bool) {
+    let mut handle = sys::zend_file_handle::default();
+    // SAFETY: handle is a fresh zeroed struct; zend_stream_init_filename copies the name.
+    unsafe { sys::zend_stream_init_filename(&mut handle, router.as_ptr()) };
+    let mut declined = false;
+    // SAFETY: a request is active; the shim runs the script inside zend_try.
+    unsafe { sys::ferrophp_try_execute_router(&mut handle, &mut declined) };
+    // SAFETY: the handle was initialised above and is destroyed exactly once.
+    unsafe { sys::zend_destroy_file_handle(&mut handle) };
+    let outcome = ScriptOutcome {
+        exit_status: php::exit_status(),
+        not_found: false,
+    };
+    (outcome, declined)
 }
 
 /// Opens and executes the primary script of the active request.
@@ -746,6 +799,26 @@ unsafe extern "C" fn on_getenv(name: *const c_char, len: usize) -> *mut c_char {
         .map_or(std::ptr::null_mut(), |(_, v)| v.as_ptr() as *mut c_char)
 }
 
+/// PHP's own `php_import_environment_variables` (the process environment).
+static PROCESS_ENV_IMPORT: std::sync::OnceLock<Option<unsafe extern "C" fn(*mut sys::zval)>> =
+    std::sync::OnceLock::new();
+
+/// Fills `$_ENV` (when `variables_order` has E) and the CLI's `$_SERVER`: the process
+/// environment, then the server's configured environment (`-e`, `[env]`), as
+/// FrankenPHP's classic mode does, so `$_ENV` agrees with `getenv()`.
+unsafe extern "C" fn import_environment(track_vars: *mut sys::zval) {
+    if let Some(Some(import)) = PROCESS_ENV_IMPORT.get() {
+        // SAFETY: PHP's function, called with the array PHP passed us.
+        unsafe { import(track_vars) };
+    }
+    let Some(cgi) = RequestContext::current().and_then(|ctx| ctx.cgi.as_ref()) else {
+        return;
+    };
+    for (name, value) in cgi.env.iter() {
+        php::register_variable(name, value.to_bytes(), track_vars);
+    }
+}
+
 unsafe extern "C" fn on_register_server_variables(track_vars: *mut sys::zval) {
     let Some(ctx) = RequestContext::current() else {
         return;
@@ -754,7 +827,7 @@ unsafe extern "C" fn on_register_server_variables(track_vars: *mut sys::zval) {
         // SAFETY: php_import_environment_variables is a function pointer PHP sets at
         // start-up; track_vars is the array PHP is building.
         unsafe {
-            if let Some(import) = sys::php_import_environment_variables {
+            if let Some(Some(import)) = PROCESS_ENV_IMPORT.get() {
                 import(track_vars);
             }
         }

@@ -23,7 +23,8 @@ use super::zv;
 type Ed = *mut sys::zend_execute_data;
 type Rv = *mut sys::zval;
 
-/// `apc.enabled` as configured at start-up (a PHP_INI_SYSTEM entry).
+/// `apc.enabled` as configured at start-up (a PHP_INI_SYSTEM entry), and off under the
+/// "cli" SAPI (`ferrophp php-cli`) unless `apc.enable_cli` is on, as in APCu.
 static ENABLED: AtomicBool = AtomicBool::new(true);
 /// Unix time the layer started (`apcu_cache_info()['start_time']`).
 static START_TIME: AtomicU64 = AtomicU64::new(0);
@@ -52,8 +53,17 @@ pub(crate) fn module_startup(module_number: c_int) -> bool {
     }
     // SAFETY: static tables registered once, during our module's MINIT.
     unsafe { sys::ferrophp_uc_register_apcu(module_number) };
+    // As APCu's MINIT: under the SAPI named "cli" the cache is off unless
+    // apc.enable_cli (default 0) says otherwise; `ini_get('apc.enabled')` keeps its value.
+    // SAFETY: sapi_module is PHP's global SAPI description, filled in before any MINIT;
+    // its name is a NUL-terminated static string.
+    let cli = unsafe {
+        let name = sys::sapi_module.name;
+        !name.is_null() && std::ffi::CStr::from_ptr(name).to_bytes() == b"cli"
+    };
+    let enable_cli = ini_bool(super::ini_string(c"apc.enable_cli"), false);
     ENABLED.store(
-        ini_bool(super::ini_string(c"apc.enabled"), true),
+        ini_bool(super::ini_string(c"apc.enabled"), true) && (enable_cli || !cli),
         Ordering::Relaxed,
     );
     TTL.store(
@@ -773,7 +783,7 @@ pub unsafe extern "C" fn ferrophp_apcu_sma_info(ed: Ed, rv: Rv) {
     }
 }
 
-/// `apcu_enabled(): bool` (`apc.enabled`).
+/// `apcu_enabled(): bool` (`apc.enabled`, and `apc.enable_cli` under the "cli" SAPI).
 #[no_mangle]
 pub unsafe extern "C" fn ferrophp_apcu_enabled(_ed: Ed, rv: Rv) {
     // SAFETY: PHP passes this call's return slot.
