@@ -49,7 +49,9 @@ struct App {
     access_log: bool,
 }
 
-pub fn run(args: ServeArgs) -> i32 {
+/// `inherited`: the listening socket a `--supervise` parent passed down (it outlives this
+/// process, so connections wait instead of being refused while it restarts).
+pub fn run(args: ServeArgs, inherited: Option<std::net::TcpListener>) -> i32 {
     let config = match ServeConfig::load(args) {
         Ok(c) => c,
         Err(e) => {
@@ -68,7 +70,7 @@ pub fn run(args: ServeArgs) -> i32 {
             return 1;
         }
     };
-    match runtime.block_on(serve(config)) {
+    match runtime.block_on(serve(config, inherited)) {
         Ok(()) => 0,
         Err(e) => {
             tracing::error!("{e}");
@@ -77,7 +79,10 @@ pub fn run(args: ServeArgs) -> i32 {
     }
 }
 
-async fn serve(config: ServeConfig) -> Result<(), String> {
+async fn serve(
+    config: ServeConfig,
+    inherited: Option<std::net::TcpListener>,
+) -> Result<(), String> {
     let router = Router::new(&config.root)
         .map_err(|e| format!("document root {}: {e}", config.root.display()))?
         .with_no_php_dirs(&config.no_php_dirs)
@@ -87,9 +92,12 @@ async fn serve(config: ServeConfig) -> Result<(), String> {
         Some((cert, key)) => Some(tls::acceptor(cert, key)?),
         None => None,
     };
-    let listener = TcpListener::bind(config.listen)
-        .await
-        .map_err(|e| format!("cannot listen on {}: {e}", config.listen))?;
+    let listener = match inherited {
+        Some(l) => TcpListener::from_std(l).map_err(|e| format!("inherited listener: {e}"))?,
+        None => TcpListener::bind(config.listen)
+            .await
+            .map_err(|e| format!("cannot listen on {}: {e}", config.listen))?,
+    };
     let local = listener.local_addr().map_err(|e| e.to_string())?;
 
     let mut worker_configs = config
@@ -119,10 +127,22 @@ async fn serve(config: ServeConfig) -> Result<(), String> {
     crate::metrics::configure(config.metrics);
     let session_ini = sessions::plan(config.session_gc, &config.ini, config.listen.port())?;
     let remove_at_exit = session_ini.remove_at_exit.clone();
+    let mut forced_ini = session_ini.forced;
+    if config.confine {
+        let known: Vec<(String, String)> = config
+            .ini
+            .iter()
+            .chain(&session_ini.defaults)
+            .cloned()
+            .collect();
+        let scripts: Vec<_> = worker_configs.iter().map(|w| w.script.clone()).collect();
+        let basedir = crate::confine::open_basedir(router.document_root(), &scripts, &known)?;
+        tracing::info!("confined: open_basedir={basedir}");
+        forced_ini.push(("open_basedir".into(), basedir));
+    }
     let engine = Engine::start(EngineConfig {
         threads: config.threads,
-        ini: session_ini
-            .forced
+        ini: forced_ini
             .into_iter()
             .chain(config.ini.iter().cloned())
             .collect(),
@@ -147,6 +167,11 @@ async fn serve(config: ServeConfig) -> Result<(), String> {
         Some(workers::watch(control.clone(), &config.watch)?)
     };
     if let Some(addr) = config.admin {
+        if !addr.ip().is_loopback() {
+            tracing::warn!(
+                "admin listener on {addr}, beyond loopback: keep it off public networks"
+            );
+        }
         admin::serve(addr, control.clone()).await?;
     }
     let metrics_push = config.metrics_push.clone().map(crate::metrics::spawn_push);
