@@ -9,9 +9,9 @@
 
 use std::path::{Path, PathBuf};
 
-/// The `open_basedir` value, `:`-separated, each entry a canonical directory with a
-/// trailing `/` (without it PHP treats an entry as a prefix: `/srv/app` would also admit
-/// `/srv/app-secrets`).
+/// The `open_basedir` value, `:`-separated canonical directories (PHP reads each as a
+/// directory, not a prefix: `/srv/app` does not admit `/srv/app-secrets`, which
+/// `server/tests/security_defaults.rs` checks).
 ///
 /// - `root`: the document root;
 /// - `worker_scripts`: each worker script's directory (a worker may live outside the root);
@@ -58,14 +58,11 @@ pub fn open_basedir(
     for dir in dirs {
         // PHP compares resolved paths; a directory that does not exist yet is kept as given.
         let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
-        let mut entry = dir.to_string_lossy().into_owned();
+        let entry = dir.to_string_lossy().into_owned();
         if entry.contains(':') {
             return Err(format!(
                 "--confine: {entry} contains ':', which open_basedir uses as a separator"
             ));
-        }
-        if !entry.ends_with('/') {
-            entry.push('/');
         }
         if !entries.contains(&entry) {
             entries.push(entry);
@@ -83,7 +80,7 @@ mod tests {
     }
 
     #[test]
-    fn directories_end_with_a_slash_and_the_save_path_drops_its_levels() {
+    fn worker_upload_and_session_directories_are_listed_without_save_path_levels() {
         let root = std::env::temp_dir().canonicalize().unwrap();
         let value = open_basedir(
             &root,
@@ -95,10 +92,10 @@ mod tests {
         )
         .unwrap();
         let entries: Vec<&str> = value.split(':').collect();
-        assert!(entries.iter().all(|e| e.ends_with('/')), "{value}");
-        assert!(entries.contains(&"/nonexistent-app/"), "{value}");
-        assert!(entries.contains(&"/nonexistent-sessions/"), "{value}");
-        assert!(entries.contains(&"/nonexistent-uploads/"), "{value}");
+        assert_eq!(entries[0], root.to_str().unwrap(), "{value}");
+        assert!(entries.contains(&"/nonexistent-app"), "{value}");
+        assert!(entries.contains(&"/nonexistent-sessions"), "{value}");
+        assert!(entries.contains(&"/nonexistent-uploads"), "{value}");
     }
 
     #[test]

@@ -154,7 +154,9 @@ fn confined(extra: &[&str], confine: bool) -> Confined {
     let sessions = tmp.path().join("sessions");
     std::fs::create_dir(&temp_dir).unwrap();
     std::fs::create_dir(&sessions).unwrap();
-    let elsewhere = tmp.path().join("elsewhere.txt");
+    // Its name starts with an allowed directory's: open_basedir entries are directories,
+    // not string prefixes (`.../tmp` must not admit `.../tmp-secret.txt`).
+    let elsewhere = tmp.path().join("tmp-secret.txt");
     std::fs::write(&elsewhere, "next to the allowed directories").unwrap();
     let save_path = format!("session.save_path={}", sessions.display());
     let mut args = vec!["-d", &save_path];
