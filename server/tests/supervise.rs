@@ -197,6 +197,18 @@ fn sigterm_to_the_supervisor_drains_the_server_and_ends_both() {
 }
 
 #[test]
+fn commands_run_from_php_do_not_inherit_the_listening_socket() {
+    let server = start(&[]);
+    let r = server.get("/fds.php");
+    assert_eq!(r.status, 200);
+    let fds = r.text();
+    assert!(fds.contains("pipe:"), "the probe did not run: {fds:?}");
+    // Holding the socket, a long-running command would keep the port open after the
+    // server died and take connections nobody answers.
+    assert!(!fds.contains("socket:"), "a socket leaked into a command: {fds}");
+}
+
+#[test]
 fn sighup_replaces_the_server_without_backoff() {
     let server = start(&[]);
     let first = server_pid(&server);
