@@ -121,8 +121,9 @@ pub struct ServeArgs {
     #[arg(long, env = "FERROPHP_ROUTE_CACHE_MS", value_name = "MS")]
     pub route_cache_ms: Option<u64>,
     /// Admin listener (GET /healthz, /readyz, /metrics, /threads; POST /workers/restart);
-    /// off unless set. Keep it on loopback or a private interface.
-    #[arg(long, env = "FERROPHP_ADMIN", value_name = "ADDR")]
+    /// off unless set. A bare port (`2019` or `:2019`) binds 127.0.0.1 only; another
+    /// interface must be named (`0.0.0.0:2019`).
+    #[arg(long, env = "FERROPHP_ADMIN", value_name = "ADDR|PORT", value_parser = parse_admin)]
     pub admin: Option<SocketAddr>,
     /// Directory (relative to the root, or absolute) where PHP never runs, such as an
     /// upload folder: its .php files get 403 and are never served. Repeatable.
@@ -164,6 +165,47 @@ pub struct ServeArgs {
     /// Interval of the background session sweep, in milliseconds [default: 60000]
     #[arg(long, env = "FERROPHP_SESSION_GC_INTERVAL_MS", value_name = "MS")]
     pub session_gc_interval_ms: Option<u64>,
+    // --- operating safety (see docs/operating.md) ---
+    /// Run the server as the child of a small supervisor that owns the listening socket
+    /// and restarts it (exponential backoff) when it dies by a signal or an error exit.
+    #[arg(long, env = "FERROPHP_SUPERVISE")]
+    pub supervise: bool,
+    /// Confine PHP's file access (`open_basedir`) to the document root, the worker
+    /// scripts' directories, the upload temporary directory and the session save path.
+    #[arg(long, env = "FERROPHP_CONFINE")]
+    pub confine: bool,
+}
+
+/// `--admin`: an address, or a bare port (`2019`, `:2019`) meaning loopback only.
+fn parse_admin(value: &str) -> Result<SocketAddr, String> {
+    let port = value.strip_prefix(':').unwrap_or(value);
+    if !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) {
+        let port: u16 = port
+            .parse()
+            .map_err(|_| format!("admin port out of range: {value}"))?;
+        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    value
+        .parse()
+        .map_err(|_| format!("admin address must be HOST:PORT or a port, got {value:?}"))
+}
+
+fn deserialize_admin<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<SocketAddr>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Admin {
+        Port(u16),
+        Text(String),
+    }
+    match Option::<Admin>::deserialize(d)? {
+        None => Ok(None),
+        Some(Admin::Port(port)) => Ok(Some(SocketAddr::from(([127, 0, 0, 1], port)))),
+        Some(Admin::Text(text)) => parse_admin(&text)
+            .map(Some)
+            .map_err(serde::de::Error::custom),
+    }
 }
 
 /// The same settings as a TOML file; every key is optional.
@@ -195,6 +237,7 @@ pub struct FileConfig {
     worker_memory_growth: Option<String>,
     watch: Option<Vec<String>>,
     route_cache_ms: Option<u64>,
+    #[serde(default, deserialize_with = "deserialize_admin")]
     admin: Option<SocketAddr>,
     no_php_dirs: Option<Vec<PathBuf>>,
     sendfile_dir: Option<PathBuf>,
@@ -206,6 +249,7 @@ pub struct FileConfig {
     log_format: Option<crate::logging::LogFormat>,
     session_gc: Option<crate::sessions::GcMode>,
     session_gc_interval_ms: Option<u64>,
+    confine: Option<bool>,
 }
 
 /// Resolved settings.
@@ -241,6 +285,7 @@ pub struct ServeConfig {
     pub log_format: crate::logging::LogFormat,
     pub session_gc: crate::sessions::GcMode,
     pub session_gc_interval: Duration,
+    pub confine: bool,
 }
 
 /// Push mode settings.
@@ -445,6 +490,7 @@ impl ServeConfig {
             php_ini: args.php_ini.or(file.php_ini),
             server_name: args.server_name.or(file.server_name),
             log: args.log.or(file.log).unwrap_or_else(|| "info".into()),
+            confine: args.confine || file.confine.unwrap_or(false),
         })
     }
 }

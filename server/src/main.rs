@@ -3,6 +3,7 @@
 mod admin;
 mod body;
 mod config;
+mod confine;
 mod interim;
 mod logging;
 mod metrics;
@@ -13,6 +14,7 @@ mod sendfile;
 mod serve;
 mod sessions;
 mod static_files;
+mod supervise;
 mod tls;
 mod workers;
 
@@ -41,10 +43,20 @@ enum Command {
 fn main() {
     // Before any thread exists: it may set PHP_INI_SCAN_DIR for a release tree.
     worker::layout::prepare_process_env();
+    // Also before any thread: it takes a variable out of the environment.
+    let inherited = match supervise::take_inherited_listener() {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("ferrophp: {e}");
+            std::process::exit(2);
+        }
+    };
     let cli = Cli::parse();
     let code = match cli.command {
         Command::PhpCli(args) => php_cli::run(args),
-        Command::Serve(args) => serve::run(*args),
+        // A supervised child (it holds the inherited socket) never supervises again.
+        Command::Serve(args) if args.supervise && inherited.is_none() => supervise::run(*args),
+        Command::Serve(args) => serve::run(*args, inherited),
     };
     std::process::exit(code);
 }

@@ -91,7 +91,9 @@ struct App {
     access_log: bool,
 }
 
-pub fn run(args: ServeArgs) -> i32 {
+/// `inherited`: the listening socket a `--supervise` parent passed down (it outlives this
+/// process, so connections wait instead of being refused while it restarts).
+pub fn run(args: ServeArgs, inherited: Option<std::net::TcpListener>) -> i32 {
     let config = match ServeConfig::load(args) {
         Ok(c) => c,
         Err(e) => {
@@ -110,7 +112,7 @@ pub fn run(args: ServeArgs) -> i32 {
             return 1;
         }
     };
-    match runtime.block_on(serve(config, None)) {
+    match runtime.block_on(serve(config, inherited, None)) {
         Ok(()) => 0,
         Err(e) => {
             tracing::error!("{e}");
@@ -162,7 +164,7 @@ pub fn run_dev(dev: DevServer) -> i32 {
         router,
         no_php_ini: dev.no_php_ini,
     };
-    match runtime.block_on(serve(config, Some(mode))) {
+    match runtime.block_on(serve(config, None, Some(mode))) {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("ferrophp: {e}");
@@ -171,7 +173,11 @@ pub fn run_dev(dev: DevServer) -> i32 {
     }
 }
 
-async fn serve(config: ServeConfig, dev: Option<DevMode>) -> Result<(), String> {
+async fn serve(
+    config: ServeConfig,
+    inherited: Option<std::net::TcpListener>,
+    dev: Option<DevMode>,
+) -> Result<(), String> {
     let router = Router::new(&config.root)
         .map_err(|e| format!("document root {}: {e}", config.root.display()))?
         .with_no_php_dirs(&config.no_php_dirs)
@@ -185,9 +191,12 @@ async fn serve(config: ServeConfig, dev: Option<DevMode>) -> Result<(), String> 
         Some((cert, key)) => Some(tls::acceptor(cert, key)?),
         None => None,
     };
-    let listener = TcpListener::bind(config.listen)
-        .await
-        .map_err(|e| format!("cannot listen on {}: {e}", config.listen))?;
+    let listener = match inherited {
+        Some(l) => TcpListener::from_std(l).map_err(|e| format!("inherited listener: {e}"))?,
+        None => TcpListener::bind(config.listen)
+            .await
+            .map_err(|e| format!("cannot listen on {}: {e}", config.listen))?,
+    };
     let local = listener.local_addr().map_err(|e| e.to_string())?;
 
     let mut worker_configs = config
@@ -231,10 +240,22 @@ async fn serve(config: ServeConfig, dev: Option<DevMode>) -> Result<(), String> 
         SERVER_INI_DEFAULTS
     };
     let remove_at_exit = session_ini.remove_at_exit.clone();
+    let mut forced_ini = session_ini.forced;
+    if config.confine {
+        let known: Vec<(String, String)> = config
+            .ini
+            .iter()
+            .chain(&session_ini.defaults)
+            .cloned()
+            .collect();
+        let scripts: Vec<_> = worker_configs.iter().map(|w| w.script.clone()).collect();
+        let basedir = crate::confine::open_basedir(router.document_root(), &scripts, &known)?;
+        tracing::info!("confined: open_basedir={basedir}");
+        forced_ini.push(("open_basedir".into(), basedir));
+    }
     let engine = Engine::start(EngineConfig {
         threads: config.threads,
-        ini: session_ini
-            .forced
+        ini: forced_ini
             .into_iter()
             .chain(config.ini.iter().cloned())
             .collect(),
@@ -259,6 +280,11 @@ async fn serve(config: ServeConfig, dev: Option<DevMode>) -> Result<(), String> 
         Some(workers::watch(control.clone(), &config.watch)?)
     };
     if let Some(addr) = config.admin {
+        if !addr.ip().is_loopback() {
+            tracing::warn!(
+                "admin listener on {addr}, beyond loopback: keep it off public networks"
+            );
+        }
         admin::serve(addr, control.clone()).await?;
     }
     let metrics_push = config.metrics_push.clone().map(crate::metrics::spawn_push);

@@ -1,0 +1,3 @@
+<?php
+// The serving process: a restarted server answers with another pid.
+echo getmypid();
