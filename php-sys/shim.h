@@ -133,3 +133,10 @@ bool ferrophp_worker_output_release(void);
 bool ferrophp_worker_request_startup(void);
 bool ferrophp_worker_request_shutdown(void);
 bool ferrophp_worker_request_finish(void);
+
+/* locale.c: setlocale() per PHP thread. */
+/* Points PHP's setlocale() at the per-thread one (module start-up). */
+void ferrophp_locale_install(void);
+/* Gives this thread PHP's start-up locale again if a setlocale() changed it (and its own
+ * locale object on the first call). */
+void ferrophp_locale_thread_reset(void);

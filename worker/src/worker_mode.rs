@@ -27,7 +27,7 @@ use php_sys as sys;
 
 use crate::observe::{self, ThreadState};
 use crate::php;
-use crate::pool::{Job, PHP_THREAD_STACK_SIZE};
+use crate::pool::{php_stack_size, Job};
 use crate::queue::{JobQueue, Next};
 use crate::request::{
     CgiRequest, Disconnected, ResponseHead, ResponseSink, ScriptOutcome, ScriptRequest,
@@ -184,7 +184,7 @@ fn spawn_slot(pool: Arc<WorkerPool>, slot: usize) -> std::io::Result<()> {
     let name = format!("php-worker-{slot}");
     let handle = std::thread::Builder::new()
         .name(name)
-        .stack_size(PHP_THREAD_STACK_SIZE)
+        .stack_size(php_stack_size())
         .spawn({
             let pool = pool.clone();
             move || slot_main(pool, slot)
@@ -448,7 +448,7 @@ impl WorkerThread<'_> {
         php::reset_exit_status();
 
         let mut ends_script = release_bailed || unsafe { sys::ferrophp_worker_request_startup() };
-        if !ends_script {
+        if !ends_script && prepared.ctx.start_script() {
             ends_script = unsafe { sys::ferrophp_try_call(fci, fcc) };
         }
         if !ends_script && php::has_exception() {
