@@ -118,6 +118,7 @@ pub fn run(mut args: Args) -> i32 {
         workers: Vec::new(),
         log_target: LogTarget::Stderr,
         cli: true,
+        ..EngineConfig::default()
     }) {
         Ok(e) => e,
         Err(e) => {

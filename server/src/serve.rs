@@ -136,6 +136,7 @@ async fn serve(config: ServeConfig) -> Result<(), String> {
         workers: worker_configs,
         log_target: LogTarget::Tracing,
         cli: false,
+        php_stack_size: config.php_stack_size,
     })
     .map_err(|e| e.to_string())?;
     let control = engine.control();
