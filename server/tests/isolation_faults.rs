@@ -396,6 +396,28 @@ fn a_failing_request_gets_its_error_and_a_concurrent_one_succeeds() {
     }
 }
 
+#[test]
+fn deep_recursion_gives_its_stack_back() {
+    for mode in MODES {
+        let (server, _config) = start(mode, 1, &[], &[]);
+        server.assert_alive();
+        let before = server.rss_kib();
+        // ~358 MiB of stack before memory_limit (128M) stops it.
+        let r = get(server.addr, "/faults.php?do=recurse_tostring");
+        assert_eq!(r.status, 500, "{mode}: {:?}", r.text());
+        server.assert_alive();
+        // What stays is the PHP heap PHP keeps cached (up to memory_limit), not the stack.
+        let released = wait_until(Duration::from_secs(5), || {
+            server.rss_kib() < before + 200 * 1024
+        });
+        assert!(
+            released,
+            "{mode}: RSS grew from {before} KiB to {} KiB",
+            server.rss_kib()
+        );
+    }
+}
+
 fn assert_empty_soon(dir: &Path, context: &str) {
     let empty = wait_until(Duration::from_secs(5), || {
         std::fs::read_dir(dir).unwrap().next().is_none()

@@ -22,6 +22,7 @@ mod queue;
 pub mod request;
 pub mod sapi;
 mod server_vars;
+mod stack;
 mod worker_mode;
 
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -96,6 +96,7 @@ fn thread_main(jobs: &JobQueue, stats: &Arc<PoolStats>) {
         slot.end();
         arena.reset();
         let _ = job.done.send(outcome);
+        crate::stack::release_deep_pages();
     }
     drop(slot);
     sapi::detach_thread();

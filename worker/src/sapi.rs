@@ -169,6 +169,7 @@ pub(crate) fn attach_thread() {
         sys::ferrophp_thread_started();
         sys::ferrophp_locale_thread_reset();
     }
+    crate::stack::remember_bounds();
 }
 
 /// Whether the shim's `$_COOKIE`/`$_GET` fast path could be installed at start-up (it

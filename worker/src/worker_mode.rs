@@ -225,6 +225,7 @@ fn slot_main(pool: Arc<WorkerPool>, slot: usize) {
         unsafe { (*sys::ferrophp_core_globals()).ignore_user_abort = true };
         let outcome = sapi::run_script(boot_request(&pool.config), &boot_arena);
         CURRENT.with(|c| c.set(std::ptr::null()));
+        crate::stack::release_deep_pages();
         let reached_loop = thread.ready.get();
         let end = thread.end.get();
         drop(thread);
@@ -484,6 +485,8 @@ impl WorkerThread<'_> {
             not_found: false,
         });
         crate::cache::on_request_end();
+        // The handler has returned: nothing of it is left below this frame.
+        crate::stack::release_deep_pages();
         ends_script || flush_bailed || shutdown_bailed || finish_bailed
     }
 }
