@@ -110,6 +110,15 @@ void ferrophp_locale_thread_reset(void) {
     zend_update_current_locale();
 }
 
+void ferrophp_locale_thread_release(void) {
+    if (!thread_locale) {
+        return;
+    }
+    uselocale(LC_GLOBAL_LOCALE);
+    freelocale(thread_locale);
+    thread_locale = (locale_t)0;
+}
+
 /* One candidate of setlocale(): the new name, or NULL when the locale does not exist. */
 static zend_string *try_locale(zend_long category, zend_string *name) {
     if (zend_string_equals_literal(name, "0")) {

@@ -140,3 +140,5 @@ void ferrophp_locale_install(void);
 /* Gives this thread PHP's start-up locale again if a setlocale() changed it (and its own
  * locale object on the first call). */
 void ferrophp_locale_thread_reset(void);
+/* Frees this thread's locale object (the thread's last PHP call). */
+void ferrophp_locale_thread_release(void);

@@ -182,13 +182,15 @@ pub(crate) fn detach_thread() {
     // SAFETY: this thread attached with attach_thread and runs no request now; the
     // execution timer run_script kept alive is this thread's own, deleted once; the
     // persistent list is this thread's own and its destructors run outside a request
-    // anyway (at module shutdown, normally).
+    // anyway (at module shutdown, normally); so is the locale object, unused once the
+    // thread's PHP context is gone.
     unsafe {
         sys::ferrophp_execution_timer_release();
         // Persistent connections close before TSRM frees module globals their
         // destructors use (pgsql's would write into freed memory).
         sys::ferrophp_persistent_list_release();
         sys::ts_free_thread();
+        sys::ferrophp_locale_thread_release();
     }
 }
 
