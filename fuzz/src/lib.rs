@@ -25,8 +25,14 @@ pub mod php_bridge;
 #[path = "../../server/src/routing.rs"]
 pub mod routing;
 #[allow(dead_code, unused_imports)]
+#[path = "../../server/src/sendfile.rs"]
+pub mod sendfile;
+#[allow(dead_code, unused_imports)]
 #[path = "../../server/src/sessions.rs"]
 pub mod sessions;
+#[allow(dead_code, unused_imports)]
+#[path = "../../server/src/static_files.rs"]
+pub mod static_files;
 #[allow(dead_code, unused_imports)]
 #[path = "../../server/src/workers.rs"]
 pub mod workers;

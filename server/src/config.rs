@@ -90,6 +90,16 @@ pub struct ServeArgs {
     /// Requests a worker thread serves before its PHP state is rebuilt [default: unlimited]
     #[arg(long, env = "FERROPHP_MAX_REQUESTS", value_name = "N")]
     pub max_requests: Option<u64>,
+    /// Worker memory guard: after a request, restart a worker thread's script when its
+    /// PHP memory (`memory_get_usage()`) grew this much above its level right after boot:
+    /// bytes with an optional K/M/G suffix, or a percentage (`64M`, `50%`). Applies to
+    /// every worker without its own `memory_growth` [default: off]
+    #[arg(
+        long,
+        env = "FERROPHP_WORKER_MEMORY_GROWTH",
+        value_name = "SIZE|PERCENT"
+    )]
+    pub worker_memory_growth: Option<String>,
     /// Restart workers gracefully when a file matching this glob changes. Repeatable.
     #[arg(long = "watch", value_name = "GLOB")]
     pub watch: Vec<String>,
@@ -105,6 +115,11 @@ pub struct ServeArgs {
     /// upload folder: its .php files get 403 and are never served. Repeatable.
     #[arg(long = "no-php-dir", value_name = "DIR")]
     pub no_php_dirs: Vec<PathBuf>,
+    /// Private directory PHP responses may hand files over from, with an
+    /// `X-Accel-Redirect` (path inside it) or `X-Sendfile` (filesystem path) header; the
+    /// file is then served like a static file. Off unless set.
+    #[arg(long, env = "FERROPHP_SENDFILE_DIR", value_name = "DIR")]
+    pub sendfile_dir: Option<PathBuf>,
     /// Relative accuracy of metric distributions (DDSketch alpha) [default: 0.01]
     #[arg(long, env = "FERROPHP_METRICS_RELATIVE_ACCURACY", value_name = "ALPHA")]
     pub metrics_relative_accuracy: Option<f64>,
@@ -161,10 +176,12 @@ pub struct FileConfig {
     server_name: Option<String>,
     log: Option<String>,
     worker: Option<Vec<WorkerSpec>>,
+    worker_memory_growth: Option<String>,
     watch: Option<Vec<String>>,
     route_cache_ms: Option<u64>,
     admin: Option<SocketAddr>,
     no_php_dirs: Option<Vec<PathBuf>>,
+    sendfile_dir: Option<PathBuf>,
     metrics_relative_accuracy: Option<f64>,
     metrics_max_series: Option<usize>,
     metrics_push_url: Option<String>,
@@ -200,6 +217,7 @@ pub struct ServeConfig {
     pub route_cache: Duration,
     pub admin: Option<SocketAddr>,
     pub no_php_dirs: Vec<PathBuf>,
+    pub sendfile_dir: Option<PathBuf>,
     pub metrics: ferrophp_metrics::Config,
     pub metrics_push: Option<MetricsPush>,
     pub log_format: crate::logging::LogFormat,
@@ -283,6 +301,13 @@ impl ServeConfig {
             spec.max_requests = args.max_requests;
             workers.push(spec);
         }
+        if let Some(growth) = args.worker_memory_growth.or(file.worker_memory_growth) {
+            // Checked here so a typo fails at start-up, not when the workers boot.
+            worker::MemoryGrowth::parse(&growth)?;
+            for spec in workers.iter_mut().filter(|s| s.memory_growth.is_none()) {
+                spec.memory_growth = Some(growth.clone());
+            }
+        }
         let mut metrics = ferrophp_metrics::Config::default();
         if let Some(a) = args
             .metrics_relative_accuracy
@@ -338,6 +363,7 @@ impl ServeConfig {
             session_gc: args.session_gc.or(file.session_gc).unwrap_or_default(),
             session_gc_interval: Duration::from_millis(session_gc_interval_ms),
             no_php_dirs,
+            sendfile_dir: args.sendfile_dir.or(file.sendfile_dir),
             workers,
             watch,
             route_cache: Duration::from_millis(

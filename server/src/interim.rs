@@ -1,16 +1,21 @@
-//! Informational (1xx) responses on HTTP/1.1 connections, which hyper 1's server cannot
-//! send: `headers_send(103)` (103 Early Hints) from a PHP script.
+//! Informational (1xx) responses, which hyper 1's server cannot send on its own:
+//! `headers_send(103)` (103 Early Hints) from a PHP script, over HTTP/1.1 and HTTP/2.
+//! A request's [`Hints`] says where its 1xx responses go.
 //!
+//! HTTP/1.1:
 //! Every connection's I/O is wrapped in an [`InterimIo`] that shares an [`Interim`] queue
 //! with the connection's requests. A script's sink serializes the 1xx head into the queue
 //! and wakes the connection task; the wrapper writes queued bytes from `poll_flush`, which
 //! hyper's dispatcher calls on every turn and only with its own write buffer empty (so the
 //! hint leaves while the script is still running, between two responses), or just before
 //! the bytes hyper writes next when those start a new response (so a hint always precedes
-//! its final head); see [`InterimIo`]. Only HTTP/1.1 requests get
-//! the handle: an HTTP/2 connection shares the socket with hyper's framing (h2 itself can
-//! send informational headers, hyper does not expose it), and HTTP/1.0 clients do not
-//! expect 1xx responses.
+//! its final head); see [`InterimIo`]. HTTP/1.0 clients do not expect 1xx responses and
+//! get none.
+//!
+//! HTTP/2: the socket carries hyper's framing, so the head goes to hyper instead, as a
+//! `Response<()>` for the `InformationalSender` our patched hyper puts in each request
+//! (`third_party/patches/`); hyper's stream task writes it as a HEADERS frame before the
+//! final response's.
 
 use std::io;
 use std::pin::Pin;
@@ -21,6 +26,49 @@ use std::task::{Context, Poll};
 use futures_util::task::AtomicWaker;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use worker::ResponseHead;
+
+/// Where one request's 1xx responses go.
+#[derive(Clone)]
+pub enum Hints {
+    /// HTTP/1.1: serialized into the connection's queue.
+    Http1(Arc<Interim>),
+    /// HTTP/2: handed to hyper's stream (`serve.rs` wraps hyper's sender in this closure,
+    /// which keeps this module building against published hyper for the fuzz workspace,
+    /// which includes it by path).
+    Http2(Arc<dyn Fn(http::Response<()>) + Send + Sync>),
+}
+
+impl Hints {
+    /// Sends `head` on its way; one that cannot be sent any more (the final response has
+    /// gone) or has no valid status is dropped, as a hint may be.
+    pub fn send(&self, head: &ResponseHead) {
+        match self {
+            Hints::Http1(interim) => interim.send(head),
+            Hints::Http2(send) => {
+                let Ok(status) = http::StatusCode::from_u16(head.status) else {
+                    return;
+                };
+                let mut response = http::Response::new(());
+                *response.status_mut() = status;
+                for (name, value) in &head.headers {
+                    if let Some((name, value)) = field(name, value) {
+                        response.headers_mut().append(name, value);
+                    }
+                }
+                send(response);
+            }
+        }
+    }
+}
+
+/// A header of the head as an HTTP field, or None when it is not a valid one: the same
+/// rules as the final head (no line breaks may sneak in); invalid ones are dropped.
+fn field(name: &str, value: &[u8]) -> Option<(http::HeaderName, http::HeaderValue)> {
+    Some((
+        http::HeaderName::from_bytes(name.as_bytes()).ok()?,
+        http::HeaderValue::from_bytes(value).ok()?,
+    ))
+}
 
 /// The 1xx responses waiting to be written on one connection. The common case (nothing
 /// queued) costs the connection an atomic load and a waker registration per poll.
@@ -43,10 +91,7 @@ impl Interim {
             .unwrap_or("Informational");
         bytes.extend_from_slice(format!("HTTP/1.1 {} {reason}\r\n", head.status).as_bytes());
         for (name, value) in &head.headers {
-            // The same validity rules as the final head: no line breaks may sneak in.
-            if http::HeaderName::from_bytes(name.as_bytes()).is_err()
-                || http::HeaderValue::from_bytes(value).is_err()
-            {
+            if field(name, value).is_none() {
                 continue;
             }
             bytes.extend_from_slice(name.as_bytes());

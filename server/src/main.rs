@@ -9,6 +9,7 @@ mod metrics;
 mod php_bridge;
 mod php_cli;
 mod routing;
+mod sendfile;
 mod serve;
 mod sessions;
 mod static_files;

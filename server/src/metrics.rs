@@ -266,6 +266,13 @@ fn render_server(out: &mut String) {
     );
     per_worker(
         out,
+        "ferrophp_worker_memory_restarts_total",
+        "counter",
+        "Worker script restarts by the memory guard (--worker-memory-growth); also in ferrophp_worker_restarts_total.",
+        &|p| p.memory_restarts.to_string(),
+    );
+    per_worker(
+        out,
         "ferrophp_worker_crashes_total",
         "counter",
         "Worker scripts that ended by themselves (exit, fatal error).",

@@ -42,6 +42,8 @@ pub struct PhpRunner {
     pub document_root: Arc<str>,
     pub env: Arc<[(std::ffi::CString, std::ffi::CString)]>,
     pub server_name: Option<String>,
+    /// `--sendfile-dir`: PHP may answer with a file from there (X-Sendfile).
+    pub sendfile: Option<crate::sendfile::Sendfile>,
 }
 
 impl PhpRunner {
@@ -125,7 +127,7 @@ impl PhpRunner {
         };
 
         let (mut parts, incoming) = req.into_parts();
-        let interim = parts.extensions.remove::<Arc<crate::interim::Interim>>();
+        let interim = parts.extensions.remove::<crate::interim::Hints>();
         // Set when the body breaks off (malformed chunk, reset stream, client gone) or a
         // body without Content-Length turns out to exceed the limit: PHP then saw a
         // truncated body, so the response must not look like a normal one.
@@ -153,6 +155,10 @@ impl PhpRunner {
         };
 
         drop_ambiguous_headers(&mut parts.headers);
+        let sendfile = self
+            .sendfile
+            .as_ref()
+            .map(|s| (s, s.prepare_request(&parts.method, &mut parts.headers)));
         let request_uri = parts
             .uri
             .path_and_query()
@@ -206,7 +212,15 @@ impl PhpRunner {
             // The script read a body that broke off and answered anyway (it may ignore the
             // abort): refuse the request instead of passing that answer on.
             Ok(reply) => match body_state.get() {
-                BodyFailure::None => build_response(reply, body_state),
+                BodyFailure::None => {
+                    let response = build_response(reply, body_state);
+                    if let Some((sendfile, request)) = sendfile {
+                        if let Some(file) = sendfile.intercept(&response, &request).await {
+                            return file;
+                        }
+                    }
+                    response
+                }
                 BodyFailure::TooLarge => {
                     body::text_response(StatusCode::PAYLOAD_TOO_LARGE, "Payload Too Large")
                 }
@@ -416,8 +430,8 @@ impl Read for BodyReader {
 struct HttpSink {
     state: SinkState,
     buf: BytesMut,
-    /// Where 1xx responses go (HTTP/1.1 requests only; see `interim.rs`).
-    interim: Option<Arc<crate::interim::Interim>>,
+    /// Where 1xx responses go (HTTP/1.1 and HTTP/2 requests; see `interim.rs`).
+    interim: Option<crate::interim::Hints>,
     /// The PHP thread this request holds. The sink lives on that thread until the script
     /// ends (which can be long after the response, with fastcgi_finish_request), so
     /// dropping it there frees the thread for the next request without another task.

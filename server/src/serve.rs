@@ -162,6 +162,13 @@ async fn serve(config: ServeConfig) -> Result<(), String> {
         }
     }
 
+    let sendfile = match &config.sendfile_dir {
+        Some(dir) => Some(
+            crate::sendfile::Sendfile::new(dir)
+                .map_err(|e| format!("--sendfile-dir {}: {e}", dir.display()))?,
+        ),
+        None => None,
+    };
     let env = worker::env_list(&config.env);
     let document_root: Arc<str> = router.document_root().to_string_lossy().into();
     let app = Arc::new(App {
@@ -173,6 +180,7 @@ async fn serve(config: ServeConfig) -> Result<(), String> {
             document_root,
             env,
             server_name: config.server_name.clone(),
+            sendfile,
         },
         router,
         workers: worker_router,
@@ -232,7 +240,18 @@ async fn serve(config: ServeConfig) -> Result<(), String> {
             let app = app.clone();
             let conn = conn.clone();
             if req.version() == http::Version::HTTP_11 {
-                req.extensions_mut().insert(interim.clone());
+                req.extensions_mut()
+                    .insert(crate::interim::Hints::Http1(interim.clone()));
+            } else if let Some(sender) = req
+                .extensions_mut()
+                .remove::<hyper::ext::InformationalSender>()
+            {
+                // A hint that comes too late is dropped, as on HTTP/1.1.
+                let send = move |response| {
+                    let _ = sender.send(response);
+                };
+                req.extensions_mut()
+                    .insert(crate::interim::Hints::Http2(Arc::new(send)));
             }
             async move { Ok::<_, Infallible>(handle(&app, req, &conn).await) }
         });

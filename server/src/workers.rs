@@ -26,6 +26,9 @@ pub struct WorkerSpec {
     pub match_path: Option<String>,
     /// Requests per thread before its PHP state is rebuilt [default: unlimited].
     pub max_requests: Option<u64>,
+    /// The memory guard: restart a thread's script once its PHP memory grew this much
+    /// above its level after boot (`64M`, `50%`) [default: off].
+    pub memory_growth: Option<String>,
 }
 
 impl WorkerSpec {
@@ -47,6 +50,7 @@ impl WorkerSpec {
             env: Default::default(),
             match_path: None,
             max_requests: None,
+            memory_growth: None,
         })
     }
 
@@ -60,6 +64,12 @@ impl WorkerSpec {
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         config.max_requests = self.max_requests.unwrap_or(0);
+        config.memory_growth = self
+            .memory_growth
+            .as_deref()
+            .map(worker::MemoryGrowth::parse)
+            .transpose()
+            .map_err(|e| format!("worker {}: {e}", self.script.display()))?;
         Ok(config)
     }
 }

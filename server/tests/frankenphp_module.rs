@@ -742,8 +742,7 @@ fn early_hints_reach_the_client_before_the_response() {
             assert_eq!(r.header("link"), None, "{mode}");
             assert_eq!(r.text(), "Hello 103", "{mode}");
         }
-        // HTTP/1.0 clients get no 1xx; HTTP/2 ones (hyper exposes no informational API)
-        // get the final response alone.
+        // HTTP/1.0 clients get no 1xx (HTTP/2: see the next test).
         let raw = common::exchange(
             server.addr,
             b"GET /early-hints.php?i=9 HTTP/1.0\r\nHost: localhost\r\n\r\n",
@@ -755,14 +754,54 @@ fn early_hints_reach_the_client_before_the_response() {
             "{mode}: {}",
             String::from_utf8_lossy(&raw)
         );
-        let h2 = common::client_builder()
-            .http2_prior_knowledge()
-            .build()
-            .unwrap();
-        let r = h2.get(server.url("/early-hints.php?i=8")).send().unwrap();
-        assert_eq!(r.status(), 200, "{mode}");
-        assert_eq!(r.text().unwrap(), "Hello 103", "{mode}");
     });
+}
+
+// The same over HTTP/2, h2c and TLS with ALPN: the 103 is a HEADERS frame of its own,
+// sent while the script still runs, before the final response's HEADERS.
+#[test]
+fn early_hints_reach_http2_clients_before_the_response() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (cert, key) = common::self_signed(tmp.path());
+    let tls = [
+        "--tls-cert",
+        cert.to_str().unwrap(),
+        "--tls-key",
+        key.to_str().unwrap(),
+    ];
+    for mode in ["classic", "worker"] {
+        for (trust, extra) in [(None, &[][..]), (Some(cert.as_path()), &tls[..])] {
+            let protocol = if trust.is_some() { "h2" } else { "h2c" };
+            let server = start(mode, "early-hints.php", extra, &[]);
+            for i in 0..3 {
+                let ms = if i == 2 { 0 } else { 600 };
+                let path = format!("/early-hints.php?i={i}&ms={ms}");
+                let x = common::h2_get(server.addr, trust, &path).unwrap();
+                let what = format!("{mode} {protocol} {i}");
+                assert_eq!(x.informational.len(), 1, "{what}");
+                let (hint, at) = &x.informational[0];
+                assert_eq!(hint.status(), 103, "{what}");
+                assert_eq!(
+                    hint.headers()["link"],
+                    "</style.css>; rel=preload; as=style",
+                    "{what}"
+                );
+                assert_eq!(hint.headers()["request"], i.to_string().as_str(), "{what}");
+                if ms > 0 {
+                    assert!(*at < Duration::from_millis(500), "{what}: hint held back");
+                    assert!(x.elapsed >= Duration::from_millis(600), "{what}");
+                }
+                assert_eq!(x.response.status(), 200, "{what}");
+                let headers = x.response.headers();
+                assert_eq!(headers["request"], i.to_string().as_str(), "{what}");
+                assert!(headers.get("link").is_none(), "{what}");
+                assert_eq!(x.body, b"Hello 103", "{what}");
+            }
+            if trust.is_none() {
+                server.assert_alive();
+            }
+        }
+    }
 }
 
 // TestLog_frankenphp_log_module / _worker (and Caddy's TestLog): each level reaches the

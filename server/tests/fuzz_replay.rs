@@ -29,12 +29,18 @@ mod php_bridge;
 #[allow(dead_code, unused_imports)]
 #[path = "../src/routing.rs"]
 mod routing;
+#[allow(dead_code, unused_imports)]
+#[path = "../src/sendfile.rs"]
+mod sendfile;
 #[allow(dead_code)]
 #[path = "../../fuzz/src/server_targets.rs"]
 mod server_targets;
 #[allow(dead_code, unused_imports)]
 #[path = "../src/sessions.rs"]
 mod sessions;
+#[allow(dead_code, unused_imports)]
+#[path = "../src/static_files.rs"]
+mod static_files;
 #[allow(dead_code, unused_imports)]
 #[path = "../src/workers.rs"]
 mod workers;

@@ -136,20 +136,10 @@ fn h2c_prior_knowledge() {
     assert_eq!(v["post"]["b"], "two");
 }
 
-fn self_signed(dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf) {
-    let rcgen::CertifiedKey { cert, key_pair } =
-        rcgen::generate_simple_self_signed(vec!["localhost".into(), "127.0.0.1".into()]).unwrap();
-    let cert_path = dir.join("cert.pem");
-    let key_path = dir.join("key.pem");
-    std::fs::write(&cert_path, cert.pem()).unwrap();
-    std::fs::write(&key_path, key_pair.serialize_pem()).unwrap();
-    (cert_path, key_path)
-}
-
 #[test]
 fn https_negotiates_http2_with_alpn_and_still_speaks_http1() {
     let tmp = tempfile::tempdir().unwrap();
-    let (cert, key) = self_signed(tmp.path());
+    let (cert, key) = common::self_signed(tmp.path());
     let server = Server::start(
         &http_root(),
         &[

@@ -1,6 +1,6 @@
 //! A worker script's life over real HTTP: failing to start, `--max-requests` under
-//! concurrency, graceful restarts under load (SIGUSR1 and the admin listener) and restarts
-//! on `--watch`ed file changes.
+//! concurrency, graceful restarts under load (SIGUSR1 and the admin listener), restarts
+//! on `--watch`ed file changes, and the memory guard (`--worker-memory-growth`).
 
 mod common;
 
@@ -496,4 +496,124 @@ fn a_watched_file_change_restarts_the_worker_with_the_new_code() {
         "still {last:?} after fixing the script; stderr:\n{}",
         server.stderr()
     );
+}
+
+/// Sends `count` requests to growing.php (each keeps `kib` KiB alive in the worker) and
+/// returns the "BOOT:SERVED" pairs in order.
+fn growing_requests(server: &Server, count: usize, kib: u64) -> Vec<(String, u64)> {
+    (0..count)
+        .map(|i| {
+            let r = server.get(&format!("/growing.php?kib={kib}"));
+            assert_eq!(r.status, 200, "request {i}: {}", r.text());
+            boot_and_served(&r).unwrap_or_else(|| panic!("request {i}: body {:?}", r.text()))
+        })
+        .collect()
+}
+
+fn memory_restarts(admin: std::net::SocketAddr) -> u64 {
+    let r = parse_response(
+        &exchange(
+            admin,
+            b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+            Duration::from_secs(5),
+        )
+        .expect("scrape"),
+    )
+    .expect("metrics response");
+    let text = r.text();
+    text.lines()
+        .find(|l| l.starts_with("ferrophp_worker_memory_restarts_total{"))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no memory restart counter in:\n{text}"))
+}
+
+#[test]
+fn the_memory_guard_restarts_a_leaking_worker_and_spares_a_steady_one() {
+    let spec = format!("{},1", script("growing.php"));
+    let server = Server::start(
+        &worker_root(),
+        &[
+            "--threads",
+            "1",
+            "--worker",
+            &spec,
+            "--worker-memory-growth",
+            "1M",
+            "--admin",
+            "127.0.0.1:0",
+        ],
+    );
+    let admin = server.admin_addr().expect("admin address");
+
+    // 256 KiB kept per request against a 1 MiB allowance: the script is rebooted every
+    // few requests, after the request that crossed the line, never during one.
+    let seen = growing_requests(&server, 16, 256);
+    let boots: BTreeSet<&str> = seen.iter().map(|(b, _)| b.as_str()).collect();
+    assert!(boots.len() >= 3, "expected several reboots, saw {seen:?}");
+    for window in seen.windows(2) {
+        let ((b0, n0), (b1, n1)) = (&window[0], &window[1]);
+        if b0 == b1 {
+            assert_eq!(*n1, n0 + 1, "{seen:?}");
+        } else {
+            assert_eq!(*n1, 1, "a reboot starts counting again: {seen:?}");
+        }
+    }
+    let most = seen.iter().map(|(_, n)| *n).max().unwrap();
+    assert!(
+        (3..=6).contains(&most),
+        "1 MiB / 256 KiB: a boot serves 4 or 5 requests, saw {most}: {seen:?}"
+    );
+    // The guard looks after each request, so every boot that served `most` requests was
+    // ended by it, the last one included (after the response went out).
+    let ended_by_guard = boots
+        .iter()
+        .filter(|b| seen.iter().any(|(s, n)| s == *b && *n == most))
+        .count() as u64;
+    assert!(ended_by_guard >= boots.len() as u64 - 1, "{seen:?}");
+    assert!(
+        wait_until(Duration::from_secs(5), || memory_restarts(admin)
+            == ended_by_guard),
+        "counted {} memory restarts for {seen:?}",
+        memory_restarts(admin)
+    );
+    let counted = ended_by_guard;
+    assert!(server.wait_for_stderr("--worker-memory-growth", Duration::from_secs(5)));
+
+    // Requests that keep nothing never trip it: the same boot serves them all.
+    let steady = growing_requests(&server, 40, 0);
+    assert!(
+        steady.iter().all(|(b, _)| *b == steady[0].0),
+        "a steady worker was restarted: {steady:?}"
+    );
+    assert_eq!(memory_restarts(admin), counted);
+}
+
+#[test]
+fn without_the_memory_guard_a_leaking_worker_keeps_its_memory() {
+    let spec = format!("{},1", script("growing.php"));
+    let server = Server::start(&worker_root(), &["--threads", "1", "--worker", &spec]);
+    let seen = growing_requests(&server, 12, 256);
+    let served: Vec<u64> = seen.iter().map(|(_, n)| *n).collect();
+    assert_eq!(served, (1..=12).collect::<Vec<u64>>(), "{seen:?}");
+}
+
+#[test]
+fn an_invalid_memory_growth_is_refused_at_start_up() {
+    let spec = format!("{},1", script("growing.php"));
+    for bad in ["lots", "0", "-5%", "12Q", "0%"] {
+        let flag = format!("--worker-memory-growth={bad}");
+        let run = serve_until_exit(
+            &worker_root(),
+            &["--worker", &spec, &flag],
+            Duration::from_secs(20),
+        );
+        let status = run.status.expect("exits");
+        assert!(!status.success(), "{bad}: {}", run.stderr);
+        assert!(
+            run.stderr.contains("invalid memory growth"),
+            "{bad}: {}",
+            run.stderr
+        );
+    }
 }

@@ -34,7 +34,7 @@ pub use request::{
     ScriptRequest,
 };
 pub use sapi::{LogTarget, CLI_SAPI_NAME, SAPI_NAME};
-pub use worker_mode::WorkerConfig;
+pub use worker_mode::{MemoryGrowth, WorkerConfig};
 
 /// Smaller stacks than this would not even start PHP reliably.
 pub const MIN_PHP_STACK_SIZE: usize = 2 * 1024 * 1024;

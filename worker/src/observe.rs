@@ -20,6 +20,15 @@ extern "C" {
     fn zend_memory_usage(real_usage: bool) -> usize;
 }
 
+/// The calling PHP thread's heap: what PHP code holds (`memory_get_usage()`), or with
+/// `real`, what ZendMM holds from the OS (`memory_get_usage(true)`). Call it only on a
+/// thread attached to PHP.
+pub(crate) fn php_memory_usage(real: bool) -> usize {
+    // SAFETY: every caller runs on a PHP thread after attach_thread; the function only
+    // reads that thread's own allocator globals (AG is per thread under ZTS).
+    unsafe { zend_memory_usage(real) }
+}
+
 /// A PHP thread's state as the admin view shows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
@@ -69,6 +78,7 @@ pub struct PoolStats {
     boots: AtomicU64,
     crashes: AtomicU64,
     restarts: AtomicU64,
+    memory_restarts: AtomicU64,
 }
 
 /// A copy of [`PoolStats`] at one moment.
@@ -84,6 +94,8 @@ pub struct PoolInfo {
     pub boots: u64,
     pub crashes: u64,
     pub restarts: u64,
+    /// Restarts by the worker memory guard (`--worker-memory-growth`), also in `restarts`.
+    pub memory_restarts: u64,
 }
 
 static POOLS: Mutex<Vec<Arc<PoolStats>>> = Mutex::new(Vec::new());
@@ -103,6 +115,7 @@ impl PoolStats {
             boots: AtomicU64::new(0),
             crashes: AtomicU64::new(0),
             restarts: AtomicU64::new(0),
+            memory_restarts: AtomicU64::new(0),
         });
         POOLS.lock().unwrap().push(stats.clone());
         stats
@@ -123,6 +136,11 @@ impl PoolStats {
         self.restarts.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// One thread's worker script is restarted because its PHP memory grew past the guard.
+    pub(crate) fn memory_restart(&self) {
+        self.memory_restarts.fetch_add(1, Ordering::Relaxed);
+    }
+
     pub fn info(&self) -> PoolInfo {
         let g = |a: &AtomicI64| a.load(Ordering::Relaxed).max(0) as u64;
         PoolInfo {
@@ -136,6 +154,7 @@ impl PoolStats {
             boots: self.boots.load(Ordering::Relaxed),
             crashes: self.crashes.load(Ordering::Relaxed),
             restarts: self.restarts.load(Ordering::Relaxed),
+            memory_restarts: self.memory_restarts.load(Ordering::Relaxed),
         }
     }
 }
@@ -285,10 +304,9 @@ impl Slot {
 
     /// Records what the thread's PHP heap holds from the OS (`memory_get_usage(true)`).
     pub(crate) fn record_memory(&self) {
-        // SAFETY: the calling thread is attached to PHP (slots are registered after
-        // attach_thread); the function only reads this thread's allocator globals.
-        let bytes = unsafe { zend_memory_usage(true) };
-        self.memory.store(bytes as u64, Ordering::Relaxed);
+        // Slots are registered after attach_thread, on the thread they describe.
+        self.memory
+            .store(php_memory_usage(true) as u64, Ordering::Relaxed);
     }
 }
 

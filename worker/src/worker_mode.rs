@@ -47,6 +47,64 @@ pub struct WorkerConfig {
     pub max_requests: u64,
     /// Consecutive failures to reach the request loop at start-up before giving up.
     pub max_startup_failures: u32,
+    /// The memory guard: how far a thread's PHP memory may grow above its level right
+    /// after boot before that thread's script is restarted (None: no guard).
+    pub memory_growth: Option<MemoryGrowth>,
+}
+
+/// How much a worker thread's PHP memory (`memory_get_usage()`) may grow, between the
+/// moment its script first asks for a request and the end of any later request, before
+/// the script is restarted on that thread. `max_requests` bounds a leak by count; this
+/// bounds it by what it costs, so a slow leak does not force frequent restarts and a fast
+/// one is caught early.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum MemoryGrowth {
+    Bytes(u64),
+    /// Percent of the level after boot.
+    Percent(f64),
+}
+
+impl MemoryGrowth {
+    /// `50%`, or bytes with an optional K/M/G suffix (powers of 1024, as in php.ini):
+    /// `67108864`, `64M`.
+    pub fn parse(text: &str) -> Result<MemoryGrowth, String> {
+        let t = text.trim();
+        let invalid = || {
+            format!("invalid memory growth {text:?}: expected bytes (64M) or a percentage (50%)")
+        };
+        if let Some(percent) = t.strip_suffix('%') {
+            let p: f64 = percent.trim().parse().map_err(|_| invalid())?;
+            if !(p.is_finite() && p > 0.0) {
+                return Err(invalid());
+            }
+            return Ok(MemoryGrowth::Percent(p));
+        }
+        let (digits, unit) = match t.char_indices().last() {
+            Some((i, c)) if c.is_ascii_alphabetic() => (&t[..i], c.to_ascii_uppercase()),
+            _ => (t, 'B'),
+        };
+        let shift = match unit {
+            'B' => 0,
+            'K' => 10,
+            'M' => 20,
+            'G' => 30,
+            _ => return Err(invalid()),
+        };
+        let n: u64 = digits.trim().parse().map_err(|_| invalid())?;
+        match n.checked_mul(1 << shift) {
+            Some(bytes) if bytes > 0 => Ok(MemoryGrowth::Bytes(bytes)),
+            _ => Err(invalid()),
+        }
+    }
+
+    /// The memory level that triggers a restart, for a thread that booted at `baseline`.
+    fn limit(self, baseline: usize) -> usize {
+        let growth = match self {
+            MemoryGrowth::Bytes(b) => usize::try_from(b).unwrap_or(usize::MAX),
+            MemoryGrowth::Percent(p) => (baseline as f64 * p / 100.0) as usize,
+        };
+        baseline.saturating_add(growth.max(1))
+    }
 }
 
 impl WorkerConfig {
@@ -57,6 +115,7 @@ impl WorkerConfig {
             env: Vec::new(),
             max_requests: 0,
             max_startup_failures: 5,
+            memory_growth: None,
         }
     }
 }
@@ -67,6 +126,8 @@ enum RunEnd {
     Stop,
     Restart,
     MaxRequests,
+    /// The memory guard fired: restart this thread's script only.
+    MemoryGrowth,
     /// The script ended by itself or crashed: exit(), a fatal error, or it returned.
     Ended,
 }
@@ -210,6 +271,7 @@ fn slot_main(pool: Arc<WorkerPool>, slot: usize) {
             request_arena: RefCell::new(Bump::with_capacity(16 * 1024)),
             served: Cell::new(0),
             ready: Cell::new(false),
+            memory_limit: Cell::new(usize::MAX),
             handling: Cell::new(false),
             end: Cell::new(RunEnd::Ended),
             env_cache: RefCell::new(None),
@@ -232,6 +294,10 @@ fn slot_main(pool: Arc<WorkerPool>, slot: usize) {
         observed.set_ready(false);
         match end {
             RunEnd::Restart => pool.stats.restart(),
+            RunEnd::MemoryGrowth => {
+                pool.stats.restart();
+                pool.stats.memory_restart();
+            }
             RunEnd::Ended => pool.stats.crash(),
             RunEnd::Stop | RunEnd::MaxRequests => {}
         }
@@ -242,7 +308,7 @@ fn slot_main(pool: Arc<WorkerPool>, slot: usize) {
         }
         match end {
             RunEnd::Stop | RunEnd::MaxRequests => break end,
-            RunEnd::Restart => continue,
+            RunEnd::Restart | RunEnd::MemoryGrowth => continue,
             // A script that leaves its loop and ends with status 0 restarts itself on
             // purpose (Octane's MAX_REQUESTS, FrankenPHP's worker-restart pattern): not
             // worth a warning. A non-zero status is a crash, logged above debug level as
@@ -332,6 +398,8 @@ struct WorkerThread<'a> {
     request_arena: RefCell<Bump>,
     served: Cell<u64>,
     ready: Cell<bool>,
+    /// The memory guard's trigger level, set when the script first asks for a request.
+    memory_limit: Cell<usize>,
     handling: Cell<bool>,
     end: Cell<RunEnd>,
     /// The last server env seen and that env with the worker's env merged in.
@@ -357,8 +425,25 @@ impl WorkerThread<'_> {
     fn next_job(&self) -> Option<Box<Job>> {
         if !self.ready.get() {
             self.ready.set(true);
+            if let Some(growth) = self.pool.config.memory_growth {
+                self.memory_limit
+                    .set(growth.limit(observe::php_memory_usage(false)));
+            }
             self.pool.report_ready();
             observe::set_ready(true);
+        } else if self.pool.config.memory_growth.is_some() {
+            let used = observe::php_memory_usage(false);
+            if used > self.memory_limit.get() {
+                tracing::warn!(
+                    script = %self.pool.config.script.display(),
+                    used_bytes = used,
+                    limit_bytes = self.memory_limit.get(),
+                    served = self.served.get(),
+                    "worker memory grew past --worker-memory-growth; restarting this thread's script"
+                );
+                self.end.set(RunEnd::MemoryGrowth);
+                return None;
+            }
         }
         observe::set_state(ThreadState::Idle);
         let max = self.pool.config.max_requests;
@@ -551,4 +636,55 @@ pub unsafe extern "C" fn ferrophp_fn_handle_request(
     }
     // SAFETY: return_value is this call's return slot.
     unsafe { sys::ferrophp_zval_bool(return_value, true) };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::MemoryGrowth;
+
+    #[test]
+    fn memory_growth_parses_bytes_units_and_percentages() {
+        assert_eq!(MemoryGrowth::parse("4096"), Ok(MemoryGrowth::Bytes(4096)));
+        assert_eq!(
+            MemoryGrowth::parse("64K"),
+            Ok(MemoryGrowth::Bytes(64 << 10))
+        );
+        assert_eq!(
+            MemoryGrowth::parse("64m"),
+            Ok(MemoryGrowth::Bytes(64 << 20))
+        );
+        assert_eq!(
+            MemoryGrowth::parse(" 2G "),
+            Ok(MemoryGrowth::Bytes(2 << 30))
+        );
+        assert_eq!(MemoryGrowth::parse("50%"), Ok(MemoryGrowth::Percent(50.0)));
+        assert_eq!(
+            MemoryGrowth::parse("12.5%"),
+            Ok(MemoryGrowth::Percent(12.5))
+        );
+        for bad in [
+            "",
+            "0",
+            "0%",
+            "-1",
+            "-5%",
+            "x",
+            "12Q",
+            "1.5M",
+            "NaN%",
+            "inf%",
+            "99999999999G",
+        ] {
+            assert!(MemoryGrowth::parse(bad).is_err(), "{bad:?} was accepted");
+        }
+    }
+
+    #[test]
+    fn memory_growth_limits_are_relative_to_the_boot_level() {
+        assert_eq!(MemoryGrowth::Bytes(1000).limit(5000), 6000);
+        assert_eq!(MemoryGrowth::Percent(50.0).limit(4000), 6000);
+        // Never a limit at the baseline itself, and no overflow.
+        assert_eq!(MemoryGrowth::Percent(0.0001).limit(10), 11);
+        assert_eq!(MemoryGrowth::Bytes(u64::MAX).limit(10), usize::MAX);
+    }
 }

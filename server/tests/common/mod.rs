@@ -575,3 +575,94 @@ pub fn html_unescape(s: &str) -> String {
         .replace("&gt;", ">")
         .replace("&amp;", "&")
 }
+
+/// A self-signed certificate for `localhost` and `127.0.0.1` in `dir`: (cert, key) PEM paths.
+pub fn self_signed(dir: &Path) -> (PathBuf, PathBuf) {
+    let rcgen::CertifiedKey { cert, key_pair } =
+        rcgen::generate_simple_self_signed(vec!["localhost".into(), "127.0.0.1".into()]).unwrap();
+    let cert_path = dir.join("cert.pem");
+    let key_path = dir.join("key.pem");
+    std::fs::write(&cert_path, cert.pem()).unwrap();
+    std::fs::write(&key_path, key_pair.serialize_pem()).unwrap();
+    (cert_path, key_path)
+}
+
+/// What an HTTP/2 client sees of one GET: each 1xx response with the time it took to
+/// arrive, then the final head (and its time) and body.
+pub struct H2Exchange {
+    pub informational: Vec<(http::Response<()>, Duration)>,
+    pub response: http::Response<()>,
+    pub elapsed: Duration,
+    pub body: Vec<u8>,
+}
+
+/// One GET over HTTP/2 with the h2 crate as the client, which (unlike reqwest) reports
+/// 1xx responses: h2c with prior knowledge, or TLS with ALPN `h2` trusting `tls_cert`.
+pub fn h2_get(addr: SocketAddr, tls_cert: Option<&Path>, path: &str) -> io::Result<H2Exchange> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let exchange = async {
+            let tcp = tokio::net::TcpStream::connect(addr).await?;
+            let Some(cert) = tls_cert else {
+                return h2_exchange(tcp, "http", addr, path).await;
+            };
+            let mut roots = rustls::RootCertStore::empty();
+            for cert in rustls_pemfile::certs(&mut BufReader::new(std::fs::File::open(cert)?)) {
+                roots.add(cert?).map_err(io::Error::other)?;
+            }
+            let provider = Arc::new(rustls::crypto::ring::default_provider());
+            let mut config = rustls::ClientConfig::builder_with_provider(provider)
+                .with_safe_default_protocol_versions()
+                .map_err(io::Error::other)?
+                .with_root_certificates(roots)
+                .with_no_client_auth();
+            config.alpn_protocols = vec![b"h2".to_vec()];
+            let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+            let tls = tokio_rustls::TlsConnector::from(Arc::new(config))
+                .connect(name, tcp)
+                .await?;
+            h2_exchange(tls, "https", addr, path).await
+        };
+        tokio::time::timeout(IO_TIMEOUT, exchange)
+            .await
+            .map_err(io::Error::other)?
+    })
+}
+
+async fn h2_exchange<T>(io: T, scheme: &str, addr: SocketAddr, path: &str) -> io::Result<H2Exchange>
+where
+    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let (client, connection) = h2::client::handshake(io).await.map_err(io::Error::other)?;
+    tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    let mut client = client.ready().await.map_err(io::Error::other)?;
+    let uri = format!("{scheme}://localhost:{}{path}", addr.port());
+    let request = http::Request::get(uri).body(()).unwrap();
+    let started = Instant::now();
+    let (mut response, _) = client
+        .send_request(request, true)
+        .map_err(io::Error::other)?;
+    let mut informational = Vec::new();
+    // Ready(None) once the final head is next: the 1xx responses are all in.
+    while let Some(hint) = std::future::poll_fn(|cx| response.poll_informational(cx)).await {
+        informational.push((hint.map_err(io::Error::other)?, started.elapsed()));
+    }
+    let (head, mut body) = response.await.map_err(io::Error::other)?.into_parts();
+    let elapsed = started.elapsed();
+    let mut bytes = Vec::new();
+    while let Some(chunk) = body.data().await {
+        let chunk = chunk.map_err(io::Error::other)?;
+        let _ = body.flow_control().release_capacity(chunk.len());
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(H2Exchange {
+        informational,
+        response: http::Response::from_parts(head, ()),
+        elapsed,
+        body: bytes,
+    })
+}
