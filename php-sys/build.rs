@@ -21,6 +21,7 @@ fn main() {
         "usercache.c",
         "metrics.h",
         "metrics.c",
+        "locale.c",
         "../scripts/build-php.sh",
     ] {
         println!("cargo:rerun-if-changed={f}");
@@ -173,6 +174,7 @@ fn compile_shim(includes: &[String]) {
         .file("shim.c")
         .file("usercache.c")
         .file("metrics.c")
+        .file("locale.c")
         .include(".")
         .warnings(false)
         .flag_if_supported("-std=gnu11");

@@ -140,3 +140,12 @@ bool ferrophp_worker_request_finish(void);
  * the request's uploaded files are unlinked: drops the calling thread's realpath cache
  * entries for those files. */
 int ferrophp_sapi_deactivate(void);
+
+/* locale.c: setlocale() per PHP thread. */
+/* Points PHP's setlocale() at the per-thread one (module start-up). */
+void ferrophp_locale_install(void);
+/* Gives this thread PHP's start-up locale again if a setlocale() changed it (and its own
+ * locale object on the first call). */
+void ferrophp_locale_thread_reset(void);
+/* Frees this thread's locale object (the thread's last PHP call). */
+void ferrophp_locale_thread_release(void);

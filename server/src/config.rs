@@ -24,6 +24,10 @@ pub struct ServeArgs {
     /// Number of PHP threads [default: 2 x CPUs]
     #[arg(long, env = "FERROPHP_THREADS")]
     pub threads: Option<usize>,
+    /// Stack of each PHP thread, in MiB: how deep recursion through C frames (callbacks,
+    /// magic methods) may go before memory_limit stops it [default: 512]
+    #[arg(long, env = "FERROPHP_PHP_STACK_MB", value_name = "MIB")]
+    pub php_stack_mb: Option<usize>,
     /// TLS certificate chain (PEM); enables HTTPS with HTTP/2 over ALPN.
     #[arg(
         long,
@@ -215,6 +219,7 @@ pub struct FileConfig {
     root: Option<PathBuf>,
     listen: Option<SocketAddr>,
     threads: Option<usize>,
+    php_stack_mb: Option<usize>,
     tls_cert: Option<PathBuf>,
     tls_key: Option<PathBuf>,
     max_body_size: Option<u64>,
@@ -258,6 +263,8 @@ pub struct ServeConfig {
     pub root: PathBuf,
     pub listen: SocketAddr,
     pub threads: usize,
+    /// Bytes.
+    pub php_stack_size: usize,
     pub tls: Option<(PathBuf, PathBuf)>,
     pub max_body_size: u64,
     pub max_wait: Duration,
@@ -326,6 +333,16 @@ impl ServeConfig {
             .threads
             .or(file.threads)
             .unwrap_or_else(|| 2 * std::thread::available_parallelism().map_or(1, |n| n.get()));
+        let php_stack_mb = args
+            .php_stack_mb
+            .or(file.php_stack_mb)
+            .unwrap_or(worker::DEFAULT_PHP_STACK_SIZE >> 20);
+        if php_stack_mb << 20 < worker::MIN_PHP_STACK_SIZE || php_stack_mb > 4096 {
+            return Err(format!(
+                "php_stack_mb must be between {} and 4096",
+                worker::MIN_PHP_STACK_SIZE >> 20
+            ));
+        }
         if threads == 0 {
             return Err("threads must be at least 1".into());
         }
@@ -464,6 +481,7 @@ impl ServeConfig {
                 .or(file.listen)
                 .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 8080))),
             threads,
+            php_stack_size: php_stack_mb << 20,
             tls,
             max_body_size: args.max_body_size.or(file.max_body_size).unwrap_or(1 << 30),
             max_wait: Duration::from_millis(

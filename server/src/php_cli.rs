@@ -187,6 +187,7 @@ fn start_engine(args: &Args) -> Option<Engine> {
         workers: Vec::new(),
         log_target: LogTarget::Stderr,
         cli: true,
+        ..EngineConfig::default()
     }) {
         Ok(e) => Some(e),
         Err(e) => {

@@ -269,6 +269,7 @@ async fn serve(
         workers: worker_configs,
         log_target: LogTarget::Tracing,
         cli: false,
+        php_stack_size: config.php_stack_size,
     })
     .map_err(|e| e.to_string())?;
     let control = engine.control();

@@ -22,17 +22,22 @@ mod queue;
 pub mod request;
 pub mod sapi;
 mod server_vars;
+mod stack;
 mod worker_mode;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 
+pub use pool::DEFAULT_PHP_STACK_SIZE;
 pub use request::{
     env_list, BufferSink, CgiRequest, Disconnected, ResponseHead, ResponseSink, ScriptOutcome,
     ScriptRequest,
 };
 pub use sapi::{LogTarget, CLI_SAPI_NAME, SAPI_NAME};
 pub use worker_mode::{MemoryGrowth, WorkerConfig};
+
+/// Smaller stacks than this would not even start PHP reliably.
+pub const MIN_PHP_STACK_SIZE: usize = 2 * 1024 * 1024;
 
 /// PHP version the runtime was built against.
 pub const PHP_VERSION: &str = php_sys::PHP_VERSION_STRING;
@@ -57,6 +62,9 @@ pub struct EngineConfig {
     /// that insist on the CLI run (Symfony Console, artisan, MediaWiki maintenance), and
     /// `opcache.enable_cli` applies as with `php`. Otherwise the SAPI is "ferrophp".
     pub cli: bool,
+    /// Stack size of every PHP thread, in bytes: bounds how deep recursion through C
+    /// frames may go before memory_limit stops it (docs/operating.md).
+    pub php_stack_size: usize,
 }
 
 impl Default for EngineConfig {
@@ -70,6 +78,7 @@ impl Default for EngineConfig {
             workers: Vec::new(),
             log_target: LogTarget::Tracing,
             cli: false,
+            php_stack_size: pool::DEFAULT_PHP_STACK_SIZE,
         }
     }
 }
@@ -179,12 +188,14 @@ impl Engine {
             cli: config.cli,
         };
         let threads = config.threads.max(1);
+        // Before the first PHP thread (php-main) is spawned; the engine starts once.
+        pool::set_php_stack_size(config.php_stack_size.max(MIN_PHP_STACK_SIZE));
         let worker_configs = config.workers.clone();
         let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Ready>();
         let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
         let main = std::thread::Builder::new()
             .name("php-main".into())
-            .stack_size(pool::PHP_THREAD_STACK_SIZE)
+            .stack_size(pool::php_stack_size())
             .spawn(move || {
                 let module = match sapi::engine_startup(&settings) {
                     Ok(module) => module,

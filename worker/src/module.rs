@@ -15,6 +15,9 @@ use php_sys as sys;
 pub extern "C" fn ferrophp_module_minit(_type: c_int, module_number: c_int) -> sys::zend_result {
     crate::cache::module_startup(module_number);
     crate::env::install();
+    // SAFETY: MINIT, on the thread that owns the global function table; no PHP thread
+    // has copied it yet.
+    unsafe { sys::ferrophp_locale_install() };
     crate::metrics::module_startup();
     // frankenphp_log() levels (FrankenPHP's slog levels).
     for (name, value) in [
@@ -59,6 +62,8 @@ pub extern "C" fn ferrophp_module_rshutdown(
 ) -> sys::zend_result {
     crate::cache::request_shutdown();
     crate::env::reset();
+    // SAFETY: a PHP thread at the end of its engine request; only its own locale changes.
+    unsafe { sys::ferrophp_locale_thread_reset() };
     sys::ZEND_RESULT_CODE_SUCCESS
 }
 

@@ -6,6 +6,7 @@
 
 use std::thread::JoinHandle;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use crate::observe::{self, PoolStats, ThreadState};
@@ -13,9 +14,24 @@ use crate::queue::JobQueue;
 use crate::request::{ScriptOutcome, ScriptRequest};
 use crate::sapi;
 
-/// PHP 8.2 has no stack-overflow guard: deep recursion must hit memory_limit or a
-/// generous stack, never a guard page of a small one.
-pub const PHP_THREAD_STACK_SIZE: usize = 16 * 1024 * 1024;
+/// PHP 8.2 has no stack-overflow guard: recursion that nests C frames (a callback of
+/// `array_map`, `usort`, `__toString`...) must reach memory_limit before the end of the
+/// stack, where a guard page kills the whole process. Default size: see
+/// docs/operating.md ("Deep recursion"). The stack is reserved address space; only the
+/// pages a recursion touches take memory.
+pub const DEFAULT_PHP_STACK_SIZE: usize = 512 * 1024 * 1024;
+
+static PHP_STACK_SIZE: AtomicUsize = AtomicUsize::new(DEFAULT_PHP_STACK_SIZE);
+
+/// The stack size PHP threads are spawned with (`EngineConfig::php_stack_size`).
+pub(crate) fn php_stack_size() -> usize {
+    PHP_STACK_SIZE.load(Ordering::Relaxed)
+}
+
+/// Set once by `Engine::start`, before any PHP thread exists.
+pub(crate) fn set_php_stack_size(bytes: usize) {
+    PHP_STACK_SIZE.store(bytes, Ordering::Relaxed);
+}
 
 /// A unit of work for a PHP thread.
 pub(crate) struct Job {
@@ -40,7 +56,7 @@ impl ThreadPool {
             let stats = stats.clone();
             let handle = std::thread::Builder::new()
                 .name(format!("php-{i}"))
-                .stack_size(PHP_THREAD_STACK_SIZE)
+                .stack_size(php_stack_size())
                 .spawn(move || thread_main(&queue, &stats))?;
             threads.push(handle);
         }
@@ -80,6 +96,7 @@ fn thread_main(jobs: &JobQueue, stats: &Arc<PoolStats>) {
         slot.end();
         arena.reset();
         let _ = job.done.send(outcome);
+        crate::stack::release_deep_pages();
     }
     drop(slot);
     sapi::detach_thread();

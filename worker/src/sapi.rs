@@ -7,7 +7,7 @@
 //! (including `php_request_shutdown`, since `$_SERVER` may be built lazily).
 
 use std::cell::{Cell, RefCell};
-use std::ffi::{c_char, c_int, c_void, CStr, CString};
+use std::ffi::{c_char, c_int, c_short, c_void, CStr, CString};
 use std::io::Read;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -157,15 +157,28 @@ pub(crate) fn engine_shutdown(module: StartedModule) {
     }
 }
 
-/// Gives the calling (new) thread its own TSRM context, for its whole life.
+/// Gives the calling (new) thread its own TSRM context, for its whole life, and its own
+/// umask, working directory and locale: PHP's `umask()`, `chdir()` and `setlocale()` act
+/// on process-wide state that one request must not change under the others.
 pub(crate) fn attach_thread() {
+    // SAFETY: unshare(CLONE_FS) only detaches this thread's umask, cwd and root from the
+    // rest of the process (each starts as a copy); no pointer is involved. On failure
+    // (a seccomp filter, say) the thread keeps sharing them, as before.
+    if unsafe { libc::unshare(libc::CLONE_FS) } != 0 {
+        tracing::warn!(
+            "unshare(CLONE_FS) failed ({}): umask() in one request affects the others",
+            std::io::Error::last_os_error()
+        );
+    }
     // SAFETY: the engine is started (threads are spawned after engine_startup) and this
-    // thread has no context yet; ts_resource_ex(0, NULL) allocates one for it.
+    // thread has no context yet; ts_resource_ex(0, NULL) allocates one for it. The locale
+    // reset makes this thread's own locale object (and updates PHP's view of it).
     unsafe {
         sys::ts_resource_ex(0, std::ptr::null_mut());
         sys::ferrophp_thread_started();
-        sys::zend_update_current_locale();
+        sys::ferrophp_locale_thread_reset();
     }
+    crate::stack::remember_bounds();
 }
 
 /// Whether the shim's `$_COOKIE`/`$_GET` fast path could be installed at start-up (it
@@ -178,13 +191,15 @@ pub(crate) fn detach_thread() {
     // SAFETY: this thread attached with attach_thread and runs no request now; the
     // execution timer run_script kept alive is this thread's own, deleted once; the
     // persistent list is this thread's own and its destructors run outside a request
-    // anyway (at module shutdown, normally).
+    // anyway (at module shutdown, normally); so is the locale object, unused once the
+    // thread's PHP context is gone.
     unsafe {
         sys::ferrophp_execution_timer_release();
         // Persistent connections close before TSRM frees module globals their
         // destructors use (pgsql's would write into freed memory).
         sys::ferrophp_persistent_list_release();
         sys::ts_free_thread();
+        sys::ferrophp_locale_thread_release();
     }
 }
 
@@ -202,6 +217,9 @@ pub(crate) struct RequestContext<'a> {
     /// Served by a worker script: `$_SERVER['FRANKENPHP_WORKER']` is set.
     pub(crate) worker_request: bool,
     disconnected: Cell<bool>,
+    /// The script (or the worker's handler) has started: before that, PHP is still
+    /// reading the body at request start-up.
+    script_started: Cell<bool>,
     /// `fastcgi_finish_request()` ended the response; output is now discarded.
     pub(crate) finished: Cell<bool>,
     started_at: f64,
@@ -227,6 +245,17 @@ impl RequestContext<'_> {
     }
 
     /// Delivers everything buffered and ends the client's response.
+    /// Called when the script (or handler) is about to start: false when the body broke
+    /// off during start-up and the script must not run, as if the abort that was held back
+    /// then (see on_read_post) had ended it; a script that ignores user aborts runs, and
+    /// sees `connection_aborted()`.
+    pub(crate) fn start_script(&self) -> bool {
+        self.script_started.set(true);
+        // SAFETY: on a PHP thread inside a request; PG is this thread's.
+        let ignore_user_abort = unsafe { (*sys::ferrophp_core_globals()).ignore_user_abort };
+        !self.disconnected.get() || ignore_user_abort
+    }
+
     pub(crate) fn finish_response(&self) {
         self.sink.borrow_mut().finish();
         self.finished.set(true);
@@ -363,6 +392,7 @@ impl<'a> PreparedRequest<'a> {
             import_environment,
             worker_request: false,
             disconnected: Cell::new(false),
+            script_started: Cell::new(false),
             finished: Cell::new(false),
             started_at: SystemTime::now()
                 .duration_since(UNIX_EPOCH)
@@ -471,20 +501,22 @@ pub(crate) fn run_script(request: ScriptRequest, arena: &Bump) -> ScriptOutcome 
         if prepared.define_std_streams {
             define_std_stream_constants();
         }
-        outcome = match prepared.router {
-            Some(router) => {
-                let (routed, declined) = execute_router(router);
-                match declined {
-                    false => routed,
-                    true if router == prepared.script_filename() => {
-                        prepared.ctx.sink.borrow_mut().declined();
-                        routed
+        if prepared.ctx.start_script() {
+            outcome = match prepared.router {
+                Some(router) => {
+                    let (routed, declined) = execute_router(router);
+                    match declined {
+                        false => routed,
+                        true if router == prepared.script_filename() => {
+                            prepared.ctx.sink.borrow_mut().declined();
+                            routed
+                        }
+                        true => execute_file(prepared.script_filename()),
                     }
-                    true => execute_file(prepared.script_filename()),
                 }
-            }
-            None => execute_file(prepared.script_filename()),
-        };
+                None => execute_file(prepared.script_filename()),
+            };
+        }
         // SAFETY: a request is active on this thread; php_request_shutdown guards itself
         // with zend_try internally. The shim hides EG(pid) from shutdown_executor so the
         // thread's execution timer survives for the next request (disarmed by
@@ -757,7 +789,20 @@ unsafe extern "C" fn on_read_post(buffer: *mut c_char, count: usize) -> usize {
         // truncated body must never look complete to the script. Returning the bytes read
         // so far would not do: PHP takes a short read as the end of the body.
         ctx.disconnected.set(true);
-        client_gone();
+        if ctx.script_started.get() {
+            client_gone();
+        } else {
+            // PHP's POST handlers are reading the body at request start-up: a bailout
+            // now would skip their clean-up (rfc1867 registers an upload's temp file, to
+            // be deleted at request end, only once the file is complete; the file and its
+            // descriptor would be left behind). They see the end of the body instead, and
+            // the script is not started (body_broke_off).
+            // SAFETY: on a PHP thread inside a request; PG is this thread's.
+            unsafe {
+                (*sys::ferrophp_core_globals()).connection_status |=
+                    sys::PHP_CONNECTION_ABORTED as c_short
+            };
+        }
         return 0;
     }
     filled

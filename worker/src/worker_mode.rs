@@ -27,7 +27,7 @@ use php_sys as sys;
 
 use crate::observe::{self, ThreadState};
 use crate::php;
-use crate::pool::{Job, PHP_THREAD_STACK_SIZE};
+use crate::pool::{php_stack_size, Job};
 use crate::queue::{JobQueue, Next};
 use crate::request::{
     CgiRequest, Disconnected, ResponseHead, ResponseSink, ScriptOutcome, ScriptRequest,
@@ -245,7 +245,7 @@ fn spawn_slot(pool: Arc<WorkerPool>, slot: usize) -> std::io::Result<()> {
     let name = format!("php-worker-{slot}");
     let handle = std::thread::Builder::new()
         .name(name)
-        .stack_size(PHP_THREAD_STACK_SIZE)
+        .stack_size(php_stack_size())
         .spawn({
             let pool = pool.clone();
             move || slot_main(pool, slot)
@@ -287,6 +287,7 @@ fn slot_main(pool: Arc<WorkerPool>, slot: usize) {
         unsafe { (*sys::ferrophp_core_globals()).ignore_user_abort = true };
         let outcome = sapi::run_script(boot_request(&pool.config), &boot_arena);
         CURRENT.with(|c| c.set(std::ptr::null()));
+        crate::stack::release_deep_pages();
         let reached_loop = thread.ready.get();
         let end = thread.end.get();
         drop(thread);
@@ -533,7 +534,7 @@ impl WorkerThread<'_> {
         php::reset_exit_status();
 
         let mut ends_script = release_bailed || unsafe { sys::ferrophp_worker_request_startup() };
-        if !ends_script {
+        if !ends_script && prepared.ctx.start_script() {
             ends_script = unsafe { sys::ferrophp_try_call(fci, fcc) };
         }
         if !ends_script && php::has_exception() {
@@ -569,6 +570,8 @@ impl WorkerThread<'_> {
             not_found: false,
         });
         crate::cache::on_request_end();
+        // The handler has returned: nothing of it is left below this frame.
+        crate::stack::release_deep_pages();
         ends_script || flush_bailed || shutdown_bailed || finish_bailed
     }
 }

@@ -1,0 +1,2 @@
+<?php
+return 'included from next to cwd.php';
