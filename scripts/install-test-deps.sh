@@ -3,7 +3,9 @@
 # php8.2-fpm (the baseline), DokuWiki and MediaWiki (real apps served in tests; MediaWiki
 # caches through apcu_* when it exists), wrk and valgrind, Symfony and Laravel 8
 # (Octane's worker contract, server/tests/frankenphp_octane.rs), and MariaDB,
-# PostgreSQL, WordPress (with a classic theme) and Adminer for the database tests.
+# PostgreSQL, WordPress (with a classic theme) and Adminer for the database tests,
+# redis-server (the shipped phpredis, release.rs), locales (localedef builds the test
+# locale, isolation_faults.rs) and openssl (s_client probes the TLS policy).
 # Idempotent; quick when everything is present. Services are not started here: tests
 # start their own instances on loopback.
 set -euo pipefail
@@ -17,7 +19,8 @@ PACKAGES=(nginx php8.2-fpm php8.2-xml dokuwiki mediawiki wrk valgrind
   php-symfony-http-kernel php-symfony-runtime php-symfony-routing php-symfony-http-foundation
   php-symfony-event-dispatcher php-symfony-error-handler
   php-symfony-cache composer php-laravel-framework docker-compose
-  mariadb-server mariadb-client postgresql wordpress wordpress-theme-twentytwentyone adminer)
+  mariadb-server mariadb-client postgresql wordpress wordpress-theme-twentytwentyone adminer
+  redis-server locales openssl)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

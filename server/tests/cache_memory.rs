@@ -92,6 +92,9 @@ fn randomised_roundtrip_under_valgrind() {
             "memory_limit=1G",
             "-d",
             "opcache.enable_cli=0",
+            // apcu_* are off under the "cli" SAPI unless asked for, as with APCu.
+            "-d",
+            "apc.enable_cli=1",
         ])
         .arg(cache_script("roundtrip.php"))
         .args(["7", &secs.to_string()])

@@ -74,7 +74,9 @@ fn announced_delays(server: &Server) -> Vec<u64> {
 
 #[test]
 fn a_stack_overflow_kills_the_server_and_the_supervisor_starts_a_new_one() {
-    let server = start(&[]);
+    // The default 512 MiB stacks let memory_limit stop this recursion first (a 500, see
+    // isolation_faults.rs); an 8 MiB stack overflows, as a crashing extension would.
+    let server = start(&["--php-stack-mb", "8"]);
     let first = server_pid(&server);
     assert_ne!(first, server.pid(), "PHP must not run in the supervisor");
 
