@@ -388,7 +388,7 @@ fn start(
             .arg(root)
             .args(["--threads", &options.threads.to_string()]);
             for kv in ini {
-                cmd.args(["-d", kv]);
+                cmd.args(["-d", kv.as_str()]);
             }
             if system == System::FerrophpWorker {
                 cmd.arg("--worker").arg(format!(
@@ -438,7 +438,7 @@ fn start(
                     cmd.args(parts);
                     if program.contains("php-fpm") {
                         for kv in ini {
-                            cmd.args(["-d", kv]);
+                            cmd.args(["-d", kv.as_str()]);
                         }
                     }
                     cmd
