@@ -53,6 +53,14 @@ RUN if [ -z "$PREBUILT" ]; then \
 # PHP first, in its own layer: it changes far less often than the rest of the sources.
 COPY scripts/build-php.sh /src/scripts/build-php.sh
 RUN if [ -z "$PREBUILT" ]; then /src/scripts/build-php.sh; fi
+# Certificate authorities the build machine trusts beyond Debian's (a TLS-inspecting proxy's,
+# say), for cargo's HTTPS downloads; docker/build-image.sh passes them. Declared here, late,
+# so a change does not invalidate the layers above.
+ARG EXTRA_CA_CERTS=
+RUN if [ -z "$PREBUILT" ] && [ -n "$EXTRA_CA_CERTS" ]; then \
+      printf '%s\n' "$EXTRA_CA_CERTS" >/usr/local/share/ca-certificates/build-extra.crt \
+      && update-ca-certificates >/dev/null; \
+    fi
 COPY . /src
 WORKDIR /src
 RUN set -e; \

@@ -30,6 +30,10 @@ if [[ -n $sources && $sources != *"Types:"* ]]; then
 else
   args+=(--build-arg "APT_SOURCES=$sources")
 fi
+# Local certificate authorities (update-ca-certificates' extra directory), e.g. a
+# TLS-inspecting proxy's, without which cargo cannot reach its registry from the builder.
+extra_ca=$(cat /usr/local/share/ca-certificates/*.crt 2>/dev/null || true)
+[[ -n $extra_ca ]] && args+=(--build-arg "EXTRA_CA_CERTS=$extra_ca")
 cargo_config=${CARGO_HOME:-$HOME/.cargo}/config.toml
 [[ -f $cargo_config ]] && args+=(--build-arg "CARGO_CONFIG=$(cat "$cargo_config")")
 for var in http_proxy https_proxy no_proxy HTTP_PROXY HTTPS_PROXY NO_PROXY; do

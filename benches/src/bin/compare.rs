@@ -241,7 +241,10 @@ fn main() {
     std::fs::write(out.join("benchmarks.json"), &json).unwrap();
     std::fs::write(out.join("benchmarks.md"), report.markdown(&json)).unwrap();
     println!("{}", report.summary_table());
-    eprintln!("wrote benchmarks.md and benchmarks.json in {}", out.display());
+    eprintln!(
+        "wrote benchmarks.md and benchmarks.json in {}",
+        out.display()
+    );
 }
 
 fn parse_args() -> Options {
@@ -307,7 +310,10 @@ fn prepare_sessions(scratch: &Path, workload: &str, files: usize) -> PathBuf {
     let dir = scratch.join(format!("sessions-{workload}"));
     std::fs::create_dir_all(&dir).unwrap();
     let mtime = std::time::SystemTime::now() - Duration::from_secs(600);
-    eprintln!("{workload}: creating {files} session files in {}", dir.display());
+    eprintln!(
+        "{workload}: creating {files} session files in {}",
+        dir.display()
+    );
     for i in 0..files {
         let file = std::fs::File::create(dir.join(format!("sess_pre{i:08}"))).unwrap();
         (&file).write_all(b"n|i:1;").unwrap();
@@ -441,8 +447,7 @@ fn start(
                             cmd.args(["-d", kv.as_str()]);
                         }
                     }
-                    cmd
-                        .stdout(quiet())
+                    cmd.stdout(quiet())
                         .stderr(quiet())
                         .spawn()
                         .expect("baseline process starts")
