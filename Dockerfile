@@ -1,20 +1,79 @@
 # ferrophp base image: the release tree on a bare Debian 12, running as a non-root user.
 #
-#   scripts/release.sh && scripts/docker-base-image.sh && docker build -t ferrophp .
-#   docker run -p 8080:80 ferrophp                       # serves /app/public
+#   docker/build-image.sh                   # full build: compiles PHP and ferrophp inside
+#   docker/build-image.sh --prebuilt        # fast: takes dist/ from scripts/release.sh
+#   docker run -p 8080:80 ferrophp          # serves /app/public
 #
-# The base is a debootstrap minbase of bookworm imported by scripts/docker-base-image.sh
-# (no registry to pull from). The first stage takes the tarball scripts/release.sh built
-# with the same PHP build script (scripts/build-php.sh) rather than compiling inside the
-# image: the Rust toolchain ferrophp needs cannot be installed in an image here (Debian
-# 12's rustc is too old, and nothing else can be downloaded).
+# Two stages. The builder (stage `release`) is the same Debian 12 minbase with the build
+# dependencies and Debian's own Rust toolchain (rustc-web/cargo-web 1.96 from
+# bookworm-security); it runs scripts/build-php.sh and scripts/release.sh exactly as on a
+# developer machine, PECL apcu/igbinary/redis included. The runtime stage holds only the unpacked release tree.
+#
+# PREBUILT=1 skips the compilers and unpacks dist/ferrophp-*-linux-x86_64.tar.gz from the
+# build context instead, so tests and CI do not spend an hour compiling on small machines.
+# (The classic builder runs every stage, so the choice is an argument inside one builder
+# stage rather than two stages.)
+#
+# APT_SOURCES (deb822 text, with deb-src; or APT_SOURCES_LIST, one-line sources.list form)
+# and CARGO_CONFIG (a cargo config.toml) carry the build machine's own package sources and
+# registry settings into the builder, so nothing here names a mirror;
+# docker/build-image.sh fills them from the host. http_proxy and https_proxy are Docker's
+# predefined build arguments and pass through as well.
 ARG BASE=ferrophp/debian:bookworm-minbase
 
 FROM ${BASE} AS release
-COPY dist/ferrophp-*-linux-x86_64.tar.gz /tmp/
-RUN mkdir -p /opt/ferrophp \
- && tar -xzf /tmp/ferrophp-*-linux-x86_64.tar.gz -C /opt/ferrophp --strip-components=1 \
- && /opt/ferrophp/ferrophp --version
+ARG PREBUILT=
+ARG APT_SOURCES=
+ARG APT_SOURCES_LIST=
+ARG CARGO_CONFIG=
+ENV DEBIAN_FRONTEND=noninteractive
+# What the bare base system holds, before anything is installed: release.sh bundles every
+# library the tree needs beyond it.
+RUN find /usr/lib/x86_64-linux-gnu /lib/x86_64-linux-gnu -maxdepth 1 -name 'lib*.so*' \
+      -printf '%f\n' 2>/dev/null | sort -u >/base-libs.txt
+RUN if [ -z "$PREBUILT" ]; then \
+      set -e; \
+      if [ -n "$APT_SOURCES" ]; then \
+        rm -f /etc/apt/sources.list && printf '%s\n' "$APT_SOURCES" >/etc/apt/sources.list.d/build.sources; \
+      fi; \
+      if [ -n "$APT_SOURCES_LIST" ]; then printf '%s\n' "$APT_SOURCES_LIST" >/etc/apt/sources.list; fi; \
+      if [ -n "$CARGO_CONFIG" ]; then \
+        mkdir -p /root/.cargo && printf '%s\n' "$CARGO_CONFIG" >/root/.cargo/config.toml; \
+      fi; \
+      apt-get update -qq; \
+      apt-get install -y -qq --no-install-recommends rustc-web cargo-web \
+        libclang-dev clang pkg-config valgrind curl ca-certificates patchelf \
+        build-essential bison re2c autoconf libxml2-dev libsqlite3-dev zlib1g-dev \
+        libonig-dev libssl-dev libcurl4-openssl-dev libicu-dev dpkg-dev xz-utils \
+        libpq-dev libpng-dev libjpeg-dev libfreetype-dev libwebp-dev libzip-dev \
+        libsodium-dev libgmp-dev libbz2-dev libxslt1-dev libedit-dev \
+        liblz4-dev libzstd-dev >/dev/null; \
+      rustc --version; cargo --version; \
+    fi
+# PHP first, in its own layer: it changes far less often than the rest of the sources.
+COPY scripts/build-php.sh /src/scripts/build-php.sh
+RUN if [ -z "$PREBUILT" ]; then /src/scripts/build-php.sh; fi
+# Certificate authorities the build machine trusts beyond Debian's (a TLS-inspecting proxy's,
+# say), for cargo's HTTPS downloads; docker/build-image.sh passes them. Declared here, late,
+# so a change does not invalidate the layers above.
+ARG EXTRA_CA_CERTS=
+RUN if [ -z "$PREBUILT" ] && [ -n "$EXTRA_CA_CERTS" ]; then \
+      printf '%s\n' "$EXTRA_CA_CERTS" >/usr/local/share/ca-certificates/build-extra.crt \
+      && update-ca-certificates >/dev/null; \
+    fi
+COPY . /src
+WORKDIR /src
+RUN set -e; \
+    if [ -z "$PREBUILT" ]; then \
+      rm -rf dist target; \
+      FERROPHP_BASE_LIBS=/base-libs.txt scripts/release.sh >/tmp/tarball; \
+      tarball=$(cat /tmp/tarball); \
+    else \
+      tarball=$(ls dist/ferrophp-*-linux-x86_64.tar.gz | head -1); \
+    fi; \
+    mkdir -p /opt/ferrophp; \
+    tar -xzf "$tarball" -C /opt/ferrophp --strip-components=1; \
+    /opt/ferrophp/ferrophp --version
 
 FROM ${BASE}
 COPY --from=release /opt/ferrophp /opt/ferrophp

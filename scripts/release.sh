@@ -6,7 +6,8 @@
 #   php.ini, conf.d/         php.ini-production with our defaults; OPcache on
 #   lib/libphp.so            ZTS libphp, and every shared library it needs that a
 #   lib/*.so.*               Debian 12 base system (Priority: required) lacks
-#   lib/php/extensions/...   opcache.so (and extensions you build with bin/phpize)
+#   lib/php/extensions/...   opcache.so; apcu.so, igbinary.so, redis.so (PECL, built by
+#                            scripts/build-pecl.sh, OFF: commented conf.d/*.ini)
 #   lib/php/build, include/  what phpize needs
 #   bin/php-config, phpize   relocatable: they find the tree from their own path
 #   README.md
@@ -61,13 +62,22 @@ for script in php-config phpize; do
   chmod +x "$TREE/bin/$script"
 done
 
+# PECL apcu, igbinary, redis, built with the tree's own phpize (cached).
+scripts/build-pecl.sh "$TREE"
+
 # Bundle every library that a Debian 12 base system (debootstrap minbase, made once by
-# scripts/debian-rootfs.sh) lacks; take the rest from the system.
-ROOTFS=$(scripts/debian-rootfs.sh)
-base_libs=$(find "$ROOTFS/usr/lib/x86_64-linux-gnu" "$ROOTFS/lib/x86_64-linux-gnu" \
-  -maxdepth 1 -name 'lib*.so*' -printf '%f\n' 2>/dev/null | sort -u)
+# scripts/debian-rootfs.sh) lacks; take the rest from the system. FERROPHP_BASE_LIBS
+# names a file listing that base system's libraries instead (the Docker builder, which
+# is itself that base system, writes it before installing anything).
+if [[ -n ${FERROPHP_BASE_LIBS:-} ]]; then
+  base_libs=$(sort -u "$FERROPHP_BASE_LIBS")
+else
+  ROOTFS=$(scripts/debian-rootfs.sh)
+  base_libs=$(find "$ROOTFS/usr/lib/x86_64-linux-gnu" "$ROOTFS/lib/x86_64-linux-gnu" \
+    -maxdepth 1 -name 'lib*.so*' -printf '%f\n' 2>/dev/null | sort -u)
+fi
 : >"$TREE/lib/SYSTEM-LIBRARIES.txt"
-ldd "$TREE/lib/libphp.so" "$TREE/ferrophp" | awk '/=> \//{print $1, $3}' | sort -u | while read -r soname path; do
+ldd "$TREE/lib/libphp.so" "$TREE/ferrophp" "$TREE"/lib/php/extensions/*/*.so | awk '/=> \//{print $1, $3}' | sort -u | while read -r soname path; do
   [[ $soname == libphp.so ]] && continue
   if grep -qxF "$soname" <<<"$base_libs"; then
     echo "$soname" >>"$TREE/lib/SYSTEM-LIBRARIES.txt"
@@ -96,7 +106,11 @@ Debian 12 (x86_64); the libraries it needs beyond a base system are in \`lib/\`
 
 PHP configuration: \`php.ini\` next to the binary (PHP's production defaults), \`conf.d/\`
 (or \`PHP_INI_SCAN_DIR\`), \`PHPRC\`, \`--php-ini FILE\`, and \`-d key=value\`.
-Extensions: \`bin/phpize && ./configure --with-php-config=\$PWD/bin/php-config && make\`,
+Shipped but off: APCu, igbinary and redis (PECL) in \`lib/php/extensions/*/\`; uncomment
+the \`extension=\` line in \`conf.d/20-apcu.ini\`, \`20-igbinary.ini\`, \`30-redis.ini\` (redis
+needs igbinary), or pass \`-d extension=NAME\`. The real APCu replaces ferrophp's built-in
+\`apcu_*\` layer (one cache per process either way).
+Other extensions: \`bin/phpize && ./configure --with-php-config=\$PWD/bin/php-config && make\`,
 copy the \`.so\` into \`lib/php/extensions/*/\` and add \`extension=NAME\` to \`conf.d/\`.
 EOF
 

@@ -171,6 +171,8 @@ fn rolling_restart_behind_the_balancer_fails_no_request() {
         .args([
             "build",
             "-q",
+            "--build-arg",
+            "PREBUILT=1",
             "--target",
             "release",
             "-t",
@@ -179,7 +181,15 @@ fn rolling_restart_behind_the_balancer_fails_no_request() {
         ])
         .current_dir(repo()));
     run(Command::new("docker")
-        .args(["build", "-q", "-t", &project.app_image, "."])
+        .args([
+            "build",
+            "-q",
+            "--build-arg",
+            "PREBUILT=1",
+            "-t",
+            &project.app_image,
+            ".",
+        ])
         .current_dir(repo()));
     project.compose(&["build", "-q", "lb"]);
     project.compose(&["up", "-d"]);

@@ -108,7 +108,17 @@ fn base_image_builds_serves_restarts_and_drains() {
         containers: Vec::new(),
         images: vec![app_image.clone(), image.clone()],
     };
-    docker(&["build", "-q", "-t", &image, "."]);
+    // The fast path of the Dockerfile: the release tarball above instead of compiling in
+    // the builder (that path is proved once by hand, docs/operating.md).
+    docker(&[
+        "build",
+        "-q",
+        "--build-arg",
+        "PREBUILT=1",
+        "-t",
+        &image,
+        ".",
+    ]);
 
     // The demo app, classic mode, published on loopback only.
     let name = format!("ferrophp-test-{id}");

@@ -4,14 +4,20 @@
 //! environment and nothing loaded from the build cache: php.ini and conf.d next to the
 //! binary, OPcache on, a classic page and a worker page served, every library resolved,
 //! the tree running inside a bare Debian 12 base system (chroot into a debootstrap
-//! minbase), and an extension (APCu) built with the tree's own phpize and loaded.
+//! minbase), and the PECL loadables the tree ships (APCu, igbinary, redis, built by
+//! scripts/build-pecl.sh with the tree's own phpize): off by default, each loaded with
+//! `-d extension=` in php-cli and in the server in classic and worker mode, doing one real
+//! thing (redis against a real redis-server this test starts on a private unix socket,
+//! one connection kept by a worker across its requests),
+//! and the real APCu replacing the built-in `apcu_*` layer when a user enables it.
 
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::Duration;
 
-use common::Server;
+use common::{wait_until, Server};
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -172,6 +178,11 @@ fn moved_tree_finds_its_own_php_ini_conf_d_and_extensions() {
 /// Serves a site of two pages from the tree's own binary: `page.php` classic, and
 /// `worker.php` as a one-thread worker whose handler runs `handler_body`.
 fn serve_site(tree: &Tree, page: &str, handler_body: &str) -> Server {
+    serve_site_with(tree, page, handler_body, &[])
+}
+
+/// [`serve_site`] with more `ferrophp serve` arguments (`-d extension=...`).
+fn serve_site_with(tree: &Tree, page: &str, handler_body: &str, extra: &[&str]) -> Server {
     let site = tree.root.join("site");
     std::fs::create_dir_all(&site).unwrap();
     std::fs::write(site.join("page.php"), format!("<?php {page}")).unwrap();
@@ -181,10 +192,12 @@ fn serve_site(tree: &Tree, page: &str, handler_body: &str) -> Server {
     )
     .unwrap();
     let spec = format!("{},1", site.join("worker.php").display());
+    let mut args = vec!["--worker", spec.as_str()];
+    args.extend_from_slice(extra);
     Server::start_binary(
         &tree.root.join("ferrophp"),
         &site,
-        &["--worker", &spec],
+        &args,
         &[("LD_LIBRARY_PATH", "")],
     )
 }
@@ -258,65 +271,247 @@ fn every_library_resolves_and_the_tree_runs_on_a_bare_debian_12() {
     assert_eq!(v["opcache"], true, "{v}");
 }
 
+/// The extension dir of a tree, from its own php-config.
+fn extension_dir(tree: &Path) -> PathBuf {
+    let out = run(Command::new(tree.join("bin/php-config")).arg("--extension-dir"));
+    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
+}
+
+/// Runs `code` with the tree's `ferrophp php-cli` and the given `-d` settings.
+fn php_cli(tree: &Path, ini: &[&str], code: &str) -> String {
+    let script = tree.join("cli-snippet.php");
+    std::fs::write(&script, format!("<?php {code}")).unwrap();
+    let mut cmd = Command::new(tree.join("ferrophp"));
+    cmd.arg("php-cli");
+    for kv in ini {
+        cmd.args(["-d", kv]);
+    }
+    String::from_utf8(run(cmd.arg(&script)).stdout).unwrap()
+}
+
+const PECL: [&str; 3] = ["apcu", "igbinary", "redis"];
+
 #[test]
-fn apcu_builds_with_the_trees_phpize_and_loads_in_classic_and_worker_mode() {
+fn pecl_extensions_ship_in_the_tree_and_are_off_by_default() {
     let tree = unpack_and_move();
-    let src = String::from_utf8(
-        run(Command::new("bash")
-            .arg(repo().join("scripts/apcu-suite.sh"))
-            .arg("source"))
-        .stdout,
-    )
-    .unwrap()
-    .trim()
-    .to_owned();
-    let build = tempfile::tempdir().unwrap();
-    run(Command::new("cp")
-        .arg("-a")
-        .arg(format!("{src}/."))
-        .arg(build.path()));
-    let bin = tree.root.join("bin");
-    run(Command::new(bin.join("phpize")).current_dir(build.path()));
-    run(Command::new("./configure")
-        .arg(format!(
-            "--with-php-config={}",
-            bin.join("php-config").display()
-        ))
-        .current_dir(build.path()));
-    run(Command::new("make")
-        .arg(format!(
-            "-j{}",
-            std::thread::available_parallelism().map_or(2, |n| n.get())
-        ))
-        .current_dir(build.path()));
-    let ext_dir =
-        String::from_utf8(run(Command::new(bin.join("php-config")).arg("--extension-dir")).stdout)
+    let ext_dir = extension_dir(&tree.root);
+    assert!(ext_dir.starts_with(&tree.root), "{}", ext_dir.display());
+    for name in PECL {
+        assert!(
+            ext_dir.join(format!("{name}.so")).is_file(),
+            "{name}.so is not in {}",
+            ext_dir.display()
+        );
+        // Each has a conf.d ini that documents it, with its extension= line commented out.
+        let ini = std::fs::read_dir(tree.root.join("conf.d"))
             .unwrap()
-            .trim()
-            .to_owned();
-    assert!(
-        ext_dir.starts_with(&*tree.root.to_string_lossy()),
-        "{ext_dir}"
+            .map(|e| e.unwrap().path())
+            .find(|p| p.to_string_lossy().ends_with(&format!("-{name}.ini")))
+            .unwrap_or_else(|| panic!("no conf.d ini for {name}"));
+        let text = std::fs::read_to_string(&ini).unwrap();
+        assert!(text.contains(&format!(";extension={name}")), "{text}");
+        assert!(
+            !text
+                .lines()
+                .any(|l| l.trim_start().starts_with("extension")),
+            "{name} is enabled by {}",
+            ini.display()
+        );
+    }
+    let loaded = php_cli(
+        &tree.root,
+        &[],
+        "echo json_encode(array_map('extension_loaded', ['apcu', 'igbinary', 'redis'])), \
+         function_exists('apcu_fetch') ? ' layer' : ' none';",
     );
-    std::fs::copy(
-        build.path().join("modules/apcu.so"),
-        Path::new(&ext_dir).join("apcu.so"),
-    )
-    .unwrap();
-    std::fs::write(
-        tree.root.join("conf.d/20-apcu.ini"),
-        "extension=apcu\napc.enable_cli=1\n",
-    )
-    .unwrap();
+    assert_eq!(loaded, "[false,false,false] layer");
+}
 
-    let v = probe(&tree.root, &[]);
-    assert!(v["apcu"].is_string(), "the real APCu is loaded: {v}");
-    assert_eq!(v["apcu_fetch"], serde_json::json!([1, 2]), "{v}");
+const IGBINARY_ROUND_TRIP: &str = r#"
+$v = ['a' => 1, 'b' => [1.5, true, null, "x\0y"], 'o' => new ArrayObject([1, 2])];
+$s = igbinary_serialize($v);
+echo phpversion('igbinary'), ' ', bin2hex(substr($s, 0, 4)), ' ',
+    igbinary_unserialize($s) == $v ? 'same' : 'different', ' ', strlen($s) < strlen(serialize($v)) ? 'smaller' : 'larger';
+"#;
 
-    let count = "echo phpversion('apcu'), ' ', apcu_inc('hits');";
-    let server = serve_site(&tree, count, count);
-    let version = v["apcu"].as_str().unwrap().to_owned();
-    assert_eq!(server.get("/page.php").text(), format!("{version} 1"));
-    assert_eq!(server.get("/worker.php").text(), format!("{version} 2"));
-    assert_eq!(server.get("/page.php").text(), format!("{version} 3"));
+#[test]
+fn igbinary_loads_in_php_cli_classic_and_worker_mode() {
+    let tree = unpack_and_move();
+    // igbinary's format starts with its version, 2, as a big-endian u32.
+    let want = "3.2.13 00000002 same smaller";
+    assert_eq!(
+        php_cli(&tree.root, &["extension=igbinary"], IGBINARY_ROUND_TRIP),
+        want
+    );
+    let server = serve_site_with(
+        &tree,
+        IGBINARY_ROUND_TRIP,
+        IGBINARY_ROUND_TRIP,
+        &["-d", "extension=igbinary"],
+    );
+    assert_eq!(server.get("/page.php").text(), want);
+    assert_eq!(server.get("/worker.php").text(), want);
+    assert_eq!(server.get("/worker.php").text(), want);
+}
+
+/// A redis-server (Debian's package) on a unix socket in a private directory, no TCP
+/// port, no persistence; killed by its pid when dropped.
+struct Redis {
+    child: Child,
+    _dir: tempfile::TempDir,
+    socket: PathBuf,
+}
+
+impl Redis {
+    fn start() -> Redis {
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("redis.sock");
+        let child = Command::new("redis-server")
+            .args([
+                "--port",
+                "0",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--unixsocketperm",
+                "700",
+            ])
+            .arg("--unixsocket")
+            .arg(&socket)
+            .arg("--dir")
+            .arg(dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server (apt-get install redis-server) starts");
+        let mut redis = Redis {
+            child,
+            _dir: dir,
+            socket,
+        };
+        let up = wait_until(Duration::from_secs(10), || {
+            std::os::unix::net::UnixStream::connect(&redis.socket).is_ok()
+        });
+        assert!(up, "redis-server never opened {}", redis.socket.display());
+        assert!(redis.child.try_wait().unwrap().is_none());
+        redis
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        // Child::kill signals this child's pid only.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn redis_talks_to_a_real_server_and_a_worker_keeps_its_connection_across_requests() {
+    let tree = unpack_and_move();
+    let redis = Redis::start();
+    let sock = redis.socket.display().to_string();
+    let ini = ["-d", "extension=igbinary", "-d", "extension=redis"];
+
+    // php-cli: a value through the igbinary serializer, read back raw by a second
+    // connection to see igbinary's header on the server.
+    let cli = php_cli(
+        &tree.root,
+        &["extension=igbinary", "extension=redis"],
+        &format!(
+            r#"$r = new Redis(); $r->connect('{sock}');
+            $r->setOption(Redis::OPT_SERIALIZER, Redis::SERIALIZER_IGBINARY);
+            $r->set('k', ['x' => [1, 2]]);
+            $raw = new Redis(); $raw->connect('{sock}');
+            echo phpversion('redis'), ' ', json_encode($r->get('k')), ' ', bin2hex(substr($raw->get('k'), 0, 4));"#
+        ),
+    );
+    assert_eq!(cli, r#"5.3.7 {"x":[1,2]} 00000002"#);
+
+    // Classic: a connection per request. Worker: the connection is made on the first
+    // request and kept in the worker's globals, so every request of the one worker thread
+    // uses it (same CLIENT ID). pconnect() would not do it: phpredis 5.3.7 turns it into
+    // a plain connect in any ZTS build (redis.c, `#ifdef ZTS persistent = 0`).
+    let page = format!(
+        "$r = new Redis(); $r->connect('{sock}'); echo $r->incr('classic'), ' ', $r->get('k') !== false ? 'seen' : 'unseen';"
+    );
+    let handler = format!(
+        "$r = $GLOBALS['redis'] ??= (static function () {{ $c = new Redis(); $c->connect('{sock}'); return $c; }})();
+        echo $r->client('id'), ' ', $r->incr('worker');"
+    );
+    let server = serve_site_with(&tree, &page, &handler, &ini);
+    assert_eq!(server.get("/page.php").text(), "1 seen");
+    assert_eq!(server.get("/page.php").text(), "2 seen");
+    let replies: Vec<String> = (0..3).map(|_| server.get("/worker.php").text()).collect();
+    let ids: Vec<&str> = replies
+        .iter()
+        .map(|r| r.split(' ').next().unwrap())
+        .collect();
+    assert!(
+        ids.iter()
+            .all(|id| *id == ids[0] && id.parse::<u64>().is_ok()),
+        "one connection for the worker's requests: {replies:?}"
+    );
+    let counts: Vec<&str> = replies
+        .iter()
+        .map(|r| r.split(' ').nth(1).unwrap())
+        .collect();
+    assert_eq!(counts, ["1", "2", "3"], "{replies:?}");
+    drop(server);
+    drop(redis);
+}
+
+/// Stores through `apcu_store` and reports who answered: the real APCu module or the
+/// built-in layer (whose entries `UserCache\Cache` sees, being the same cache).
+const WHICH_APCU: &str = r#"
+apcu_store('probe', 'stored via apcu_store');
+\UserCache\Cache::store('own', 7);
+echo json_encode([
+    'apcu_module' => phpversion('apcu'),
+    'usercache_sees_it' => \UserCache\Cache::fetch('probe'),
+    'usercache_works' => \UserCache\Cache::fetch('own'),
+    'hits' => apcu_inc('hits'),
+]);
+"#;
+
+#[test]
+fn enabling_the_real_apcu_replaces_the_builtin_apcu_layer() {
+    let tree = unpack_and_move();
+    let parse = |s: &str| -> serde_json::Value {
+        serde_json::from_str(s).unwrap_or_else(|e| panic!("{e}: {s}"))
+    };
+
+    // Default: the layer serves apcu_* from the shared cache.
+    let v = parse(&php_cli(&tree.root, &[], WHICH_APCU));
+    assert_eq!(v["apcu_module"], false, "{v}");
+    assert_eq!(v["usercache_sees_it"], "stored via apcu_store", "{v}");
+
+    // Real APCu enabled: it answers apcu_*, the layer is not registered (no clash of
+    // function names at start-up), and UserCache\Cache keeps working on its own.
+    let real = ["extension=apcu", "apc.enable_cli=1"];
+    let v = parse(&php_cli(&tree.root, &real, WHICH_APCU));
+    assert_eq!(v["apcu_module"], "5.1.22", "{v}");
+    assert_eq!(v["usercache_sees_it"], serde_json::Value::Null, "{v}");
+    assert_eq!(v["usercache_works"], 7, "{v}");
+    assert_eq!(v["hits"], 1, "{v}");
+
+    // The same in the server, classic and worker threads sharing APCu's one segment.
+    let server = serve_site_with(&tree, WHICH_APCU, WHICH_APCU, &["-d", "extension=apcu"]);
+    for (path, hits) in [("/page.php", 1), ("/worker.php", 2), ("/page.php", 3)] {
+        let v = parse(&server.get(path).text());
+        assert_eq!(v["apcu_module"], "5.1.22", "{path}: {v}");
+        assert_eq!(
+            v["usercache_sees_it"],
+            serde_json::Value::Null,
+            "{path}: {v}"
+        );
+        assert_eq!(v["usercache_works"], 7, "{path}: {v}");
+        assert_eq!(v["hits"], hits, "{path}: {v}");
+    }
+    assert!(
+        !server.stderr().contains("redeclare") && !server.stderr().contains("duplicate"),
+        "{}",
+        server.stderr()
+    );
 }

@@ -20,6 +20,12 @@ $handler = static function (): void {
         case '/page':
             echo render_page();
             break;
+        case '/session':
+            session_start();
+            $_SESSION['n'] = ($_SESSION['n'] ?? 0) + 1;
+            echo 'visit ', $_SESSION['n'];
+            session_write_close();
+            break;
         default:
             http_response_code(404);
     }

@@ -8,7 +8,8 @@
 //! getrusage reads).
 //!
 //! `cargo run --release -p ferrophp-benches --bin compare -- [--rounds N] [--seconds S]
-//!  [--quick] [--only WORKLOAD]`; writes docs/benchmarks.json and docs/benchmarks.md.
+//!  [--quick] [--only WORKLOAD] [--out DIR]`; writes benchmarks.json and benchmarks.md
+//! into DIR (default docs/).
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
@@ -47,9 +48,17 @@ struct Workload {
     classic_path: &'static str,
     worker_path: &'static str,
     post_body: Option<usize>,
+    /// Session files put in a private `session.save_path` (the same directory for every
+    /// system) before the workload's rounds; requests then carry one of
+    /// [`SESSION_IDS`] session cookies. 0: no session set-up.
+    session_files: usize,
     connections: u32,
     systems: &'static [System],
 }
+
+/// Session ids in rotation for a session workload: enough that two requests rarely wait on
+/// one session's lock, few enough that the directory does not grow much.
+const SESSION_IDS: usize = 1000;
 
 const ALL_PHP: &[System] = &[
     System::FerrophpClassic,
@@ -64,6 +73,7 @@ const WORKLOADS: &[Workload] = &[
         classic_path: "/hello.php",
         worker_path: "/worker.php/hello",
         post_body: None,
+        session_files: 0,
         connections: 32,
         systems: &[
             System::FerrophpClassic,
@@ -79,6 +89,7 @@ const WORKLOADS: &[Workload] = &[
         classic_path: "/echo.php",
         worker_path: "/worker.php/echo",
         post_body: Some(4096),
+        session_files: 0,
         connections: 32,
         systems: ALL_PHP,
     },
@@ -88,6 +99,7 @@ const WORKLOADS: &[Workload] = &[
         classic_path: "/server.php",
         worker_path: "/worker.php/server",
         post_body: None,
+        session_files: 0,
         connections: 32,
         systems: ALL_PHP,
     },
@@ -97,6 +109,7 @@ const WORKLOADS: &[Workload] = &[
         classic_path: "/json.php",
         worker_path: "/worker.php/json",
         post_body: None,
+        session_files: 0,
         connections: 32,
         systems: ALL_PHP,
     },
@@ -106,6 +119,7 @@ const WORKLOADS: &[Workload] = &[
         classic_path: "/page.php",
         worker_path: "/worker.php/page",
         post_body: None,
+        session_files: 0,
         connections: 32,
         systems: ALL_PHP,
     },
@@ -115,8 +129,19 @@ const WORKLOADS: &[Workload] = &[
         classic_path: "/static/1mb.bin",
         worker_path: "/static/1mb.bin",
         post_body: None,
+        session_files: 0,
         connections: 32,
         systems: &[System::FerrophpClassic, System::NginxFpm],
+    },
+    Workload {
+        name: "sessions",
+        description: "session_start() and a counter in $_SESSION, 150,000 other session files in the save path, 1,000 session ids in rotation",
+        classic_path: "/session.php",
+        worker_path: "/worker.php/session",
+        post_body: None,
+        session_files: 150_000,
+        connections: 32,
+        systems: ALL_PHP,
     },
     Workload {
         name: "burst-1000",
@@ -124,6 +149,7 @@ const WORKLOADS: &[Workload] = &[
         classic_path: "/hello.php",
         worker_path: "/worker.php/hello",
         post_body: None,
+        session_files: 0,
         connections: 1000,
         systems: &[
             System::FerrophpClassic,
@@ -140,6 +166,7 @@ struct Options {
     warmup: u64,
     only: Option<String>,
     threads: usize,
+    out: Option<PathBuf>,
 }
 
 #[derive(Serialize, Clone, Debug)]
@@ -178,10 +205,17 @@ fn main() {
         if options.only.as_deref().is_some_and(|o| o != workload.name) {
             continue;
         }
+        let ini = match workload.session_files {
+            0 => Vec::new(),
+            n => vec![format!(
+                "session.save_path={}",
+                prepare_sessions(&scratch, workload.name, n).display()
+            )],
+        };
         for round in 0..options.rounds {
             for &system in workload.systems {
                 let run = measure(
-                    &options, workload, system, round, &root, &scratch, &ferrophp, &hyper,
+                    &options, workload, system, round, &root, &scratch, &ferrophp, &hyper, &ini,
                 );
                 eprintln!(
                     "{:<15} round {} {:<24} {:>9.0} req/s  p50 {:>7.2} ms  p99 {:>7.2} ms  cpu {:>6.1} us/req  errors {}",
@@ -202,10 +236,15 @@ fn main() {
     let command = std::env::args().collect::<Vec<_>>().join(" ");
     let report = Report::new(&options, runs, command);
     let json = serde_json::to_string_pretty(&report).unwrap();
-    std::fs::write(repo.join("docs/benchmarks.json"), &json).unwrap();
-    std::fs::write(repo.join("docs/benchmarks.md"), report.markdown(&json)).unwrap();
+    let out = options.out.clone().unwrap_or_else(|| repo.join("docs"));
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(out.join("benchmarks.json"), &json).unwrap();
+    std::fs::write(out.join("benchmarks.md"), report.markdown(&json)).unwrap();
     println!("{}", report.summary_table());
-    eprintln!("wrote docs/benchmarks.md and docs/benchmarks.json");
+    eprintln!(
+        "wrote benchmarks.md and benchmarks.json in {}",
+        out.display()
+    );
 }
 
 fn parse_args() -> Options {
@@ -215,6 +254,7 @@ fn parse_args() -> Options {
         warmup: 1,
         only: None,
         threads: 2 * std::thread::available_parallelism().map_or(1, |n| n.get()),
+        out: None,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -232,6 +272,7 @@ fn parse_args() -> Options {
                     .expect("--seconds S")
             }
             "--only" => options.only = args.next(),
+            "--out" => options.out = Some(PathBuf::from(args.next().expect("--out DIR"))),
             "--quick" => {
                 options.rounds = 1;
                 options.seconds = 2;
@@ -260,6 +301,25 @@ fn prepare_root(repo: &Path, scratch: &Path) -> PathBuf {
         .collect();
     std::fs::write(root.join("static/1mb.bin"), megabyte).unwrap();
     root.canonicalize().unwrap()
+}
+
+/// A session save path holding `files` session files ten minutes old: alive for PHP's GC
+/// (gc_maxlifetime 1440 s), so a GC pass would scan them all and delete none, the state
+/// of a busy site between clean-ups.
+fn prepare_sessions(scratch: &Path, workload: &str, files: usize) -> PathBuf {
+    let dir = scratch.join(format!("sessions-{workload}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mtime = std::time::SystemTime::now() - Duration::from_secs(600);
+    eprintln!(
+        "{workload}: creating {files} session files in {}",
+        dir.display()
+    );
+    for i in 0..files {
+        let file = std::fs::File::create(dir.join(format!("sess_pre{i:08}"))).unwrap();
+        (&file).write_all(b"n|i:1;").unwrap();
+        file.set_modified(mtime).unwrap();
+    }
+    dir
 }
 
 fn free_port() -> u16 {
@@ -304,6 +364,9 @@ impl Running {
     }
 }
 
+/// Starts `system`; `ini` are PHP settings (`key=value`) given to ferrophp and php-fpm
+/// alike as `-d`.
+#[allow(clippy::too_many_arguments)]
 fn start(
     system: System,
     options: &Options,
@@ -311,6 +374,7 @@ fn start(
     scratch: &Path,
     ferrophp: &Path,
     hyper: &Path,
+    ini: &[String],
 ) -> Running {
     let port = free_port();
     let listen = format!("127.0.0.1:{port}");
@@ -329,6 +393,9 @@ fn start(
             .arg("--root")
             .arg(root)
             .args(["--threads", &options.threads.to_string()]);
+            for kv in ini {
+                cmd.args(["-d", kv.as_str()]);
+            }
             if system == System::FerrophpWorker {
                 cmd.arg("--worker").arg(format!(
                     "{},{}",
@@ -372,9 +439,15 @@ fn start(
                 .lines()
                 .map(|line| {
                     let mut parts = line.split_whitespace();
-                    let mut cmd = Command::new(parts.next().unwrap());
-                    cmd.args(parts)
-                        .stdout(quiet())
+                    let program = parts.next().unwrap();
+                    let mut cmd = Command::new(program);
+                    cmd.args(parts);
+                    if program.contains("php-fpm") {
+                        for kv in ini {
+                            cmd.args(["-d", kv.as_str()]);
+                        }
+                    }
+                    cmd.stdout(quiet())
                         .stderr(quiet())
                         .spawn()
                         .expect("baseline process starts")
@@ -421,8 +494,9 @@ fn measure(
     scratch: &Path,
     ferrophp: &Path,
     hyper: &Path,
+    ini: &[String],
 ) -> Run {
-    let running = start(system, options, root, scratch, ferrophp, hyper);
+    let running = start(system, options, root, scratch, ferrophp, hyper, ini);
     let path = match system {
         System::FerrophpWorker => workload.worker_path,
         System::HyperHello => "/",
@@ -437,6 +511,18 @@ fn measure(
         )
         .unwrap();
         file
+    });
+    let lua = lua.or_else(|| {
+        (workload.session_files > 0).then(|| {
+            // Session ids PHP accepts as they are (use_strict_mode is off in both).
+            let file = scratch.join("sessions.lua");
+            std::fs::write(
+                &file,
+                format!("math.randomseed(42)\nrequest = function()\n  return wrk.format(nil, nil, {{ Cookie = \"PHPSESSID=bench\" .. math.random(1, {SESSION_IDS}) }})\nend\n"),
+            )
+            .unwrap();
+            file
+        })
     });
     let _ = wrk(&url, workload.connections, options.warmup, lua.as_deref());
     let cpu_before = tree_cpu_seconds(&running.pids());

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Builds the ferrophp image from the root Dockerfile, passing this machine's own Debian
+# package sources (with deb-src, which scripts/build-php.sh needs) and cargo registry
+# settings into the builder stage, so the image builds wherever the host itself can.
+#
+#   docker/build-image.sh [--prebuilt] [TAG] [docker build args...]
+#
+# --prebuilt: take dist/ferrophp-*-linux-x86_64.tar.gz (scripts/release.sh) instead of
+# compiling PHP and ferrophp in the builder. Makes the base image first if needed.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+args=()
+if [[ ${1:-} == --prebuilt ]]; then
+  args+=(--build-arg PREBUILT=1)
+  shift
+fi
+tag=${1:-ferrophp}
+shift || true
+scripts/docker-base-image.sh >/dev/null
+if [[ -f /etc/apt/sources.list.d/debian.sources ]]; then
+  sources=$(sed -e 's/^Types:.*/Types: deb deb-src/' /etc/apt/sources.list.d/debian.sources)
+elif [[ -f /etc/apt/sources.list ]]; then
+  sources=$(grep -E '^deb ' /etc/apt/sources.list; grep -E '^deb ' /etc/apt/sources.list | sed 's/^deb /deb-src /')
+else
+  sources=
+fi
+# One-line-per-entry sources.list text works in a .sources file only in deb822 form.
+if [[ -n $sources && $sources != *"Types:"* ]]; then
+  args+=(--build-arg "APT_SOURCES_LIST=$sources")
+else
+  args+=(--build-arg "APT_SOURCES=$sources")
+fi
+# Local certificate authorities (update-ca-certificates' extra directory), e.g. a
+# TLS-inspecting proxy's, without which cargo cannot reach its registry from the builder.
+extra_ca=$(cat /usr/local/share/ca-certificates/*.crt 2>/dev/null || true)
+[[ -n $extra_ca ]] && args+=(--build-arg "EXTRA_CA_CERTS=$extra_ca")
+cargo_config=${CARGO_HOME:-$HOME/.cargo}/config.toml
+[[ -f $cargo_config ]] && args+=(--build-arg "CARGO_CONFIG=$(cat "$cargo_config")")
+for var in http_proxy https_proxy no_proxy HTTP_PROXY HTTPS_PROXY NO_PROXY; do
+  [[ -n ${!var:-} ]] && args+=(--build-arg "$var=${!var}")
+done
+exec docker build "${args[@]}" -t "$tag" "$@" .
