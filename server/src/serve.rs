@@ -102,6 +102,15 @@ pub fn run(args: ServeArgs, inherited: Option<std::net::TcpListener>) -> i32 {
         }
     };
     crate::logging::init(&config.log, config.log_format);
+    serve_to_the_end(config, inherited, None)
+}
+
+/// Runs `serve` on a new multi-threaded runtime until it stops; the exit status.
+fn serve_to_the_end(
+    config: ServeConfig,
+    inherited: Option<std::net::TcpListener>,
+    dev: Option<DevMode>,
+) -> i32 {
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -112,7 +121,7 @@ pub fn run(args: ServeArgs, inherited: Option<std::net::TcpListener>) -> i32 {
             return 1;
         }
     };
-    match runtime.block_on(serve(config, inherited, None)) {
+    match runtime.block_on(serve(config, inherited, dev)) {
         Ok(()) => 0,
         Err(e) => {
             tracing::error!("{e}");
@@ -150,27 +159,11 @@ pub fn run_dev(dev: DevServer) -> i32 {
         }
     };
     crate::logging::init(&config.log, config.log_format);
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("ferrophp: cannot start the async runtime: {e}");
-            return 1;
-        }
-    };
     let mode = DevMode {
         router,
         no_php_ini: dev.no_php_ini,
     };
-    match runtime.block_on(serve(config, None, Some(mode))) {
-        Ok(()) => 0,
-        Err(e) => {
-            eprintln!("ferrophp: {e}");
-            1
-        }
-    }
+    serve_to_the_end(config, None, Some(mode))
 }
 
 async fn serve(

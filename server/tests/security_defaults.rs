@@ -10,17 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{client, Server};
-
-fn self_signed(dir: &Path) -> (PathBuf, PathBuf) {
-    let rcgen::CertifiedKey { cert, key_pair } =
-        rcgen::generate_simple_self_signed(vec!["localhost".into(), "127.0.0.1".into()]).unwrap();
-    let cert_path = dir.join("cert.pem");
-    let key_path = dir.join("key.pem");
-    std::fs::write(&cert_path, cert.pem()).unwrap();
-    std::fs::write(&key_path, key_pair.serialize_pem()).unwrap();
-    (cert_path, key_path)
-}
+use common::{client, self_signed, Server};
 
 /// `openssl s_client` against `server` with `args`; (handshake completed, all output).
 fn s_client(server: &Server, args: &[&str]) -> (bool, String) {
