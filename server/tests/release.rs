@@ -482,8 +482,9 @@ fn enabling_the_real_apcu_replaces_the_builtin_apcu_layer() {
         serde_json::from_str(s).unwrap_or_else(|e| panic!("{e}: {s}"))
     };
 
-    // Default: the layer serves apcu_* from the shared cache.
-    let v = parse(&php_cli(&tree.root, &[], WHICH_APCU));
+    // Default: the layer serves apcu_* from the shared cache (under the "cli" SAPI only
+    // with apc.enable_cli=1, as APCu itself).
+    let v = parse(&php_cli(&tree.root, &["apc.enable_cli=1"], WHICH_APCU));
     assert_eq!(v["apcu_module"], false, "{v}");
     assert_eq!(v["usercache_sees_it"], "stored via apcu_store", "{v}");
 
