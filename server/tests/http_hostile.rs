@@ -1509,7 +1509,15 @@ fn h2_oversized_frames_and_header_lists_are_refused() {
     assert!(!out.ok(1), "an oversized header list was served: {out:?}");
     std::thread::sleep(Duration::from_millis(200));
     assert!(journal.with_tag("bighead").is_empty());
-    assert!(journal.with_tag("big").is_empty());
+    // hyper hands the first request to PHP on its HEADERS frame, so PHP may already be
+    // running when the oversized DATA frame ends the connection (a race the test cannot
+    // fix). What must hold is what holds for any body that breaks off: PHP never saw its
+    // bytes, and the client got no answer (above).
+    let big = journal.with_tag("big");
+    assert!(
+        big.iter().all(|l| l.split(' ').nth(2) == Some("0")),
+        "PHP read the oversized frame's bytes: {big:?}"
+    );
     assert_alive_both(&server);
 }
 
