@@ -597,7 +597,7 @@ async fn dispatch(
         return dev_dispatch(app, req, conn, mode).await;
     }
     match app.router.route(req.uri().path()) {
-        Route::Static(path) => static_files::serve(&path, req.method(), req.headers()).await,
+        route @ Route::Static(_) => non_php_route(route, &req).await,
         Route::Php {
             script_filename,
             script_name,
@@ -621,19 +621,7 @@ async fn dispatch(
             };
             app.php.run(req, conn, script, target).await
         }
-        Route::RedirectToSlash => {
-            let mut location = format!("{}/", req.uri().path());
-            if let Some(q) = req.uri().query() {
-                location.push('?');
-                location.push_str(q);
-            }
-            let mut resp =
-                body::text_response(StatusCode::PERMANENT_REDIRECT, "Permanent Redirect");
-            if let Ok(v) = http::HeaderValue::from_str(&location) {
-                resp.headers_mut().insert(http::header::LOCATION, v);
-            }
-            resp
-        }
+        route @ Route::RedirectToSlash => non_php_route(route, &req).await,
         Route::NotFound => match app.workers.by_path(req.uri().path()) {
             // A worker with a `match` pattern serves paths that name no file.
             Some(i) => {
