@@ -17,6 +17,9 @@ fn main() {
         "wrapper.h",
         "shim.h",
         "shim.c",
+        "input.c",
+        "worker_request.c",
+        "thread.c",
         "usercache.h",
         "usercache.c",
         "metrics.h",
@@ -172,6 +175,9 @@ fn compile_shim(includes: &[String]) {
     let mut build = cc::Build::new();
     build
         .file("shim.c")
+        .file("input.c")
+        .file("worker_request.c")
+        .file("thread.c")
         .file("usercache.c")
         .file("metrics.c")
         .file("locale.c")
@@ -180,6 +186,9 @@ fn compile_shim(includes: &[String]) {
         .flag_if_supported("-std=gnu11");
     for inc in includes {
         build.flag(inc);
+    }
+    if bench_fixtures() {
+        build.define("FERROPHP_BENCH_FIXTURES", None);
     }
     // ext/libxml/php_libxml.h includes libxml2's headers, which live outside PHP's include
     // dirs; the shim resets libxml state between worker requests with it (and compiles
@@ -197,12 +206,19 @@ fn compile_shim(includes: &[String]) {
     build.compile("ferrophp_shim");
 }
 
+/// The `bench-fixtures` feature: the shim's switches for tests and benchmarks (shim.h),
+/// absent from production builds.
+fn bench_fixtures() -> bool {
+    env::var_os("CARGO_FEATURE_BENCH_FIXTURES").is_some()
+}
+
 fn generate_bindings(includes: &[String]) {
     let out = PathBuf::from(env::var("OUT_DIR").unwrap()).join("bindings.rs");
     let bindings = bindgen::Builder::default()
         .header("wrapper.h")
         .clang_args(includes)
         .clang_arg("-I.")
+        .clang_args(bench_fixtures().then_some("-DFERROPHP_BENCH_FIXTURES"))
         .parse_callbacks(Box::new(bindgen::CargoCallbacks::new()))
         .allowlist_function("ferrophp_.*")
         .allowlist_function("php_(header|handle_auth_data|tsrm_startup|module_startup|module_shutdown|request_startup|request_shutdown|execute_script|register_variable.*|handle_aborted_connection|output_.*|header|get_module_initialized|hash_environment)")

@@ -1,10 +1,15 @@
 /*
- * The C shim: only what bindgen cannot express. Each function wraps one macro,
- * one ZTS globals accessor, one static inline helper, or one zend_try block.
- * No policy lives here; callers in Rust decide what to do with the results.
- * Two exceptions, both hot paths written against PHP's own C and kept step for step
- * with it: the $_COOKIE/$_GET parser (ferrophp_treat_data) and keeping the thread's
- * execution timer between requests (ferrophp_execution_timer_*).
+ * The C shim's declarations, for its callers in Rust (bindgen reads this file through
+ * wrapper.h) and for the shim files themselves. The shim holds only what bindgen cannot
+ * express; no policy lives here, callers in Rust decide what to do with the results.
+ * By file:
+ *   shim.c            thin wrappers: one macro, one ZTS globals accessor, one static inline
+ *                     helper or one zend_try block each; arginfo tables; the module entry.
+ *   input.c           the $_COOKIE/$_GET fast path (sapi_module.treat_data).
+ *   worker_request.c  a worker request's startup/shutdown/finish sequences.
+ *   thread.c          what a long-lived PHP thread keeps or releases (execution timer,
+ *                     uploads' realpath cache entries, persistent resources).
+ *   locale.c          setlocale() per PHP thread.
  */
 #ifndef FERROPHP_SHIM_H
 #define FERROPHP_SHIM_H
@@ -30,10 +35,7 @@ bool ferrophp_try_execute_router(zend_file_handle *file, bool *declined);
 bool ferrophp_try_eval_string(const char *code, const char *name);
 
 /* static inline helpers. */
-zend_string *ferrophp_string_init(const char *str, size_t len, bool persistent);
 void ferrophp_string_release(zend_string *s);
-
-#endif
 
 /* PHP functions the SAPI adds (sapi_module.additional_functions). Bodies are in Rust
  * (worker/src/functions.rs); only the arginfo tables, which are macros, live in C. */
@@ -88,25 +90,31 @@ zend_result ferrophp_module_rinit(int type, int module_number);
 zend_result ferrophp_module_rshutdown(int type, int module_number);
 void ferrophp_module_minfo(zend_module_entry *module);
 
-/* $_COOKIE and $_GET parsing: wraps sapi_module.treat_data (PHP's or mbstring's) so that
- * variables with plain names are registered without php_register_variable_ex's detours
- * when the filter extension runs with its default unsafe_raw filter; everything else is
- * passed on. Call once, after php_module_startup. False when the fast path can never
- * apply. */
+/* input.c: $_COOKIE and $_GET parsing. Wraps sapi_module.treat_data (PHP's or
+ * mbstring's) so that variables with plain names are registered without
+ * php_register_variable_ex's detours when the filter extension runs with its default
+ * unsafe_raw filter; everything else is passed on. Call once, after php_module_startup.
+ * False when the fast path can never apply. */
 bool ferrophp_install_treat_data(void);
-void ferrophp_treat_data(int arg, char *str, zval *dest_array);
-/* Turns the fast path off (PHP's own treat_data for everything) or back on. */
+#ifdef FERROPHP_BENCH_FIXTURES
+/* Turns the fast path off (PHP's own treat_data for everything) or back on, for tests
+ * and benchmarks that compare the two (php-sys feature bench-fixtures only). */
 void ferrophp_set_fast_input(bool enabled);
+#endif
 
-/* Keeps the calling thread's max_execution_time timer across php_request_shutdown (which
- * would delete it, for the next request to create it again): keep() before, restore(its
- * result) after. release() deletes it; call it before the thread's ts_free_thread. No-ops
- * without ZEND_MAX_EXECUTION_TIMERS. */
+/* thread.c: keeps the calling thread's max_execution_time timer across
+ * php_request_shutdown (which would delete it, for the next request to create it again):
+ * keep() before, restore(its result) after. release() deletes it; call it before the
+ * thread's ts_free_thread. No-ops without ZEND_MAX_EXECUTION_TIMERS. */
 int ferrophp_execution_timer_keep(void);
 void ferrophp_execution_timer_restore(int pid);
 void ferrophp_execution_timer_release(void);
-/* Closes the thread's persistent resources before ts_free_thread (see shim.c). */
+/* Closes the thread's persistent resources before ts_free_thread (see thread.c). */
 void ferrophp_persistent_list_release(void);
+/* The SAPI's deactivate hook (sapi_module.deactivate), run by sapi_deactivate just before
+ * the request's uploaded files are unlinked: drops the calling thread's realpath cache
+ * entries for those files. */
+int ferrophp_sapi_deactivate(void);
 
 /* Worker mode: running a handler inside a long-lived request. */
 /* zend_call_function inside zend_try (the handler's return value is discarded). */
@@ -115,19 +123,16 @@ bool ferrophp_try_call(zend_fcall_info *fci, zend_fcall_info_cache *fcc);
 bool ferrophp_try_void(void (*fn)(void));
 /* zend_bailout(): ends the running script. */
 ZEND_NORETURN void ferrophp_bailout(void);
-/* A loaded module's RINIT (startup) or RSHUTDOWN, inside zend_try; false if absent. */
-bool ferrophp_module_request_hook(const char *name, size_t len, bool startup);
-/* zval_ptr_dtor(zv) then ZVAL_UNDEF(zv). */
-void ferrophp_zval_destroy(zval *zv);
 /* Reports EG(exception) as an uncaught exception (E_ERROR without bailing out). */
 void ferrophp_report_exception(void);
 /* Throws RuntimeException("<the called function>() <what>"), as FrankenPHP does for a
  * worker function called outside a worker. */
 void ferrophp_throw_runtime_exception_for_call(const char *what);
 
-/* A worker request inside the long-lived worker script: what php_request_startup and
- * php_request_shutdown do per HTTP request, minus the engine-level parts that would
- * destroy the worker script's state. Each returns true when a step bailed out. */
+/* worker_request.c: a worker request inside the long-lived worker script: what
+ * php_request_startup and php_request_shutdown do per HTTP request, minus the
+ * engine-level parts that would destroy the worker script's state. Each returns true
+ * when a step bailed out. */
 /* Ends the worker script's own output layer while its boot context is still installed,
  * so output it buffered at boot or between requests reaches the worker's log, never the
  * next client; then drops the header list its boot request left behind. */
@@ -135,11 +140,6 @@ bool ferrophp_worker_output_release(void);
 bool ferrophp_worker_request_startup(void);
 bool ferrophp_worker_request_shutdown(void);
 bool ferrophp_worker_request_finish(void);
-
-/* The SAPI's deactivate hook (sapi_module.deactivate), run by sapi_deactivate just before
- * the request's uploaded files are unlinked: drops the calling thread's realpath cache
- * entries for those files. */
-int ferrophp_sapi_deactivate(void);
 
 /* locale.c: setlocale() per PHP thread. */
 /* Points PHP's setlocale() at the per-thread one (module start-up). */
@@ -149,3 +149,5 @@ void ferrophp_locale_install(void);
 void ferrophp_locale_thread_reset(void);
 /* Frees this thread's locale object (the thread's last PHP call). */
 void ferrophp_locale_thread_release(void);
+
+#endif

@@ -1,8 +1,20 @@
-//! Hooks that let tests and benchmarks observe the runtime from inside without changing
-//! it: a callback around the building of `$_SERVER` (unset, the normal case, it costs one
-//! atomic load per request), and switches back to PHP's own paths for comparison.
+//! Test and benchmark fixtures, compiled only with the `bench-fixtures` feature (which
+//! this crate's own tests, `ferrophp-benches` and nothing in the server binary enable):
+//! a callback around the building of `$_SERVER`, switches back to naive or PHP's own
+//! paths for comparison (the naive `$_SERVER` path itself lives here), and the request
+//! shape the allocation test and the benchmark share. Without the feature, production
+//! requests pay no check for any of it.
 
+use std::ffi::CString;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
+
+use bumpalo::Bump;
+use php_sys as sys;
+
+use crate::php;
+use crate::request::CgiRequest;
+use crate::server_vars::{protocol, SERVER_SOFTWARE};
 
 /// What happens around the building of `$_SERVER`, on the PHP thread doing it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,36 +33,143 @@ pub fn set_server_vars_hook(hook: fn(ServerVarsEvent)) -> bool {
     SERVER_VARS_HOOK.set(hook).is_ok()
 }
 
-pub(crate) fn server_vars_event(event: ServerVarsEvent) {
+fn server_vars_event(event: ServerVarsEvent) {
     if let Some(hook) = SERVER_VARS_HOOK.get() {
         hook(event);
     }
 }
 
+static NAIVE_SERVER_VARS: AtomicBool = AtomicBool::new(false);
+
 /// Builds `$_SERVER` through the naive reference path (a `CString` per value,
 /// `php_register_variable_safe` for every entry) instead of the arena path, for the
 /// benchmark that measures one against the other.
 pub fn use_naive_server_vars(naive: bool) {
-    crate::server_vars::set_naive(naive);
+    NAIVE_SERVER_VARS.store(naive, Ordering::Relaxed);
+}
+
+/// `server_vars::register_cgi_variables` with the fixtures: the hook around the build,
+/// and the path `use_naive_server_vars` chose.
+pub(crate) fn register_cgi_variables(
+    cgi: &CgiRequest,
+    script_filename: &[u8],
+    track_vars: *mut sys::zval,
+    arena: &Bump,
+) {
+    server_vars_event(ServerVarsEvent::Start);
+    if NAIVE_SERVER_VARS.load(Ordering::Relaxed) {
+        register_naive(cgi, script_filename, track_vars);
+    } else {
+        crate::server_vars::register_with_arena(cgi, script_filename, track_vars, arena);
+    }
+    server_vars_event(ServerVarsEvent::End {
+        arena_bytes: arena.allocated_bytes(),
+    });
+}
+
+/// The reference path: a `CString` per name and value, `php_register_variable_safe` for
+/// every entry. Same result, none of the care.
+fn register_naive(cgi: &CgiRequest, script_filename: &[u8], track_vars: *mut sys::zval) {
+    let add = |name: &str, value: &[u8]| {
+        let name = CString::new(name).unwrap_or_default();
+        let value = CString::new(value).unwrap_or_default();
+        php::register_variable(&name, value.as_bytes(), track_vars);
+    };
+    for (name, value) in cgi.env.iter() {
+        add(name.to_str().unwrap_or_default(), value.as_bytes());
+    }
+    for name in cgi.headers.keys() {
+        if name == "proxy" {
+            continue;
+        }
+        let separator = if name == http::header::COOKIE {
+            "; "
+        } else {
+            ", "
+        };
+        let joined = cgi
+            .headers
+            .get_all(name)
+            .iter()
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+            .collect::<Vec<_>>()
+            .join(separator);
+        let var = format!(
+            "HTTP_{}",
+            name.as_str().to_ascii_uppercase().replace('-', "_")
+        );
+        add(&var, joined.as_bytes());
+    }
+    let header = |name: http::header::HeaderName| {
+        cgi.headers.get(name).map_or(String::new(), |v| {
+            String::from_utf8_lossy(v.as_bytes()).into_owned()
+        })
+    };
+    add(
+        "CONTENT_TYPE",
+        header(http::header::CONTENT_TYPE).as_bytes(),
+    );
+    add(
+        "CONTENT_LENGTH",
+        header(http::header::CONTENT_LENGTH).as_bytes(),
+    );
+    add("SCRIPT_FILENAME", script_filename);
+    add("SCRIPT_NAME", cgi.script_name.as_bytes());
+    add("PATH_INFO", cgi.path_info.as_bytes());
+    if !cgi.path_info.is_empty() {
+        add(
+            "PATH_TRANSLATED",
+            format!("{}{}", cgi.document_root, cgi.path_info).as_bytes(),
+        );
+    }
+    add(
+        "PHP_SELF",
+        format!("{}{}", cgi.script_name, cgi.path_info).as_bytes(),
+    );
+    add("REQUEST_URI", cgi.request_uri.as_bytes());
+    add("DOCUMENT_URI", cgi.document_uri.as_bytes());
+    add("DOCUMENT_ROOT", cgi.document_root.as_bytes());
+    add("QUERY_STRING", cgi.query_string.as_bytes());
+    add("REQUEST_METHOD", cgi.method.as_str().as_bytes());
+    add("SERVER_PROTOCOL", protocol(cgi.version).as_bytes());
+    add("GATEWAY_INTERFACE", b"CGI/1.1");
+    add("SERVER_SOFTWARE", SERVER_SOFTWARE);
+    add("REQUEST_SCHEME", if cgi.https { b"https" } else { b"http" });
+    add("HTTPS", if cgi.https { b"on" } else { b"" });
+    add("REMOTE_ADDR", cgi.remote_addr.ip().to_string().as_bytes());
+    add("REMOTE_HOST", cgi.remote_addr.ip().to_string().as_bytes());
+    add("REMOTE_PORT", cgi.remote_addr.port().to_string().as_bytes());
+    add("SERVER_ADDR", cgi.local_addr.ip().to_string().as_bytes());
+    add("SERVER_PORT", cgi.local_addr.port().to_string().as_bytes());
+    add("SERVER_NAME", cgi.server_name.as_bytes());
+    add("REDIRECT_STATUS", b"200");
+}
+
+/// Whether the shim's `$_COOKIE`/`$_GET` fast path could be installed at start-up (it
+/// still defers to PHP per request when the configuration asks for it).
+static FAST_INPUT_INSTALLED: AtomicBool = AtomicBool::new(false);
+
+/// Records what `ferrophp_install_treat_data` answered at engine start-up.
+pub(crate) fn record_fast_input_installed(installed: bool) {
+    FAST_INPUT_INSTALLED.store(installed, Ordering::Relaxed);
 }
 
 /// Parses `$_COOKIE` and `$_GET` with PHP's own `treat_data` instead of the shim's fast
 /// path for plain names, so tests can compare the two. Process-wide.
 pub fn use_php_input_parser(php: bool) {
     // SAFETY: an atomic store to a flag the shim reads when a request parses its input.
-    unsafe { php_sys::ferrophp_set_fast_input(!php) }
+    unsafe { sys::ferrophp_set_fast_input(!php) }
 }
 
 /// Whether the `$_COOKIE`/`$_GET` fast path was installed when the engine started.
 pub fn fast_input_parser_installed() -> bool {
-    crate::sapi::FAST_INPUT_INSTALLED.load(std::sync::atomic::Ordering::Relaxed)
+    FAST_INPUT_INSTALLED.load(Ordering::Relaxed)
 }
 
 /// The request of FrankenPHP's `BenchmarkServerSuperGlobal`, as ferrophp sees it: a GET
 /// with 16 Firefox headers (including a 2 KB Cookie) and 19 configured environment
 /// variables. Shared by the allocation test and the benchmark so both measure one shape.
-pub fn browser_request(document_root: &str, script_name: &str) -> crate::CgiRequest {
-    use std::ffi::CString;
+pub fn browser_request(document_root: &str, script_name: &str) -> CgiRequest {
     const HEADERS: &[(&str, &str)] = &[
         ("host", "localhost"),
         (
@@ -112,7 +231,7 @@ pub fn browser_request(document_root: &str, script_name: &str) -> crate::CgiRequ
         (CString::new(k).unwrap(), CString::new(v).unwrap())
     })
     .collect();
-    crate::CgiRequest {
+    CgiRequest {
         method: http::Method::GET,
         request_uri: format!("{script_name}?foo=bar&baz=qux"),
         query_string: "foo=bar&baz=qux".into(),

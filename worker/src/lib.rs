@@ -6,6 +6,7 @@
 //! [`request`] the plain types crossing the boundary, `php` the FFI edge helpers.
 
 mod cache;
+#[cfg(feature = "bench-fixtures")]
 pub mod diagnostics;
 mod env;
 mod functions;

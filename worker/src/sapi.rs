@@ -130,7 +130,8 @@ pub(crate) fn engine_startup(settings: &ModuleSettings) -> Result<StartedModule,
     // SAFETY: module start-up is done and no request runs yet; the shim only swaps the
     // treat_data pointer of PHP's global sapi_module for its wrapper.
     let fast_input = unsafe { sys::ferrophp_install_treat_data() };
-    FAST_INPUT_INSTALLED.store(fast_input, std::sync::atomic::Ordering::Relaxed);
+    #[cfg(feature = "bench-fixtures")]
+    crate::diagnostics::record_fast_input_installed(fast_input);
     tracing::debug!(fast_input, "$_COOKIE and $_GET parsing");
     Ok(StartedModule(module))
 }
@@ -180,11 +181,6 @@ pub(crate) fn attach_thread() {
     }
     crate::stack::remember_bounds();
 }
-
-/// Whether the shim's `$_COOKIE`/`$_GET` fast path could be installed at start-up (it
-/// still defers to PHP per request when the configuration asks for it).
-pub(crate) static FAST_INPUT_INSTALLED: std::sync::atomic::AtomicBool =
-    std::sync::atomic::AtomicBool::new(false);
 
 /// Releases the calling thread's TSRM context. Must be the thread's last PHP call.
 pub(crate) fn detach_thread() {
@@ -878,16 +874,12 @@ unsafe extern "C" fn on_register_server_variables(track_vars: *mut sys::zval) {
         }
     }
     if let Some(cgi) = &ctx.cgi {
-        crate::diagnostics::server_vars_event(crate::diagnostics::ServerVarsEvent::Start);
         server_vars::register_cgi_variables(
             cgi,
             ctx.c_strings.script_filename.to_bytes(),
             track_vars,
             ctx.arena,
         );
-        crate::diagnostics::server_vars_event(crate::diagnostics::ServerVarsEvent::End {
-            arena_bytes: ctx.arena.allocated_bytes(),
-        });
         // REMOTE_USER: the Basic authentication user, as FrankenPHP and nginx's
         // fastcgi_params ($remote_user) give it.
         // SAFETY: on a PHP thread inside a request; auth_user is NULL or a NUL-terminated

@@ -12,14 +12,14 @@
 //! value is copied into PHP request memory exactly once, because PHP frees it and worker
 //! code may keep it.
 //!
-//! The naive path (a `CString` per value, `php_register_variable_safe` for everything) is
-//! kept as the reference the benchmark measures the fast path against.
+//! The naive reference path the benchmark measures this one against, and the switch
+//! between them, live in `diagnostics.rs`, compiled only with the `bench-fixtures`
+//! feature: a production build has neither nor any per-request check for them.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ffi::{c_char, CStr, CString};
 use std::fmt::Write as _;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use bumpalo::Bump;
@@ -212,7 +212,8 @@ const CGI_NAMES: &[&str] = &[
 // Every Cgi variant has a name.
 const _: () = assert!(CGI_NAMES.len() == Cgi::RemoteHost as usize + 1);
 
-const SERVER_SOFTWARE: &[u8] = concat!("ferrophp/", env!("CARGO_PKG_VERSION")).as_bytes();
+pub(crate) const SERVER_SOFTWARE: &[u8] =
+    concat!("ferrophp/", env!("CARGO_PKG_VERSION")).as_bytes();
 
 /// Permanent PHP strings for the known keys; read-only once built.
 struct KnownKeys {
@@ -288,12 +289,6 @@ unsafe impl Send for Key {}
 unsafe impl Sync for Key {}
 
 static KNOWN_KEYS: OnceLock<KnownKeys> = OnceLock::new();
-static NAIVE: AtomicBool = AtomicBool::new(false);
-
-/// Switches to the naive reference path (benchmarks compare both in one process).
-pub(crate) fn set_naive(naive: bool) {
-    NAIVE.store(naive, Ordering::Relaxed);
-}
 
 /// Makes the permanent keys. Called once, on the engine's main thread after module
 /// start-up, before any request runs.
@@ -302,6 +297,12 @@ pub(crate) fn init() {
         COMMON_HEADERS.windows(2).all(|w| w[0] < w[1]),
         "COMMON_HEADERS unsorted"
     );
+    known_keys();
+}
+
+/// The permanent keys: made by `init`, or (should a request ever come first) by the first
+/// request, which is also after module start-up; never a second path without them.
+fn known_keys() -> &'static KnownKeys {
     KNOWN_KEYS.get_or_init(|| {
         let make = |name: &str| {
             // SAFETY: creates a persistent string; the engine is started.
@@ -327,7 +328,7 @@ pub(crate) fn init() {
             header_table: HeaderTable::new(),
             raw_filter: filter_default_is_raw(),
         }
-    });
+    })
 }
 
 fn filter_default_is_raw() -> bool {
@@ -354,23 +355,32 @@ pub(crate) fn register_cgi_variables(
     track_vars: *mut sys::zval,
     arena: &Bump,
 ) {
-    match KNOWN_KEYS.get() {
-        Some(keys) if !NAIVE.load(Ordering::Relaxed) => {
-            let mut out = Registrar {
-                keys,
-                arena,
-                track_vars,
-                table: std::ptr::null_mut(),
-            };
-            // SAFETY: track_vars is the array PHP passed to register_server_variables.
-            out.table = unsafe { sys::ferrophp_array(track_vars) };
-            let expected = cgi.env.len() + cgi.headers.keys_len() + CGI_NAMES.len();
-            // SAFETY: sizing a live array once up front so it never rehashes.
-            unsafe { sys::zend_hash_extend(out.table, expected as u32, false) };
-            fill(&mut out, cgi, script_filename);
-        }
-        _ => register_naive(cgi, script_filename, track_vars),
-    }
+    // Tests and benchmarks observe this build, or swap in the naive path (feature only).
+    #[cfg(feature = "bench-fixtures")]
+    crate::diagnostics::register_cgi_variables(cgi, script_filename, track_vars, arena);
+    #[cfg(not(feature = "bench-fixtures"))]
+    register_with_arena(cgi, script_filename, track_vars, arena);
+}
+
+/// The fast path (see the module doc).
+pub(crate) fn register_with_arena(
+    cgi: &CgiRequest,
+    script_filename: &[u8],
+    track_vars: *mut sys::zval,
+    arena: &Bump,
+) {
+    let mut out = Registrar {
+        keys: known_keys(),
+        arena,
+        track_vars,
+        table: std::ptr::null_mut(),
+    };
+    // SAFETY: track_vars is the array PHP passed to register_server_variables.
+    out.table = unsafe { sys::ferrophp_array(track_vars) };
+    let expected = cgi.env.len() + cgi.headers.keys_len() + CGI_NAMES.len();
+    // SAFETY: sizing a live array once up front so it never rehashes.
+    unsafe { sys::zend_hash_extend(out.table, expected as u32, false) };
+    fill(&mut out, cgi, script_filename);
 }
 
 /// Where the fast path writes: the table, the known keys, and the arena for bytes.
@@ -718,84 +728,6 @@ pub(crate) fn protocol(version: http::Version) -> &'static str {
         http::Version::HTTP_3 => "HTTP/3.0",
         _ => "HTTP/1.1",
     }
-}
-
-/// The reference path: a `CString` per name and value, `php_register_variable_safe` for
-/// every entry. Same result, none of the care.
-fn register_naive(cgi: &CgiRequest, script_filename: &[u8], track_vars: *mut sys::zval) {
-    let add = |name: &str, value: &[u8]| {
-        let name = CString::new(name).unwrap_or_default();
-        let value = CString::new(value).unwrap_or_default();
-        php::register_variable(&name, value.as_bytes(), track_vars);
-    };
-    for (name, value) in cgi.env.iter() {
-        add(name.to_str().unwrap_or_default(), value.as_bytes());
-    }
-    for name in cgi.headers.keys() {
-        if name == "proxy" {
-            continue;
-        }
-        let separator = if name == http::header::COOKIE {
-            "; "
-        } else {
-            ", "
-        };
-        let joined = cgi
-            .headers
-            .get_all(name)
-            .iter()
-            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
-            .collect::<Vec<_>>()
-            .join(separator);
-        let var = format!(
-            "HTTP_{}",
-            name.as_str().to_ascii_uppercase().replace('-', "_")
-        );
-        add(&var, joined.as_bytes());
-    }
-    let header = |name: http::header::HeaderName| {
-        cgi.headers.get(name).map_or(String::new(), |v| {
-            String::from_utf8_lossy(v.as_bytes()).into_owned()
-        })
-    };
-    add(
-        "CONTENT_TYPE",
-        header(http::header::CONTENT_TYPE).as_bytes(),
-    );
-    add(
-        "CONTENT_LENGTH",
-        header(http::header::CONTENT_LENGTH).as_bytes(),
-    );
-    add("SCRIPT_FILENAME", script_filename);
-    add("SCRIPT_NAME", cgi.script_name.as_bytes());
-    add("PATH_INFO", cgi.path_info.as_bytes());
-    if !cgi.path_info.is_empty() {
-        add(
-            "PATH_TRANSLATED",
-            format!("{}{}", cgi.document_root, cgi.path_info).as_bytes(),
-        );
-    }
-    add(
-        "PHP_SELF",
-        format!("{}{}", cgi.script_name, cgi.path_info).as_bytes(),
-    );
-    add("REQUEST_URI", cgi.request_uri.as_bytes());
-    add("DOCUMENT_URI", cgi.document_uri.as_bytes());
-    add("DOCUMENT_ROOT", cgi.document_root.as_bytes());
-    add("QUERY_STRING", cgi.query_string.as_bytes());
-    add("REQUEST_METHOD", cgi.method.as_str().as_bytes());
-    add("SERVER_PROTOCOL", protocol(cgi.version).as_bytes());
-    add("GATEWAY_INTERFACE", b"CGI/1.1");
-    add("SERVER_SOFTWARE", SERVER_SOFTWARE);
-    add("REQUEST_SCHEME", if cgi.https { b"https" } else { b"http" });
-    add("HTTPS", if cgi.https { b"on" } else { b"" });
-    add("REMOTE_ADDR", cgi.remote_addr.ip().to_string().as_bytes());
-    add("REMOTE_HOST", cgi.remote_addr.ip().to_string().as_bytes());
-    add("REMOTE_PORT", cgi.remote_addr.port().to_string().as_bytes());
-    add("SERVER_ADDR", cgi.local_addr.ip().to_string().as_bytes());
-    add("SERVER_PORT", cgi.local_addr.port().to_string().as_bytes());
-    add("SERVER_NAME", cgi.server_name.as_bytes());
-    add("REDIRECT_STATUS", b"200");
 }
 
 #[cfg(test)]

@@ -1,0 +1,230 @@
+/* worker_request.c: one worker request inside the long-lived worker script's engine
+ * request. What php_request_startup and php_request_shutdown do per HTTP request, minus
+ * the engine-level parts that would destroy the worker script's state (globals, classes,
+ * statics): the output layer, sapi_activate/deactivate, the superglobals rebuilt, the
+ * session, filter, libxml and pgsql request state, the time and memory limits.
+ *
+ * Why C: each sequence runs inside one zend_try (a bailout longjmps, and setjmp must
+ * never return through Rust frames), and the steps use PHP's macros and module internals
+ * (PG, SG, PS, the libxml globals reached through its module entry, module request
+ * hooks) that bindgen cannot express. One call per phase also keeps the worker hot path
+ * from bouncing between Rust and C for each step.
+ */
+#define ZEND_ENABLE_STATIC_TSRMLS_CACHE 1 /* the thread's cache is shim.c's */
+#include "shim.h"
+#include "php_variables.h"
+#include "ext/session/php_session.h"
+#if defined(HAVE_LIBXML) && defined(__has_include)
+#if __has_include(<libxml/tree.h>)
+#include "ext/libxml/php_libxml.h"
+#define FERROPHP_LIBXML_GLOBALS 1
+#endif
+#endif
+
+/* A loaded module's RINIT (startup) or RSHUTDOWN, inside zend_try; false if absent. */
+static bool ferrophp_module_request_hook(const char *name, size_t len, bool startup) {
+    zend_module_entry *module = zend_hash_str_find_ptr(&module_registry, name, len);
+    if (!module) {
+        return false;
+    }
+    zend_try {
+        if (startup && module->request_startup_func) {
+            module->request_startup_func(module->type, module->module_number);
+        } else if (!startup && module->request_shutdown_func) {
+            module->request_shutdown_func(module->type, module->module_number);
+        }
+    } zend_end_try();
+    return true;
+}
+
+static void ferrophp_delete_session_global(void) {
+    zend_hash_str_del(&EG(symbol_table), "_SESSION", sizeof("_SESSION") - 1);
+}
+
+/* A user session save handler kept across worker requests (see
+ * ferrophp_worker_request_shutdown). Per thread: each worker thread has its own. */
+ZEND_TLS zval kept_session_handler[PS_NUM_APIS];
+ZEND_TLS zend_string *kept_session_handler_class;
+
+static void ferrophp_session_handler_keep(void) {
+    for (int i = 0; i < PS_NUM_APIS; i++) {
+        ZVAL_COPY(&kept_session_handler[i], &PS(mod_user_names).names[i]);
+    }
+    kept_session_handler_class =
+        PS(mod_user_class_name) ? zend_string_copy(PS(mod_user_class_name)) : NULL;
+}
+
+static void ferrophp_session_handler_restore(void) {
+    for (int i = 0; i < PS_NUM_APIS; i++) {
+        if (Z_ISUNDEF(PS(mod_user_names).names[i])) {
+            ZVAL_COPY_VALUE(&PS(mod_user_names).names[i], &kept_session_handler[i]);
+        } else {
+            zval_ptr_dtor(&kept_session_handler[i]);
+        }
+        ZVAL_UNDEF(&kept_session_handler[i]);
+    }
+    if (kept_session_handler_class) {
+        if (!PS(mod_user_class_name)) {
+            PS(mod_user_class_name) = kept_session_handler_class;
+        } else {
+            zend_string_release(kept_session_handler_class);
+        }
+        kept_session_handler_class = NULL;
+    }
+}
+
+bool ferrophp_worker_output_release(void) {
+    volatile bool bailed_out = false;
+    zend_try {
+        php_output_end_all();
+        php_output_deactivate();
+    } zend_catch {
+        bailed_out = true;
+    } zend_end_try();
+    /* What the boot request's startup (X-Powered-By) and that deactivation (the default
+     * Content-Type) put in the header list: sapi_activate would re-init it over them. */
+    zend_llist_destroy(&SG(sapi_headers).headers);
+    if (SG(sapi_headers).mimetype) {
+        efree(SG(sapi_headers).mimetype);
+        SG(sapi_headers).mimetype = NULL;
+    }
+    return bailed_out;
+}
+
+/* What the libxml extension resets between engine requests, for a worker request inside
+ * one long engine request: the error list and libxml_use_internal_errors() (the
+ * structured error handler), the external entity loader callback, the stream context and
+ * libxml_disable_entity_loader(). The order is PHP's: RSHUTDOWN, post-deactivate, RINIT.
+ * The stream context is released first: post-deactivate only forgets it, because at the
+ * end of an engine request the resource list frees it. */
+static void ferrophp_libxml_reset(void) {
+    zend_module_entry *module = zend_hash_str_find_ptr(&module_registry, "libxml", sizeof("libxml") - 1);
+    if (!module) {
+        return;
+    }
+#ifdef FERROPHP_LIBXML_GLOBALS
+    /* libphp exports no libxml_globals_id: reach the globals through the module entry. */
+#ifdef ZTS
+    zend_libxml_globals *globals = TSRMG_BULK_STATIC(*module->globals_id_ptr, zend_libxml_globals *);
+#else
+    zend_libxml_globals *globals = module->globals_ptr;
+#endif
+    if (!Z_ISUNDEF(globals->stream_context)) {
+        zval_ptr_dtor(&globals->stream_context);
+        ZVAL_UNDEF(&globals->stream_context);
+    }
+#endif
+    if (module->request_shutdown_func) {
+        module->request_shutdown_func(module->type, module->module_number);
+    }
+    if (module->post_deactivate_func) {
+        module->post_deactivate_func();
+    }
+    if (module->request_startup_func) {
+        module->request_startup_func(module->type, module->module_number);
+    }
+}
+
+bool ferrophp_worker_request_startup(void) {
+    volatile bool bailed_out = false;
+    zend_try {
+        /* The request's own output layer (the script's ended in
+         * ferrophp_worker_output_release). */
+        php_output_activate();
+        PG(header_is_being_sent) = 0;
+        PG(connection_status) = PHP_CONNECTION_NORMAL;
+        SG(sapi_headers).http_response_code = 200;
+        sapi_activate();
+        if (PG(expose_php)) {
+            sapi_add_header(SAPI_PHP_VERSION_HEADER, sizeof(SAPI_PHP_VERSION_HEADER) - 1, 1);
+        }
+        if (PG(output_handler) && PG(output_handler)[0]) {
+            zval handler;
+            ZVAL_STRING(&handler, PG(output_handler));
+            php_output_start_user(&handler, 0, PHP_OUTPUT_HANDLER_STDFLAGS);
+            zval_ptr_dtor(&handler);
+        } else if (PG(output_buffering)) {
+            php_output_start_user(NULL, PG(output_buffering) > 1 ? PG(output_buffering) : 0,
+                                  PHP_OUTPUT_HANDLER_STDFLAGS);
+        } else if (PG(implicit_flush)) {
+            php_output_set_implicit_flush(1);
+        }
+        /* php_hash_environment() zeroes PG(http_globals) without releasing it (it expects
+         * php_request_shutdown to have done so): drop the previous request's arrays, or
+         * each request would leak them. The symbol table keeps its own references until
+         * the new arrays replace them. */
+        for (int i = 0; i < NUM_TRACK_VARS; i++) {
+            zval_ptr_dtor(&PG(http_globals)[i]);
+            ZVAL_UNDEF(&PG(http_globals)[i]);
+        }
+        /* $_GET, $_POST, $_COOKIE, $_FILES now; the JIT ones ($_SERVER, $_REQUEST) are only
+         * armed, and the handler is already compiled, so build them explicitly. */
+        php_hash_environment();
+        zend_is_auto_global_str("_SERVER", sizeof("_SERVER") - 1);
+        zend_is_auto_global_str("_REQUEST", sizeof("_REQUEST") - 1);
+        /* Nor its libxml errors and entity loader (nor those the boot code left). */
+        ferrophp_libxml_reset();
+        /* A new client never sees the previous one's session. */
+        ferrophp_delete_session_global();
+        ferrophp_module_request_hook("session", sizeof("session") - 1, true);
+        zend_set_timeout(EG(timeout_seconds), 0);
+        zend_memory_reset_peak_usage();
+    } zend_catch {
+        bailed_out = true;
+    } zend_end_try();
+    return bailed_out;
+}
+
+bool ferrophp_worker_request_shutdown(void) {
+    volatile bool bailed_out = false;
+    zend_try {
+        sapi_send_headers();
+    } zend_catch {
+        bailed_out = true;
+    } zend_end_try();
+    /* Writes and closes the session, then forgets it; resets filter_input() state. The
+     * save handler the worker script registered (session_set_save_handler before its
+     * loop, as Symfony and Laravel apps do at boot) is app state, not request state:
+     * the session's RSHUTDOWN releases it, so it is handed back right after. */
+    ferrophp_session_handler_keep();
+    ferrophp_module_request_hook("session", sizeof("session") - 1, false);
+    ferrophp_session_handler_restore();
+    ferrophp_delete_session_global();
+    ferrophp_module_request_hook("filter", sizeof("filter") - 1, false);
+    /* pgsql's request end rolls back a transaction left open on a persistent link
+     * (pg_pconnect), as at the end of every classic request; without it the next client
+     * of this thread would run inside that transaction. It also drops the default link
+     * and destroys the OID caches, which its request start re-creates. */
+    if (ferrophp_module_request_hook("pgsql", sizeof("pgsql") - 1, false)) {
+        ferrophp_module_request_hook("pgsql", sizeof("pgsql") - 1, true);
+    }
+    zend_try {
+        /* Frees this request's libxml error list now rather than at the next request. */
+        ferrophp_libxml_reset();
+        php_output_deactivate();
+        zend_unset_timeout();
+    } zend_catch {
+        bailed_out = true;
+    } zend_end_try();
+    return bailed_out;
+}
+
+bool ferrophp_worker_request_finish(void) {
+    volatile bool bailed_out = false;
+    zend_try {
+        /* The body stream behind php://input is a request resource that only the end of
+         * the engine request would free; sapi_deactivate merely forgets it. */
+        if (SG(request_info).request_body) {
+            php_stream_close(SG(request_info).request_body);
+            SG(request_info).request_body = NULL;
+        }
+        /* Drains unread body, frees request_info fields, deletes uploaded temp files. */
+        sapi_deactivate();
+        /* Output between requests belongs to the worker script again. */
+        php_output_activate();
+        zend_set_memory_limit(PG(memory_limit));
+    } zend_catch {
+        bailed_out = true;
+    } zend_end_try();
+    return bailed_out;
+}
