@@ -135,7 +135,11 @@ async fn connection(
             continue;
         };
         let is_slow = rng.next_f64() < mix.slow_fraction;
-        let path = if is_slow { &mix.slow_path } else { &mix.fast_path };
+        let path = if is_slow {
+            &mix.slow_path
+        } else {
+            &mix.fast_path
+        };
         let began = Instant::now();
         let ok = exchange(s, path).await;
         let done = Instant::now();
@@ -174,7 +178,10 @@ async fn connect(addr: SocketAddr) -> Result<http1::SendRequest<Empty<Bytes>>, S
 }
 
 /// One request and its whole body: Ok(true) for a 2xx, Ok(false) for another status.
-async fn exchange(sender: &mut http1::SendRequest<Empty<Bytes>>, path: &str) -> Result<bool, String> {
+async fn exchange(
+    sender: &mut http1::SendRequest<Empty<Bytes>>,
+    path: &str,
+) -> Result<bool, String> {
     sender.ready().await.map_err(|e| e.to_string())?;
     let request = hyper::Request::get(path)
         .header(hyper::header::HOST, "localhost")

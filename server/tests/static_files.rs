@@ -56,8 +56,7 @@ fn multi_mib_file_over_http1_keep_alive() {
         assert!(r.body == data, "round {round}: body differs");
     }
     for (range, first, last) in ranges(len) {
-        let request =
-            format!("GET /big.bin HTTP/1.1\r\nHost: localhost\r\nRange: {range}\r\n\r\n");
+        let request = format!("GET /big.bin HTTP/1.1\r\nHost: localhost\r\nRange: {range}\r\n\r\n");
         let r = conn.send(request.as_bytes()).unwrap();
         assert_eq!(r.status, 206, "{range}");
         assert_eq!(
@@ -112,7 +111,12 @@ fn multi_mib_file_over_h2c_and_tls() {
     for (what, client, server, version) in [
         ("h2c", &h2c, &plain, reqwest::Version::HTTP_2),
         ("h2 over TLS", &h2, &tls, reqwest::Version::HTTP_2),
-        ("HTTP/1.1 over TLS", &tls_h1, &tls, reqwest::Version::HTTP_11),
+        (
+            "HTTP/1.1 over TLS",
+            &tls_h1,
+            &tls,
+            reqwest::Version::HTTP_11,
+        ),
     ] {
         let r = client.get(server.url("/big.bin")).send().unwrap();
         assert_eq!(r.version(), version, "{what}");
@@ -192,7 +196,10 @@ fn file_truncated_while_served_cuts_that_response_only() {
     );
     // What did arrive is the file's original prefix, not filler.
     let received_prefix = [first.as_slice(), rest.as_slice()].concat();
-    assert!(received_prefix == data[..received], "bytes differ from the file");
+    assert!(
+        received_prefix == data[..received],
+        "bytes differ from the file"
+    );
 
     assert!(server.is_running(), "server died: {}", server.stderr());
     server.assert_alive();

@@ -16,7 +16,8 @@
 //!  [--quick] [--only WORKLOAD] [--out DIR] [--ferrophp-arg ARG]...`; writes
 //! benchmarks.json and benchmarks.md into DIR (default docs/). Each `--ferrophp-arg` is
 //! one more argument for every ferrophp server started (`--ferrophp-arg --max-threads
-//! --ferrophp-arg 64`).
+//! --ferrophp-arg 64`); a `--threads` given that way replaces the harness's own PHP thread
+//! count for ferrophp (worker pools keep theirs).
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
@@ -453,8 +454,12 @@ fn start(
                 &listen,
             ])
             .arg("--root")
-            .arg(root)
-            .args(["--threads", &options.threads.to_string()]);
+            .arg(root);
+            // `--ferrophp-arg --threads --ferrophp-arg N` replaces the harness's own count
+            // (the flag may be given once).
+            if !options.ferrophp_args.iter().any(|a| a == "--threads") {
+                cmd.args(["--threads", &options.threads.to_string()]);
+            }
             for kv in ini {
                 cmd.args(["-d", kv.as_str()]);
             }
@@ -570,7 +575,9 @@ fn measure(
             System::FerrophpWorker => slow.worker_path,
             _ => slow.classic_path,
         };
-        return measure_mixed(options, workload, system, round, running, path, slow_path, slow);
+        return measure_mixed(
+            options, workload, system, round, running, path, slow_path, slow,
+        );
     }
     let url = format!("http://127.0.0.1:{}{path}", running.port);
     let lua = workload.post_body.map(|size| {
@@ -882,8 +889,7 @@ impl Report {
 
     fn summary_table(&self) -> String {
         let mut out = String::new();
-        out.push_str("| workload | system | req/s (median) | vs nginx+php-fpm: min / median / max | p50 ms | p99 ms | server CPU us/req | errors |\n");
-        out.push_str("|---|---|---:|---|---:|---:|---:|---:|\n");
+        let mut rows = String::new();
         for workload in WORKLOADS.iter().filter(|w| w.slow.is_none()) {
             for &system in workload.systems {
                 let runs = self.runs_of(workload.name, system);
@@ -903,7 +909,7 @@ impl Report {
                         sorted[sorted.len() - 1]
                     )
                 };
-                out.push_str(&format!(
+                rows.push_str(&format!(
                     "| {} | {} | {:.0} | {} | {:.2} | {:.2} | {:.1} | {} |\n",
                     workload.name,
                     system.label(),
@@ -915,6 +921,11 @@ impl Report {
                     runs.iter().map(|r| r.errors).sum::<u64>(),
                 ));
             }
+        }
+        if !rows.is_empty() {
+            out.push_str("| workload | system | req/s (median) | vs nginx+php-fpm: min / median / max | p50 ms | p99 ms | server CPU us/req | errors |\n");
+            out.push_str("|---|---|---:|---|---:|---:|---:|---:|\n");
+            out.push_str(&rows);
         }
         out.push_str(&self.head_of_line_table());
         out
@@ -928,8 +939,10 @@ impl Report {
             let mut rows = String::new();
             for &system in workload.systems {
                 let runs = self.runs_of(workload.name, system);
-                let hol: Vec<&HeadOfLine> =
-                    runs.iter().filter_map(|r| r.head_of_line.as_ref()).collect();
+                let hol: Vec<&HeadOfLine> = runs
+                    .iter()
+                    .filter_map(|r| r.head_of_line.as_ref())
+                    .collect();
                 if hol.is_empty() {
                     continue;
                 }
