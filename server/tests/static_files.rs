@@ -1,5 +1,5 @@
 //! Static files of several MiB over real TCP: exact bytes, ranges that cross the server's
-//! 1 MiB read chunks, HEAD and keep-alive over HTTP/1.1, h2c, and TLS (HTTP/1.1 and h2
+//! read chunks (256 KiB, so every MiB edge is one), HEAD and keep-alive over HTTP/1.1, h2c, and TLS (HTTP/1.1 and h2
 //! through ALPN); and a file truncated while it is being served, which must cut that
 //! response (never complete it with wrong bytes) and leave the server serving.
 
@@ -30,7 +30,7 @@ fn root_with(files: &[(&str, &[u8])]) -> tempfile::TempDir {
     tmp
 }
 
-/// (range header, first byte, last byte) around and across the 1 MiB chunk edges.
+/// (range header, first byte, last byte) around and across chunk edges.
 fn ranges(len: usize) -> Vec<(String, usize, usize)> {
     vec![
         (format!("bytes={}-{}", MIB - 10, MIB + 9), MIB - 10, MIB + 9),
