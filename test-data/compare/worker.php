@@ -20,6 +20,10 @@ $handler = static function (): void {
         case '/page':
             echo render_page();
             break;
+        case '/sleep':
+            usleep(200000);
+            echo 'Slept';
+            break;
         case '/session':
             session_start();
             $_SESSION['n'] = ($_SESSION['n'] ?? 0) + 1;

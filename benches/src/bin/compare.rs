@@ -7,9 +7,17 @@
 //! during the measured window (utime + stime of the server's process tree, the counters
 //! getrusage reads).
 //!
+//! The `head-of-line` workload mixes two request classes and needs each class's latency,
+//! which wrk cannot give: it runs the closed-loop generator of `ferrophp_benches::load`
+//! instead, once with only the fast class (the reference) and once with the mix, on the
+//! same server, and reports the fast class's p99 in both and their ratio.
+//!
 //! `cargo run --release -p ferrophp-benches --bin compare -- [--rounds N] [--seconds S]
-//!  [--quick] [--only WORKLOAD] [--out DIR]`; writes benchmarks.json and benchmarks.md
-//! into DIR (default docs/).
+//!  [--quick] [--only WORKLOAD] [--out DIR] [--ferrophp-arg ARG]...`; writes
+//! benchmarks.json and benchmarks.md into DIR (default docs/). Each `--ferrophp-arg` is
+//! one more argument for every ferrophp server started (`--ferrophp-arg --max-threads
+//! --ferrophp-arg 64`); a `--threads` given that way replaces the harness's own PHP thread
+//! count for ferrophp (worker pools keep theirs).
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
@@ -18,6 +26,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use ferrophp_benches::load;
 use serde::Serialize;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize)]
@@ -54,6 +63,16 @@ struct Workload {
     session_files: usize,
     connections: u32,
     systems: &'static [System],
+    /// A second, slow request class mixed into this workload (then measured with
+    /// [`load::run`] instead of wrk).
+    slow: Option<SlowClass>,
+}
+
+/// The slow requests of a mixed workload: their paths and share of all requests.
+struct SlowClass {
+    classic_path: &'static str,
+    worker_path: &'static str,
+    fraction: f64,
 }
 
 /// Session ids in rotation for a session workload: enough that two requests rarely wait on
@@ -82,6 +101,7 @@ const WORKLOADS: &[Workload] = &[
             System::HyperHello,
             System::FerrophpClassicAa,
         ],
+        slow: None,
     },
     Workload {
         name: "echo-4k",
@@ -92,6 +112,7 @@ const WORKLOADS: &[Workload] = &[
         session_files: 0,
         connections: 32,
         systems: ALL_PHP,
+        slow: None,
     },
     Workload {
         name: "print-server",
@@ -102,6 +123,7 @@ const WORKLOADS: &[Workload] = &[
         session_files: 0,
         connections: 32,
         systems: ALL_PHP,
+        slow: None,
     },
     Workload {
         name: "json-api",
@@ -112,6 +134,7 @@ const WORKLOADS: &[Workload] = &[
         session_files: 0,
         connections: 32,
         systems: ALL_PHP,
+        slow: None,
     },
     Workload {
         name: "framework-page",
@@ -122,6 +145,7 @@ const WORKLOADS: &[Workload] = &[
         session_files: 0,
         connections: 32,
         systems: ALL_PHP,
+        slow: None,
     },
     Workload {
         name: "static-1mb",
@@ -132,6 +156,7 @@ const WORKLOADS: &[Workload] = &[
         session_files: 0,
         connections: 32,
         systems: &[System::FerrophpClassic, System::NginxFpm],
+        slow: None,
     },
     Workload {
         name: "sessions",
@@ -142,6 +167,7 @@ const WORKLOADS: &[Workload] = &[
         session_files: 150_000,
         connections: 32,
         systems: ALL_PHP,
+        slow: None,
     },
     Workload {
         name: "burst-1000",
@@ -157,6 +183,22 @@ const WORKLOADS: &[Workload] = &[
             System::NginxFpm,
             System::HyperHello,
         ],
+        slow: None,
+    },
+    Workload {
+        name: "head-of-line",
+        description: "hello world with 5% of requests sleeping 200 ms in PHP (`sleep.php`); closed-loop generator instead of wrk (`benches/src/load.rs`), run once with hello world alone and once with the mix; the target is the fast requests' p99 with the slow ones within 2x of their p99 alone",
+        classic_path: "/hello.php",
+        worker_path: "/worker.php/hello",
+        post_body: None,
+        session_files: 0,
+        connections: 64,
+        systems: ALL_PHP,
+        slow: Some(SlowClass {
+            classic_path: "/sleep.php",
+            worker_path: "/worker.php/sleep",
+            fraction: 0.05,
+        }),
     },
 ];
 
@@ -167,6 +209,8 @@ struct Options {
     only: Option<String>,
     threads: usize,
     out: Option<PathBuf>,
+    /// Extra arguments for every ferrophp server (`--ferrophp-arg`).
+    ferrophp_args: Vec<String>,
 }
 
 #[derive(Serialize, Clone, Debug)]
@@ -180,6 +224,21 @@ struct Run {
     errors: u64,
     cpu_seconds: f64,
     cpu_us_per_request: f64,
+    /// Mixed workloads only; `p50_ms`/`p99_ms` are then the fast class's with the mix.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    head_of_line: Option<HeadOfLine>,
+}
+
+/// Per-class latencies of a mixed workload's run.
+#[derive(Serialize, Clone, Debug)]
+struct HeadOfLine {
+    /// The fast class with no slow requests at all (same server, just before).
+    fast_alone: load::ClassStats,
+    fast_mixed: load::ClassStats,
+    slow_mixed: load::ClassStats,
+    /// fast_mixed.p99 / fast_alone.p99 (target: <= 2).
+    p99_ratio: f64,
+    requests_per_sec_alone: f64,
 }
 
 fn main() {
@@ -255,6 +314,7 @@ fn parse_args() -> Options {
         only: None,
         threads: 2 * std::thread::available_parallelism().map_or(1, |n| n.get()),
         out: None,
+        ferrophp_args: Vec::new(),
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -273,6 +333,9 @@ fn parse_args() -> Options {
             }
             "--only" => options.only = args.next(),
             "--out" => options.out = Some(PathBuf::from(args.next().expect("--out DIR"))),
+            "--ferrophp-arg" => options
+                .ferrophp_args
+                .push(args.next().expect("--ferrophp-arg ARG")),
             "--quick" => {
                 options.rounds = 1;
                 options.seconds = 2;
@@ -391,11 +454,16 @@ fn start(
                 &listen,
             ])
             .arg("--root")
-            .arg(root)
-            .args(["--threads", &options.threads.to_string()]);
+            .arg(root);
+            // `--ferrophp-arg --threads --ferrophp-arg N` replaces the harness's own count
+            // (the flag may be given once).
+            if !options.ferrophp_args.iter().any(|a| a == "--threads") {
+                cmd.args(["--threads", &options.threads.to_string()]);
+            }
             for kv in ini {
                 cmd.args(["-d", kv.as_str()]);
             }
+            cmd.args(&options.ferrophp_args);
             if system == System::FerrophpWorker {
                 cmd.arg("--worker").arg(format!(
                     "{},{}",
@@ -502,6 +570,15 @@ fn measure(
         System::HyperHello => "/",
         _ => workload.classic_path,
     };
+    if let Some(slow) = &workload.slow {
+        let slow_path = match system {
+            System::FerrophpWorker => slow.worker_path,
+            _ => slow.classic_path,
+        };
+        return measure_mixed(
+            options, workload, system, round, running, path, slow_path, slow,
+        );
+    }
     let url = format!("http://127.0.0.1:{}{path}", running.port);
     let lua = workload.post_body.map(|size| {
         let file = scratch.join(format!("post-{size}.lua"));
@@ -544,6 +621,67 @@ fn measure(
         } else {
             0.0
         },
+        head_of_line: None,
+    }
+}
+
+/// A mixed workload on a running system: the fast class alone, then the mix, each after
+/// its own warm-up, with the load generator's 2 threads (as wrk's).
+#[allow(clippy::too_many_arguments)]
+fn measure_mixed(
+    options: &Options,
+    workload: &Workload,
+    system: System,
+    round: usize,
+    running: Running,
+    fast_path: &str,
+    slow_path: &str,
+    slow: &SlowClass,
+) -> Run {
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], running.port));
+    let connections = workload.connections as usize;
+    let warmup = Duration::from_secs(options.warmup);
+    let window = Duration::from_secs(options.seconds);
+    let mut mix = load::Mix {
+        fast_path: fast_path.to_string(),
+        slow_path: slow_path.to_string(),
+        slow_fraction: 0.0,
+    };
+    let alone = load::run(addr, connections, 2, warmup, window, &mix);
+    mix.slow_fraction = slow.fraction;
+    // CPU is counted over the mixed run only (its warm-up included: the generator runs
+    // both in one call).
+    let cpu_before = tree_cpu_seconds(&running.pids());
+    let mixed = load::run(addr, connections, 2, warmup, window, &mix);
+    let cpu = tree_cpu_seconds(&running.pids()) - cpu_before;
+    running.stop();
+    let requests = mixed.requests_per_sec * (options.seconds + options.warmup) as f64;
+    let p99_ratio = if alone.fast.p99_ms > 0.0 {
+        mixed.fast.p99_ms / alone.fast.p99_ms
+    } else {
+        0.0
+    };
+    Run {
+        workload: workload.name.to_string(),
+        system,
+        round,
+        requests_per_sec: mixed.requests_per_sec,
+        p50_ms: mixed.fast.p50_ms,
+        p99_ms: mixed.fast.p99_ms,
+        errors: alone.errors + mixed.errors,
+        cpu_seconds: cpu,
+        cpu_us_per_request: if requests > 0.0 {
+            cpu / requests * 1e6
+        } else {
+            0.0
+        },
+        head_of_line: Some(HeadOfLine {
+            fast_alone: alone.fast,
+            fast_mixed: mixed.fast,
+            slow_mixed: mixed.slow,
+            p99_ratio,
+            requests_per_sec_alone: alone.requests_per_sec,
+        }),
     }
 }
 
@@ -751,9 +889,8 @@ impl Report {
 
     fn summary_table(&self) -> String {
         let mut out = String::new();
-        out.push_str("| workload | system | req/s (median) | vs nginx+php-fpm: min / median / max | p50 ms | p99 ms | server CPU us/req | errors |\n");
-        out.push_str("|---|---|---:|---|---:|---:|---:|---:|\n");
-        for workload in WORKLOADS {
+        let mut rows = String::new();
+        for workload in WORKLOADS.iter().filter(|w| w.slow.is_none()) {
             for &system in workload.systems {
                 let runs = self.runs_of(workload.name, system);
                 if runs.is_empty() {
@@ -772,7 +909,7 @@ impl Report {
                         sorted[sorted.len() - 1]
                     )
                 };
-                out.push_str(&format!(
+                rows.push_str(&format!(
                     "| {} | {} | {:.0} | {} | {:.2} | {:.2} | {:.1} | {} |\n",
                     workload.name,
                     system.label(),
@@ -784,6 +921,53 @@ impl Report {
                     runs.iter().map(|r| r.errors).sum::<u64>(),
                 ));
             }
+        }
+        if !rows.is_empty() {
+            out.push_str("| workload | system | req/s (median) | vs nginx+php-fpm: min / median / max | p50 ms | p99 ms | server CPU us/req | errors |\n");
+            out.push_str("|---|---|---:|---|---:|---:|---:|---:|\n");
+            out.push_str(&rows);
+        }
+        out.push_str(&self.head_of_line_table());
+        out
+    }
+
+    /// The mixed workloads' own table (medians over rounds): the fast class's p99 alone
+    /// and with the slow class, and their ratio.
+    fn head_of_line_table(&self) -> String {
+        let mut out = String::new();
+        for workload in WORKLOADS.iter().filter(|w| w.slow.is_some()) {
+            let mut rows = String::new();
+            for &system in workload.systems {
+                let runs = self.runs_of(workload.name, system);
+                let hol: Vec<&HeadOfLine> = runs
+                    .iter()
+                    .filter_map(|r| r.head_of_line.as_ref())
+                    .collect();
+                if hol.is_empty() {
+                    continue;
+                }
+                let m = |f: fn(&HeadOfLine) -> f64| median(hol.iter().map(|h| f(h)).collect());
+                rows.push_str(&format!(
+                    "| {} | {} | {:.0} | {:.2} | {:.0} | {:.2} | {:.2} | {:.2} | {:.1} | {:.2} | {} |\n",
+                    workload.name,
+                    system.label(),
+                    m(|h| h.requests_per_sec_alone),
+                    m(|h| h.fast_alone.p99_ms),
+                    median(runs.iter().map(|r| r.requests_per_sec).collect()),
+                    m(|h| h.fast_mixed.p50_ms),
+                    m(|h| h.fast_mixed.p99_ms),
+                    m(|h| h.p99_ratio),
+                    m(|h| h.slow_mixed.p50_ms),
+                    median(runs.iter().map(|r| r.cpu_us_per_request).collect()),
+                    runs.iter().map(|r| r.errors).sum::<u64>(),
+                ));
+            }
+            if rows.is_empty() {
+                continue;
+            }
+            out.push_str("\n| workload | system | req/s fast only | fast p99 ms alone | req/s mixed | fast p50 ms mixed | fast p99 ms mixed | p99 ratio (target <= 2) | slow p50 ms | server CPU us/req | errors |\n");
+            out.push_str("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+            out.push_str(&rows);
         }
         out
     }
@@ -811,7 +995,7 @@ impl Report {
                 w.name, w.description, w.connections
             ));
         }
-        md.push_str("\n## Results\n\nRatios are per round against nginx + php-fpm measured in the same round. The A/A row (ferrophp classic against itself) shows the noise floor. Server CPU is utime + stime of the server's whole process tree during the measured window, per request.\n\n");
+        md.push_str("\n## Results\n\nRatios are per round against nginx + php-fpm measured in the same round. The A/A row (ferrophp classic against itself) shows the noise floor. Server CPU is utime + stime of the server's whole process tree during the measured window, per request. Mixed workloads (`head-of-line`) have a table of their own: the fast class's p99 alone and with the slow class on the same server, their ratio, and the slow class's p50; their CPU per request counts the mixed run with its warm-up.\n\n");
         md.push_str(&self.summary_table());
         md.push_str("\n## Raw data\n\n<details><summary>JSON (also in docs/benchmarks.json)</summary>\n\n```json\n");
         md.push_str(json);
