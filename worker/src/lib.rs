@@ -5,7 +5,6 @@
 //! Layout: [`sapi`] is the SAPI module and request lifecycle, `pool` the PHP threads,
 //! [`request`] the plain types crossing the boundary, `php` the FFI edge helpers.
 
-mod cache;
 pub mod diagnostics;
 mod env;
 mod functions;
