@@ -14,6 +14,9 @@ fn main() {
     for f in ["usercache.h", "usercache.c"] {
         println!("cargo:rerun-if-changed={f}");
     }
+    // A different PHP (PHP_CONFIG) reaches this script only through php-sys's metadata.
+    println!("cargo:rerun-if-env-changed=DEP_PHP_INCLUDE");
+    println!("cargo:rerun-if-env-changed=DEP_PHP_LIBDIR");
     let include = env::var_os("DEP_PHP_INCLUDE")
         .expect("php-sys exports PHP's include directories as DEP_PHP_INCLUDE");
     let includes: Vec<PathBuf> = env::split_paths(&include).collect();
