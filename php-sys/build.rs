@@ -20,8 +20,6 @@ fn main() {
         "input.c",
         "worker_request.c",
         "thread.c",
-        "usercache.h",
-        "usercache.c",
         "metrics.h",
         "metrics.c",
         "locale.c",
@@ -64,6 +62,13 @@ fn main() {
     println!("cargo:libdir={}", libdir.display());
     println!("cargo:prefix={}", prefix.display());
     println!("cargo:version_id={}", features.version_id);
+    // PHP's include directories (DEP_PHP_INCLUDE, joined like PATH): crates with C files
+    // of their own (the cache's usercache.c) compile against the same headers without
+    // running php-config again.
+    let include_dirs = includes.iter().filter_map(|f| f.strip_prefix("-I"));
+    let joined = env::join_paths(include_dirs)
+        .unwrap_or_else(|e| fail(&format!("PHP include dir unusable in a path list: {e}")));
+    println!("cargo:include={}", joined.to_string_lossy());
 
     println!("cargo:rustc-link-search=native={}", libdir.display());
     println!("cargo:rustc-link-lib=dylib=php");
@@ -178,7 +183,6 @@ fn compile_shim(includes: &[String]) {
         .file("input.c")
         .file("worker_request.c")
         .file("thread.c")
-        .file("usercache.c")
         .file("metrics.c")
         .file("locale.c")
         .include(".")
@@ -230,7 +234,7 @@ fn generate_bindings(includes: &[String]) {
         .allowlist_function("zval_.*|_zval_.*|rc_dtor_func|array_init_size|add_assoc_.*|add_next_index_.*|add_index_.*|_array_init|object_init_ex|convert_to_.*")
         .allowlist_var("ferrophp_.*|php_import_environment_variables|sapi_module|zend_ce_.*|zend_empty_string|zend_one_char_string|zend_known_strings|zend_new_interned_string|zend_string_init_interned")
         .allowlist_var("(sapi|core|executor|compiler)_globals_offset")
-        // UserCache (worker/src/cache): values, objects and errors.
+        // The shared cache (ferrophp-cache): values, objects and errors.
         .allowlist_function("object_init_ex|object_properties_load|_zend_new_array|zend_new_array|zend_array_destroy|zend_array_count|zend_lookup_class|zend_enum_get_case|zend_std_get_properties|zend_type_error|zend_value_error|zend_argument_(type|value)_error|zend_throw_error")
         .allowlist_var("zend_empty_array|zend_standard_class_def")
         .allowlist_var("(PARSE|IS|E|ZEND|PHP|SAPI|TRACK_VARS|GC|IS_STR|IS_ARRAY|HASH|CONST|ZEND_ACC)_.*")

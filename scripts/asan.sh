@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Runs the core of the integration suite with ferrophp (and the test binaries, the
-# worker crate and the C shim in php-sys) built with AddressSanitizer on nightly. libphp
-# itself is not instrumented (it is the cached ZTS build): ASan still checks every access
-# our Rust and C code makes, and with USE_ZEND_ALLOC=0 (set below) PHP's request memory
-# comes from ASan's malloc, so our accesses to it are bounds-checked too; PHP's own
-# accesses are not (valgrind covers those for the cache: server/tests/cache_memory.rs,
-# scripts/cache-fuzz.sh).
+# worker and cache crates, the C shim in php-sys and the cache's usercache.c) built with
+# AddressSanitizer on nightly. libphp itself is not instrumented (it is the cached ZTS
+# build): ASan still checks every access our Rust and C code makes, and with
+# USE_ZEND_ALLOC=0 (set below) PHP's request memory comes from ASan's malloc, so our
+# accesses to it are bounds-checked too; PHP's own accesses are not (valgrind covers
+# those for the cache: server/tests/cache_memory.rs, scripts/cache-fuzz.sh).
 #
 #   scripts/asan.sh                       # the default set below
 #   scripts/asan.sh -p ferrophp --test http_php   # any cargo test selection
@@ -33,7 +33,7 @@ rm -rf "$logs"
 mkdir -p "$logs"
 export RUSTFLAGS="-Zsanitizer=address -Cforce-frame-pointers=yes"
 export RUSTDOCFLAGS="-Zsanitizer=address"
-# cc (the php-sys shim, and ring's C) reads the per-target CFLAGS.
+# cc (the php-sys shim, the cache's usercache.c, and ring's C) reads the per-target CFLAGS.
 export CFLAGS_x86_64_unknown_linux_gnu="-fsanitize=address -fno-omit-frame-pointer"
 # Leaks: PHP keeps persistent allocations until module shutdown and the tests stop
 # servers with signals; leak reports would be noise. Heap errors abort at once.

@@ -5,7 +5,6 @@
 //! Layout: [`sapi`] is the SAPI module and request lifecycle, `pool` the PHP threads,
 //! [`request`] the plain types crossing the boundary, `php` the FFI edge helpers.
 
-mod cache;
 #[cfg(feature = "bench-fixtures")]
 pub mod diagnostics;
 mod env;

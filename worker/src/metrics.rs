@@ -15,7 +15,7 @@ use std::io::Write;
 use ferrophp_metrics::{global, Error, Op, TagBuf, Value};
 use php_sys as sys;
 
-use crate::cache::zv;
+use ferrophp_cache::zv;
 
 type Ed = *mut sys::zend_execute_data;
 type Rv = *mut sys::zval;

@@ -1,19 +1,23 @@
 //! ferrophp's own PHP extension, registered at engine start-up: the place where classes
 //! (such as `UserCache\Cache`) and ini entries join the engine. The module entry itself is
-//! a C table in the shim; these are its lifecycle callbacks. The shared cache
-//! (`crate::cache`) hooks in here: MINIT registers `UserCache\Cache`, its ini entries and
+//! a C table in the shim; these are its lifecycle callbacks. The shared cache (crate
+//! `ferrophp_cache`) hooks in here: MINIT registers `UserCache\Cache`, its ini entries and
 //! the optional apcu_* functions; RINIT/RSHUTDOWN and a post-deactivate hook track when a
 //! thread may hold cached values. MINIT also registers `Ferrophp\Metrics` (`crate::metrics`)
 //! and sandboxes `putenv`/`getenv` per thread (`crate::env`), whose changes RSHUTDOWN
 //! forgets.
 
-use std::ffi::c_int;
+use std::ffi::{c_int, CStr};
 
 use php_sys as sys;
 
+/// The extension's name in the shim's `zend_module_entry`: the cache finds the registered
+/// entry by it to install its post-deactivate hook.
+const MODULE_NAME: &CStr = c"ferrophp";
+
 #[no_mangle]
 pub extern "C" fn ferrophp_module_minit(_type: c_int, module_number: c_int) -> sys::zend_result {
-    crate::cache::module_startup(module_number);
+    ferrophp_cache::module_startup(module_number, MODULE_NAME);
     crate::env::install();
     // SAFETY: MINIT, on the thread that owns the global function table; no PHP thread
     // has copied it yet.
@@ -45,13 +49,13 @@ pub extern "C" fn ferrophp_module_mshutdown(
     _type: c_int,
     _module_number: c_int,
 ) -> sys::zend_result {
-    crate::cache::module_shutdown();
+    ferrophp_cache::module_shutdown();
     sys::ZEND_RESULT_CODE_SUCCESS
 }
 
 #[no_mangle]
 pub extern "C" fn ferrophp_module_rinit(_type: c_int, _module_number: c_int) -> sys::zend_result {
-    crate::cache::request_startup();
+    ferrophp_cache::request_startup();
     sys::ZEND_RESULT_CODE_SUCCESS
 }
 
@@ -60,7 +64,7 @@ pub extern "C" fn ferrophp_module_rshutdown(
     _type: c_int,
     _module_number: c_int,
 ) -> sys::zend_result {
-    crate::cache::request_shutdown();
+    ferrophp_cache::request_shutdown();
     crate::env::reset();
     // SAFETY: a PHP thread at the end of its engine request; only its own locale changes.
     unsafe { sys::ferrophp_locale_thread_reset() };

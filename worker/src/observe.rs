@@ -367,19 +367,15 @@ pub struct CacheInfo {
 }
 
 pub fn cache() -> CacheInfo {
-    let t = crate::cache::cache();
-    // Hits and misses are per-thread counters (no shared write on the read path), summed
-    // over threads here: a scrape's cost, not a request's.
-    let (hits, misses, _) = crate::cache::epoch_stats();
+    let s = ferrophp_cache::stats();
     CacheInfo {
-        entries: t.entries.load(Ordering::Relaxed) as u64,
-        memory_used: (t.live_bytes.load(Ordering::Relaxed)
-            + t.retired_bytes.load(Ordering::Relaxed)) as u64,
-        memory_limit: t.limit as u64,
-        hits,
-        misses,
-        stores: t.stores.load(Ordering::Relaxed),
-        evictions: t.evictions.load(Ordering::Relaxed),
-        expunges: t.expunges.load(Ordering::Relaxed),
+        entries: s.entries,
+        memory_used: s.memory_used,
+        memory_limit: s.memory_limit,
+        hits: s.hits,
+        misses: s.misses,
+        stores: s.stores,
+        evictions: s.evictions,
+        expunges: s.expunges,
     }
 }

@@ -453,7 +453,7 @@ impl WorkerThread<'_> {
         }
         // Cache values this script fetched stay pinned while it lives; when too much
         // retired cache memory is pinned, a reboot of the script releases it.
-        if self.served.get() > 0 && crate::cache::worker_restart_recommended() {
+        if self.served.get() > 0 && ferrophp_cache::worker_restart_recommended() {
             self.end.set(RunEnd::Restart);
             return None;
         }
@@ -569,7 +569,7 @@ impl WorkerThread<'_> {
             exit_status,
             not_found: false,
         });
-        crate::cache::on_request_end();
+        ferrophp_cache::on_request_end();
         // The handler has returned: nothing of it is left below this frame.
         crate::stack::release_deep_pages();
         ends_script || flush_bailed || shutdown_bailed || finish_bailed

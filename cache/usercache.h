@@ -1,5 +1,5 @@
 /*
- * C side of UserCache\Cache (worker/src/cache): the class and method arginfo tables,
+ * C side of UserCache\Cache (crate ferrophp-cache): the class and method arginfo tables,
  * the apcu_* compatibility function table, and one small function per zval / hash /
  * object macro or static inline the Rust side needs. No cache logic lives here.
  */
@@ -9,7 +9,7 @@
 #include "php.h"
 #include "zend_enum.h"
 
-/* Method bodies live in Rust (worker/src/cache/api.rs). */
+/* Method bodies live in Rust (src/api.rs). */
 #define FERROPHP_UC_HANDLER(name) void name(zend_execute_data *execute_data, zval *return_value)
 FERROPHP_UC_HANDLER(ferrophp_uc_store);
 FERROPHP_UC_HANDLER(ferrophp_uc_add);
@@ -25,7 +25,7 @@ FERROPHP_UC_HANDLER(ferrophp_uc_cas);
 FERROPHP_UC_HANDLER(ferrophp_uc_remember);
 FERROPHP_UC_HANDLER(ferrophp_uc_clear);
 FERROPHP_UC_HANDLER(ferrophp_uc_info);
-/* apcu_* compatibility (worker/src/cache/apcu.rs). */
+/* apcu_* compatibility (src/apcu.rs). */
 FERROPHP_UC_HANDLER(ferrophp_apcu_fetch);
 FERROPHP_UC_HANDLER(ferrophp_apcu_store);
 FERROPHP_UC_HANDLER(ferrophp_apcu_add);
@@ -40,7 +40,7 @@ FERROPHP_UC_HANDLER(ferrophp_apcu_cache_info);
 FERROPHP_UC_HANDLER(ferrophp_apcu_sma_info);
 FERROPHP_UC_HANDLER(ferrophp_apcu_enabled);
 FERROPHP_UC_HANDLER(ferrophp_apcu_key_info);
-/* APCUIterator methods (worker/src/cache/apcu.rs). */
+/* APCUIterator methods (src/apcu.rs). */
 FERROPHP_UC_HANDLER(ferrophp_apcu_it_construct);
 FERROPHP_UC_HANDLER(ferrophp_apcu_it_rewind);
 FERROPHP_UC_HANDLER(ferrophp_apcu_it_next);
@@ -55,7 +55,6 @@ void ferrophp_apcu_iterator_drop(void *state);
 
 extern zend_class_entry *ferrophp_uc_cache_ce;
 extern zend_class_entry *ferrophp_uc_exception_ce;
-extern const zend_function_entry ferrophp_uc_apcu_functions[];
 
 /* INIT_NS_CLASS_ENTRY + zend_register_internal_class_ex for UserCache\Cache and
  * UserCache\Exception (extends RuntimeException); sets the two pointers above. */
@@ -78,8 +77,6 @@ void ferrophp_uc_warning(const char *msg);
 void ferrophp_uc_serialize_lock(int delta);
 /* cfg_get_entry(name, len) != NULL: the entry was set in php.ini or with -d. */
 bool ferrophp_uc_ini_configured(const char *name, size_t len);
-/* zend_register_functions(NULL, fns, NULL, MODULE_PERSISTENT). */
-zend_result ferrophp_uc_register_functions(const zend_function_entry *fns);
 /* zend_hash_str_find_ptr(&module_registry, name, len): the registered copy of a module. */
 zend_module_entry *ferrophp_uc_find_module(const char *name, size_t len);
 
@@ -121,12 +118,8 @@ bool ferrophp_uc_class_has_method(zend_class_entry *ce, const char *lcname, size
 void ferrophp_uc_try_addref(zval *zv);
 /* zval_ptr_dtor. */
 void ferrophp_uc_zval_dtor(zval *zv);
-/* EG(exception) != NULL. */
-bool ferrophp_uc_has_exception(void);
 
 /* PHP_INI_BEGIN table (usercache.*) + REGISTER_INI_ENTRIES for module_number. */
 void ferrophp_uc_register_ini(int module_number);
-/* zend_post_deactivate hook: body in Rust. */
-zend_result ferrophp_uc_post_deactivate(void);
 
 #endif

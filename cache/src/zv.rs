@@ -1,20 +1,25 @@
 //! The FFI edge of the cache: reading and writing `zval`s, PHP strings and hash tables.
 //! These are the `Z_*`/`ZVAL_*` macros of `zend_types.h` spelled in Rust, each a small
-//! function whose safety contract is "the pointer is a live zval/string/array".
+//! function whose safety contract is "the pointer is a live zval/string/array". The items
+//! marked `pub` are also what the runtime's `Ferrophp\Metrics` functions read their
+//! arguments and build their results with; the rest is the cache's own.
 
 use std::ffi::c_char;
+use std::ptr::NonNull;
 
 use php_sys as sys;
+
+use super::ffi;
 
 // zend_types.h type tags (the low byte of `u1.type_info`).
 pub(crate) const IS_UNDEF: u8 = 0;
 pub(crate) const IS_NULL: u8 = 1;
-pub(crate) const IS_FALSE: u8 = 2;
-pub(crate) const IS_TRUE: u8 = 3;
-pub(crate) const IS_LONG: u8 = 4;
-pub(crate) const IS_DOUBLE: u8 = 5;
-pub(crate) const IS_STRING: u8 = 6;
-pub(crate) const IS_ARRAY: u8 = 7;
+pub const IS_FALSE: u8 = 2;
+pub const IS_TRUE: u8 = 3;
+pub const IS_LONG: u8 = 4;
+pub const IS_DOUBLE: u8 = 5;
+pub const IS_STRING: u8 = 6;
+pub const IS_ARRAY: u8 = 7;
 pub(crate) const IS_OBJECT: u8 = 8;
 pub(crate) const IS_RESOURCE: u8 = 9;
 pub(crate) const IS_REFERENCE: u8 = 10;
@@ -38,7 +43,7 @@ pub(crate) const ZEND_INTERNAL_CLASS: u8 = 1;
 /// # Safety
 /// `zv` points to a live zval.
 #[inline]
-pub(crate) unsafe fn ztype(zv: *const sys::zval) -> u8 {
+pub unsafe fn ztype(zv: *const sys::zval) -> u8 {
     // SAFETY: guaranteed by the caller.
     unsafe { (*zv).u1.type_info as u8 }
 }
@@ -55,7 +60,7 @@ pub(crate) fn type_of(zv: &sys::zval) -> u8 {
 /// # Safety
 /// `zv` points to a live zval.
 #[inline]
-pub(crate) unsafe fn deref(mut zv: *const sys::zval) -> *const sys::zval {
+pub unsafe fn deref(mut zv: *const sys::zval) -> *const sys::zval {
     // SAFETY: a reference's `val` and an indirect's target are live zvals while `zv` is.
     unsafe {
         if ztype(zv) == IS_INDIRECT {
@@ -73,7 +78,7 @@ pub(crate) unsafe fn deref(mut zv: *const sys::zval) -> *const sys::zval {
 /// # Safety
 /// `ed` is the frame of the running internal call.
 #[inline]
-pub(crate) unsafe fn num_args(ed: *const sys::zend_execute_data) -> u32 {
+pub unsafe fn num_args(ed: *const sys::zend_execute_data) -> u32 {
     // SAFETY: guaranteed by the caller; `This.u2.num_args` is set by the call opcode.
     unsafe { (*ed).This.u2.num_args }
 }
@@ -84,7 +89,7 @@ pub(crate) unsafe fn num_args(ed: *const sys::zend_execute_data) -> u32 {
 /// # Safety
 /// `ed` is the frame of the running internal call and `1 <= n <= num_args(ed)`.
 #[inline]
-pub(crate) unsafe fn call_arg(ed: *mut sys::zend_execute_data, n: u32) -> *mut sys::zval {
+pub unsafe fn call_arg(ed: *mut sys::zend_execute_data, n: u32) -> *mut sys::zval {
     // ZEND_CALL_FRAME_SLOT: arguments follow the frame, rounded up to whole zvals.
     const FRAME_SLOT: usize =
         std::mem::size_of::<sys::zend_execute_data>().div_ceil(std::mem::size_of::<sys::zval>());
@@ -98,7 +103,7 @@ pub(crate) unsafe fn call_arg(ed: *mut sys::zend_execute_data, n: u32) -> *mut s
 /// # Safety
 /// `dst` is writable; `src` is not refcounted.
 #[inline]
-pub(crate) unsafe fn copy_plain(dst: *mut sys::zval, src: &sys::zval) {
+pub unsafe fn copy_plain(dst: *mut sys::zval, src: &sys::zval) {
     // SAFETY: guaranteed by the caller; zval is plain old data.
     unsafe {
         (*dst).value = src.value;
@@ -117,7 +122,7 @@ pub(crate) fn scalar(type_: u8, value: sys::zend_value) -> sys::zval {
     }
 }
 
-pub(crate) fn null() -> sys::zval {
+pub fn null() -> sys::zval {
     scalar(IS_NULL, sys::zend_value { lval: 0 })
 }
 
@@ -132,8 +137,7 @@ pub(crate) fn long(v: i64) -> sys::zval {
     scalar(IS_LONG, sys::zend_value { lval: v })
 }
 
-#[allow(dead_code)]
-pub(crate) fn double(v: f64) -> sys::zval {
+pub fn double(v: f64) -> sys::zval {
     scalar(IS_DOUBLE, sys::zend_value { dval: v })
 }
 
@@ -160,7 +164,7 @@ pub(crate) fn empty_arr() -> sys::zval {
 pub(crate) unsafe fn set_request_string(dst: *mut sys::zval, bytes: &[u8]) {
     // SAFETY: zend_string_init copies `bytes` into request memory.
     unsafe {
-        let s = sys::ferrophp_uc_request_string(bytes.as_ptr().cast::<c_char>(), bytes.len());
+        let s = ffi::ferrophp_uc_request_string(bytes.as_ptr().cast::<c_char>(), bytes.len());
         (*dst).value.str_ = s;
         (*dst).u1.type_info = IS_STRING_EX;
     }
@@ -170,7 +174,7 @@ pub(crate) unsafe fn set_request_string(dst: *mut sys::zval, bytes: &[u8]) {
 ///
 /// # Safety
 /// On a PHP thread inside a request; `dst` writable.
-pub(crate) unsafe fn set_new_array(dst: *mut sys::zval, size: u32) -> *mut sys::HashTable {
+pub unsafe fn set_new_array(dst: *mut sys::zval, size: u32) -> *mut sys::HashTable {
     // SAFETY: _zend_new_array allocates a refcount-1 array in request memory.
     unsafe {
         let ht = sys::_zend_new_array(size);
@@ -198,7 +202,7 @@ pub(crate) unsafe fn set_object_copy(dst: *mut sys::zval, obj: *mut sys::zend_ob
 /// # Safety
 /// `s` is a live string and outlives `'a`.
 #[inline]
-pub(crate) unsafe fn str_bytes<'a>(s: *const sys::zend_string) -> &'a [u8] {
+pub unsafe fn str_bytes<'a>(s: *const sys::zend_string) -> &'a [u8] {
     // SAFETY: a zend_string holds `len` bytes inline from `val`.
     unsafe { std::slice::from_raw_parts((*s).val.as_ptr().cast::<u8>(), (*s).len) }
 }
@@ -220,7 +224,7 @@ pub(crate) unsafe fn str_hash(s: *mut sys::zend_string) -> u64 {
 }
 
 /// One element of a hash table: its key (integer or string) and value slot.
-pub(crate) enum HKey {
+pub enum HKey {
     Index(i64),
     Str(*mut sys::zend_string),
 }
@@ -229,7 +233,7 @@ pub(crate) enum HKey {
 ///
 /// # Safety
 /// `ht` is a live array that `f` does not modify.
-pub(crate) unsafe fn for_each<E>(
+pub unsafe fn for_each<E>(
     ht: *const sys::HashTable,
     mut f: impl FnMut(HKey, *const sys::zval) -> Result<(), E>,
 ) -> Result<(), E> {
@@ -237,7 +241,7 @@ pub(crate) unsafe fn for_each<E>(
     // holes, exactly as the ZEND_HASH_FOREACH macros do.
     unsafe {
         let used = (*ht).nNumUsed as usize;
-        if sys::ferrophp_uc_array_is_packed(ht) {
+        if ffi::ferrophp_uc_array_is_packed(ht) {
             let data = (*ht).__bindgen_anon_1.arPacked;
             for i in 0..used {
                 let zv = data.add(i);
@@ -292,12 +296,15 @@ pub(crate) unsafe fn insert(ht: *mut sys::HashTable, key: &HKey, val: *mut sys::
     }
 }
 
+/// The calling thread's `EG(...)`.
+pub(crate) fn executor_globals() -> NonNull<sys::zend_executor_globals> {
+    // SAFETY: reads this thread's TSRM slot; on a PHP thread the globals live until it
+    // calls ts_free_thread, and off one the pointer is NULL (caught below).
+    NonNull::new(unsafe { sys::ferrophp_executor_globals() }).expect("EG() on a non-PHP thread")
+}
+
 /// The calling thread's pending exception, if any.
 pub(crate) fn has_exception() -> bool {
     // SAFETY: plain read of this PHP thread's executor globals.
-    unsafe {
-        !(*crate::php::executor_globals().as_ptr())
-            .exception
-            .is_null()
-    }
+    unsafe { !(*executor_globals().as_ptr()).exception.is_null() }
 }

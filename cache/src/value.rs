@@ -25,6 +25,7 @@ use std::sync::atomic::AtomicU64;
 use php_sys as sys;
 
 use super::arena::StringArena;
+use super::ffi;
 use super::zv::{self, HKey};
 
 /// Nesting deeper than this is refused (it is also how recursive references end).
@@ -96,7 +97,7 @@ impl Drop for Block {
         // dropping it means no thread can reach them any more (see epoch.rs).
         unsafe {
             for &ht in &self.arrays {
-                sys::ferrophp_uc_persistent_array_free(ht);
+                ffi::ferrophp_uc_persistent_array_free(ht);
             }
         }
         // The strings go with `_strings`, dropped after this.
@@ -131,7 +132,7 @@ fn permanent_string(arena: &mut StringArena, bytes: &[u8], h: u64) -> *mut sys::
     let mem = arena.alloc(size);
     // SAFETY: `mem` is `size` writable bytes aligned to 8: the header, `bytes` and a NUL.
     unsafe {
-        sys::ferrophp_uc_permanent_string_at(
+        ffi::ferrophp_uc_permanent_string_at(
             mem.as_ptr().cast(),
             bytes.as_ptr().cast(),
             bytes.len(),
@@ -485,7 +486,7 @@ impl Freezer {
         // SAFETY: the shim allocates a persistent hash table of the right kind; we insert
         // plain zvals (no refcount) under permanent keys, then flag it immutable.
         unsafe {
-            let arr = sys::ferrophp_uc_persistent_array(n, is_list);
+            let arr = ffi::ferrophp_uc_persistent_array(n, is_list);
             fill(self, &mut |key, mut z| match key {
                 Key::Index(i) => {
                     sys::zend_hash_index_add_new(arr, *i as sys::zend_ulong, &mut z);
@@ -494,7 +495,7 @@ impl Freezer {
                     sys::zend_hash_add_new(arr, *s, &mut z);
                 }
             });
-            sys::ferrophp_uc_array_make_immutable(arr);
+            ffi::ferrophp_uc_array_make_immutable(arr);
             self.bytes += 56 + (*arr).nTableSize as usize * if is_list { 16 } else { 32 + 8 };
             self.arrays.push(arr);
             arr
@@ -518,7 +519,7 @@ impl Freezer {
             let flags = (*ce).ce_flags;
             let class_name = zv::str_bytes((*ce).name).to_vec();
             if flags & zv::ZEND_ACC_ENUM != 0 {
-                let case = zv::str_bytes(sys::ferrophp_uc_enum_case_name(obj)).to_vec();
+                let case = zv::str_bytes(ffi::ferrophp_uc_enum_case_name(obj)).to_vec();
                 return Ok(GNode::Enum {
                     class: self.string(&class_name),
                     case: self.string(&case),
@@ -546,7 +547,7 @@ impl Freezer {
                     ))
                     .into());
             }
-            let props_ht = sys::ferrophp_uc_object_properties(obj);
+            let props_ht = ffi::ferrophp_uc_object_properties(obj);
             let mut props = Vec::new();
             if !props_ht.is_null() {
                 zv::for_each(props_ht, |key, val| {
@@ -589,18 +590,18 @@ impl Freezer {
         // serialize() runs each class's protocol; we release everything we got back.
         unsafe {
             let mut arg = *value;
-            sys::ferrophp_uc_try_addref(&mut arg);
+            ffi::ferrophp_uc_try_addref(&mut arg);
             let ok = call_isolated(c"serialize", &mut out, std::slice::from_mut(&mut arg));
-            sys::ferrophp_uc_zval_dtor(&mut arg);
+            ffi::ferrophp_uc_zval_dtor(&mut arg);
             if !ok || zv::has_exception() || zv::ztype(&out) != zv::IS_STRING {
-                sys::ferrophp_uc_zval_dtor(&mut out);
+                ffi::ferrophp_uc_zval_dtor(&mut out);
                 if zv::has_exception() {
                     return Err(FreezeError::Thrown);
                 }
                 return Err(self.refuse("a value whose serialization failed"));
             }
             let data = self.string(zv::str_bytes(out.value.str_));
-            sys::ferrophp_uc_zval_dtor(&mut out);
+            ffi::ferrophp_uc_zval_dtor(&mut out);
             self.next_id = 1;
             Ok(GNode::Serialized {
                 id: 0,
@@ -624,10 +625,10 @@ impl Freezer {
             let mut wrapper = sys::zval::default();
             let ht = zv::set_new_array(&mut wrapper, 1);
             let mut elem = *reference;
-            sys::ferrophp_uc_try_addref(&mut elem);
+            ffi::ferrophp_uc_try_addref(&mut elem);
             zv::insert(ht, &HKey::Index(0), &mut elem);
             let r = self.serialized(&wrapper);
-            sys::ferrophp_uc_zval_dtor(&mut wrapper);
+            ffi::ferrophp_uc_zval_dtor(&mut wrapper);
             match r? {
                 GNode::Serialized { id, data, .. } => Ok(GNode::Serialized {
                     id,
@@ -692,9 +693,9 @@ unsafe fn call_isolated(
     // SAFETY: guaranteed by the caller; the lock is a per-thread counter restored below
     // (a bailout out of the call ends the request, which resets it).
     unsafe {
-        sys::ferrophp_uc_serialize_lock(1);
+        ffi::ferrophp_uc_serialize_lock(1);
         let ok = call_function(name, ret, args);
-        sys::ferrophp_uc_serialize_lock(-1);
+        ffi::ferrophp_uc_serialize_lock(-1);
         ok
     }
 }
@@ -755,8 +756,8 @@ unsafe fn has_custom_serialization(ce: *mut sys::zend_class_entry) -> bool {
             || !(*ce).__unserialize.is_null()
             || (*ce).serialize.is_some()
             || (*ce).unserialize.is_some()
-            || sys::ferrophp_uc_class_has_method(ce, c"__sleep".as_ptr(), 7)
-            || sys::ferrophp_uc_class_has_method(ce, c"__wakeup".as_ptr(), 8)
+            || ffi::ferrophp_uc_class_has_method(ce, c"__sleep".as_ptr(), 7)
+            || ffi::ferrophp_uc_class_has_method(ce, c"__wakeup".as_ptr(), 8)
     }
 }
 
@@ -792,8 +793,8 @@ pub(crate) unsafe fn call_function(
     // SAFETY: the function name is a fresh request string released below.
     unsafe {
         zv::set_request_string(&mut f, name.to_bytes());
-        let ok = sys::ferrophp_uc_call(&mut f, ret, args.len() as u32, args.as_mut_ptr());
-        sys::ferrophp_uc_zval_dtor(&mut f);
+        let ok = ffi::ferrophp_uc_call(&mut f, ret, args.len() as u32, args.as_mut_ptr());
+        ffi::ferrophp_uc_zval_dtor(&mut f);
         ok
     }
 }
@@ -890,7 +891,7 @@ impl Rebuild {
                 Some(&(_, off)) => off,
                 None => {
                     // SAFETY: guaranteed by the caller; `ce` is a live class.
-                    let off = unsafe { sys::ferrophp_uc_property_offset(memo.ce, key) };
+                    let off = unsafe { ffi::ferrophp_uc_property_offset(memo.ce, key) };
                     memo.slots.push((key, off));
                     off
                 }
@@ -935,7 +936,7 @@ unsafe fn fill_declared(
             // SAFETY: `offset` is a declared slot of this object's class (OBJ_PROP); it
             // holds the default value object_init_ex copied in, released here.
             let slot = obj.cast::<u8>().add(offset).cast::<sys::zval>();
-            sys::ferrophp_uc_zval_dtor(slot);
+            ffi::ferrophp_uc_zval_dtor(slot);
             *slot = v;
         }
         Some(true)
@@ -996,18 +997,18 @@ unsafe fn build(node: &GNode, dst: *mut sys::zval, cx: &mut Rebuild, copy: bool)
                 for (key, item) in props {
                     let mut v = sys::zval::default();
                     if !build(item, &mut v, cx, copy) {
-                        sys::ferrophp_uc_zval_dtor(&mut tmp);
+                        ffi::ferrophp_uc_zval_dtor(&mut tmp);
                         return false;
                     }
                     insert_key(ht, key, &mut v, copy);
                 }
                 // Protected properties are only visible from the class's own scope.
-                let eg = crate::php::executor_globals().as_ptr();
+                let eg = zv::executor_globals().as_ptr();
                 let prev_scope = (*eg).fake_scope;
                 (*eg).fake_scope = ce;
                 sys::object_properties_load(obj, ht);
                 (*eg).fake_scope = prev_scope;
-                sys::ferrophp_uc_zval_dtor(&mut tmp);
+                ffi::ferrophp_uc_zval_dtor(&mut tmp);
                 !zv::has_exception()
             }
             GNode::Ref(id) => {
@@ -1058,10 +1059,10 @@ unsafe fn build(node: &GNode, dst: *mut sys::zval, cx: &mut Rebuild, copy: bool)
                         });
                         if let Some(v) = first {
                             *dst = v;
-                            sys::ferrophp_uc_try_addref(dst);
+                            ffi::ferrophp_uc_try_addref(dst);
                         }
                     }
-                    sys::ferrophp_uc_zval_dtor(&mut wrapper);
+                    ffi::ferrophp_uc_zval_dtor(&mut wrapper);
                 }
                 if zv::ztype(dst) == zv::IS_OBJECT {
                     cx.objects[*id as usize] = (*dst).value.obj;
@@ -1086,7 +1087,7 @@ unsafe fn insert_key(ht: *mut sys::HashTable, key: &Key, v: *mut sys::zval, copy
                 let mut k = sys::zval::default();
                 zv::set_request_string(&mut k, zv::str_bytes(*s));
                 zv::insert(ht, &HKey::Str(k.value.str_), v);
-                sys::ferrophp_uc_zval_dtor(&mut k);
+                ffi::ferrophp_uc_zval_dtor(&mut k);
             }
             Key::Str(s) => zv::insert(ht, &HKey::Str(*s), v),
         }
@@ -1136,7 +1137,7 @@ unsafe fn deep_copy(src: *const sys::zval, dst: *mut sys::zval) {
                             let mut k = sys::zval::default();
                             zv::set_request_string(&mut k, zv::str_bytes(s));
                             zv::insert(ht, &HKey::Str(k.value.str_), &mut v);
-                            sys::ferrophp_uc_zval_dtor(&mut k);
+                            ffi::ferrophp_uc_zval_dtor(&mut k);
                         }
                     }
                     Ok(())
@@ -1144,7 +1145,7 @@ unsafe fn deep_copy(src: *const sys::zval, dst: *mut sys::zval) {
             }
             _ => {
                 *dst = *src;
-                sys::ferrophp_uc_try_addref(dst);
+                ffi::ferrophp_uc_try_addref(dst);
             }
         }
     }

@@ -261,7 +261,7 @@ mod tests {
             .args(["--error-exitcode=99", "--quiet"])
             .arg(exe)
             .args([
-                "cache::arena::tests::",
+                "arena::tests::",
                 "--skip",
                 "valgrind_runs_clean",
                 "--test-threads=2",

@@ -1,5 +1,5 @@
-//! The static methods of `UserCache\Cache` (arginfo in php-sys/usercache.c, stubs in
-//! worker/stubs/UserCache.php) and the operations they share with the apcu_* layer.
+//! The static methods of `UserCache\Cache` (arginfo in cache/usercache.c, stubs in
+//! cache/stubs/UserCache.php) and the operations they share with the apcu_* layer.
 
 use std::collections::HashMap;
 use std::ffi::{c_char, CString};
@@ -11,6 +11,7 @@ use php_sys as sys;
 
 use super::cache;
 use super::epoch::{self, ThreadRec};
+use super::ffi;
 use super::table::{self, Mode, StoreResult, Value};
 use super::value::{self, FreezeError, Frozen};
 use super::zv;
@@ -26,7 +27,7 @@ pub(crate) fn throw(msg: &str) {
     let msg = CString::new(msg.replace('\0', "\\0")).unwrap_or_default();
     // SAFETY: on a PHP thread in a request; the exception class was registered at MINIT;
     // PHP copies the message.
-    unsafe { sys::zend_throw_exception(sys::ferrophp_uc_exception_ce, msg.as_ptr(), 0) };
+    unsafe { sys::zend_throw_exception(ffi::ferrophp_uc_exception_ce, msg.as_ptr(), 0) };
 }
 
 fn value_error(arg: u32, msg: &str) {
@@ -372,7 +373,7 @@ pub(crate) unsafe fn remember_with(
         let mut produced = sys::zval::default();
         // SAFETY: calling the user's producer; it may throw (then `produced` is UNDEF).
         let ok = unsafe {
-            sys::ferrophp_uc_call(
+            ffi::ferrophp_uc_call(
                 producer,
                 &mut produced,
                 args.len() as u32,
@@ -381,7 +382,7 @@ pub(crate) unsafe fn remember_with(
         };
         if !ok || zv::has_exception() {
             // SAFETY: releases whatever the call returned.
-            unsafe { sys::ferrophp_uc_zval_dtor(&mut produced) };
+            unsafe { ffi::ferrophp_uc_zval_dtor(&mut produced) };
             end(&flight);
             return;
         }
@@ -390,7 +391,7 @@ pub(crate) unsafe fn remember_with(
         end(&flight);
         if stored.is_err() {
             // SAFETY: as above.
-            unsafe { sys::ferrophp_uc_zval_dtor(&mut produced) };
+            unsafe { ffi::ferrophp_uc_zval_dtor(&mut produced) };
             return;
         }
         // SAFETY: the produced value moves into the return slot.
@@ -469,13 +470,13 @@ pub(crate) unsafe fn insert_bytes_key(ht: *mut sys::HashTable, key: &[u8], val: 
     // its reference.
     unsafe {
         let mut idx: sys::zend_ulong = 0;
-        if sys::ferrophp_uc_numeric_key(key.as_ptr().cast(), key.len(), &mut idx) {
+        if ffi::ferrophp_uc_numeric_key(key.as_ptr().cast(), key.len(), &mut idx) {
             zv::insert(ht, &zv::HKey::Index(idx as i64), val);
         } else {
             let mut k = sys::zval::default();
             zv::set_request_string(&mut k, key);
             zv::insert(ht, &zv::HKey::Str(k.value.str_), val);
-            sys::ferrophp_uc_zval_dtor(&mut k);
+            ffi::ferrophp_uc_zval_dtor(&mut k);
         }
     }
 }
@@ -572,13 +573,13 @@ unsafe fn fetch_impl(ed: Ed, rv: Rv, copy: bool) {
                     *rv = zv::null();
                 } else {
                     *rv = *default;
-                    sys::ferrophp_uc_try_addref(rv);
+                    ffi::ferrophp_uc_try_addref(rv);
                 }
                 false
             }
         };
         if !found.is_null() {
-            sys::ferrophp_uc_assign_ref_bool(found, hit);
+            ffi::ferrophp_uc_assign_ref_bool(found, hit);
         }
     }
 }
@@ -642,7 +643,7 @@ pub unsafe extern "C" fn ferrophp_uc_fetch_multiple(ed: Ed, rv: Rv) {
             match fetch_into(k, h, &mut out, false) {
                 Fetched::Hit => {
                     let mut idx: sys::zend_ulong = 0;
-                    if sys::ferrophp_uc_numeric_key(k.as_ptr().cast(), k.len(), &mut idx) {
+                    if ffi::ferrophp_uc_numeric_key(k.as_ptr().cast(), k.len(), &mut idx) {
                         zv::insert(ht, &zv::HKey::Index(idx as i64), &mut out);
                     } else {
                         // PHP takes its own reference to a non-interned key.
@@ -846,7 +847,7 @@ pub unsafe extern "C" fn ferrophp_uc_remember(ed: Ed, rv: Rv) {
         if !valid_key(1, k) || !valid_ttl(3, ttl) {
             return;
         }
-        if !sys::ferrophp_uc_is_callable(producer) {
+        if !ffi::ferrophp_uc_is_callable(producer) {
             type_error(2, "must be a valid callback");
             return;
         }

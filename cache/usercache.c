@@ -11,7 +11,7 @@
 zend_class_entry *ferrophp_uc_cache_ce;
 zend_class_entry *ferrophp_uc_exception_ce;
 
-/* ---- UserCache\Cache arginfo (matches worker/stubs/UserCache.php) ---- */
+/* ---- UserCache\Cache arginfo (matches cache/stubs/UserCache.php) ---- */
 
 ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_uc_store, 0, 2, _IS_BOOL, 0)
     ZEND_ARG_TYPE_INFO(0, key, IS_STRING, 0)
@@ -147,7 +147,7 @@ ZEND_END_ARG_INFO()
 #define arginfo_apcu_dec arginfo_apcu_inc
 #define arginfo_apcu_sma_info arginfo_apcu_cache_info
 
-const zend_function_entry ferrophp_uc_apcu_functions[] = {
+static const zend_function_entry ferrophp_uc_apcu_functions[] = {
     ZEND_RAW_FENTRY("apcu_fetch", ferrophp_apcu_fetch, arginfo_apcu_fetch, 0)
     ZEND_RAW_FENTRY("apcu_store", ferrophp_apcu_store, arginfo_apcu_store, 0)
     ZEND_RAW_FENTRY("apcu_add", ferrophp_apcu_add, arginfo_apcu_add, 0)
@@ -311,10 +311,6 @@ void ferrophp_uc_register_classes(void) {
     ferrophp_uc_cache_ce->ce_flags |= ZEND_ACC_FINAL | ZEND_ACC_NO_DYNAMIC_PROPERTIES | ZEND_ACC_NOT_SERIALIZABLE;
 }
 
-zend_result ferrophp_uc_register_functions(const zend_function_entry *fns) {
-    return zend_register_functions(NULL, fns, NULL, MODULE_PERSISTENT);
-}
-
 zend_module_entry *ferrophp_uc_find_module(const char *name, size_t len) {
     return zend_hash_str_find_ptr(&module_registry, name, len);
 }
@@ -413,8 +409,6 @@ bool ferrophp_uc_class_has_method(zend_class_entry *ce, const char *lcname, size
 void ferrophp_uc_try_addref(zval *zv) { Z_TRY_ADDREF_P(zv); }
 
 void ferrophp_uc_zval_dtor(zval *zv) { zval_ptr_dtor(zv); }
-
-bool ferrophp_uc_has_exception(void) { return EG(exception) != NULL; }
 
 PHP_INI_BEGIN()
     PHP_INI_ENTRY("usercache.memory_limit", "64M", PHP_INI_SYSTEM, NULL)

@@ -16,6 +16,7 @@ use php_sys as sys;
 
 use super::api::{self, Fetched};
 use super::epoch;
+use super::ffi;
 use super::table::{self, Mode};
 use super::value::{self, FreezeError};
 use super::zv;
@@ -47,12 +48,12 @@ pub(crate) fn module_startup(module_number: c_int) -> bool {
     let compat = ini_bool(super::ini_string(c"usercache.apcu_compat"), true);
     // SAFETY: module_registry holds every extension that will start (all are registered
     // before the first MINIT runs), so this sees APCu whatever the load order.
-    let apcu_loaded = unsafe { !sys::ferrophp_uc_find_module(c"apcu".as_ptr(), 4).is_null() };
+    let apcu_loaded = unsafe { !ffi::ferrophp_uc_find_module(c"apcu".as_ptr(), 4).is_null() };
     if !compat || apcu_loaded {
         return false;
     }
     // SAFETY: static tables registered once, during our module's MINIT.
-    unsafe { sys::ferrophp_uc_register_apcu(module_number) };
+    unsafe { ffi::ferrophp_uc_register_apcu(module_number) };
     // As APCu's MINIT: under the SAPI named "cli" the cache is off unless
     // apc.enable_cli (default 0) says otherwise; `ini_get('apc.enabled')` keeps its value.
     // SAFETY: sapi_module is PHP's global SAPI description, filled in before any MINIT;
@@ -84,7 +85,7 @@ fn hash(k: &[u8]) -> u64 {
 fn warn(msg: &str) {
     let msg = CString::new(msg.replace('\0', "\\0")).unwrap_or_default();
     // SAFETY: inside an internal function call; PHP copies the message.
-    unsafe { sys::ferrophp_uc_warning(msg.as_ptr()) };
+    unsafe { ffi::ferrophp_uc_warning(msg.as_ptr()) };
 }
 
 fn throw_error(msg: &str) {
@@ -125,12 +126,12 @@ unsafe fn converted_key(zv: *const sys::zval) -> Option<Vec<u8>> {
             return Some(k);
         }
         let mut arg = *zv::deref(zv);
-        sys::ferrophp_uc_try_addref(&mut arg);
+        ffi::ferrophp_uc_try_addref(&mut arg);
         let mut out = sys::zval::default();
         value::call_function(c"strval", &mut out, std::slice::from_mut(&mut arg));
-        sys::ferrophp_uc_zval_dtor(&mut arg);
+        ffi::ferrophp_uc_zval_dtor(&mut arg);
         let k = string_key(&out);
-        sys::ferrophp_uc_zval_dtor(&mut out);
+        ffi::ferrophp_uc_zval_dtor(&mut out);
         if zv::has_exception() {
             return None;
         }
@@ -206,10 +207,10 @@ unsafe fn store_one(key: &[u8], value: *const sys::zval, ttl: i64, mode: Mode) -
             // SAFETY: arg holds its own reference for the call; results are released.
             unsafe {
                 let mut arg = *value;
-                sys::ferrophp_uc_try_addref(&mut arg);
+                ffi::ferrophp_uc_try_addref(&mut arg);
                 value::call_function(c"serialize", &mut out, std::slice::from_mut(&mut arg));
-                sys::ferrophp_uc_zval_dtor(&mut arg);
-                sys::ferrophp_uc_zval_dtor(&mut out);
+                ffi::ferrophp_uc_zval_dtor(&mut arg);
+                ffi::ferrophp_uc_zval_dtor(&mut out);
             }
             if zv::has_exception() {
                 return Err(());
@@ -267,7 +268,7 @@ pub unsafe extern "C" fn ferrophp_apcu_fetch(ed: Ed, rv: Rv) {
             *rv = zv::bool_(false);
         }
         if !success.is_null() {
-            sys::ferrophp_uc_assign_ref_bool(success, ok);
+            ffi::ferrophp_uc_assign_ref_bool(success, ok);
         }
     }
 }
@@ -372,7 +373,7 @@ pub unsafe extern "C" fn ferrophp_apcu_delete(ed: Ed, rv: Rv) {
                     };
                     if !deleted {
                         let mut copy = *v;
-                        sys::ferrophp_uc_try_addref(&mut copy);
+                        ffi::ferrophp_uc_try_addref(&mut copy);
                         failed.push(copy);
                     }
                     Ok(())
@@ -456,7 +457,7 @@ unsafe fn inc_impl(ed: Ed, rv: Rv, sign: i64) {
             None => zv::bool_(false),
         };
         if !success.is_null() {
-            sys::ferrophp_uc_assign_ref_bool(success, r.is_some());
+            ffi::ferrophp_uc_assign_ref_bool(success, r.is_some());
         }
     }
 }
@@ -535,7 +536,7 @@ pub unsafe extern "C" fn ferrophp_apcu_entry(ed: Ed, rv: Rv) {
             // apcu_entry or apcu_store) stays.
             |v| store_one(k, v, ttl, Mode::Add),
         );
-        sys::ferrophp_uc_zval_dtor(&mut arg);
+        ffi::ferrophp_uc_zval_dtor(&mut arg);
     }
 }
 
@@ -842,14 +843,14 @@ impl IterState {
         // its own references and everything returned is released.
         unsafe {
             let mut args = [*re, sys::zval::default()];
-            sys::ferrophp_uc_try_addref(&mut args[0]);
+            ffi::ferrophp_uc_try_addref(&mut args[0]);
             zv::set_request_string(&mut args[1], key);
             let mut out = sys::zval::default();
             value::call_function(c"preg_match", &mut out, &mut args);
             let hit = zv::ztype(&out) == zv::IS_LONG && out.value.lval > 0;
-            sys::ferrophp_uc_zval_dtor(&mut out);
+            ffi::ferrophp_uc_zval_dtor(&mut out);
             for a in &mut args {
-                sys::ferrophp_uc_zval_dtor(a);
+                ffi::ferrophp_uc_zval_dtor(a);
             }
             hit
         }
@@ -863,14 +864,14 @@ impl IterState {
         // SAFETY: as in `matches`.
         unsafe {
             let mut args = [*re, sys::zval::default()];
-            sys::ferrophp_uc_try_addref(&mut args[0]);
+            ffi::ferrophp_uc_try_addref(&mut args[0]);
             zv::set_request_string(&mut args[1], b"");
             let mut out = sys::zval::default();
             value::call_function(c"preg_match", &mut out, &mut args);
             let ok = zv::ztype(&out) == zv::IS_LONG;
-            sys::ferrophp_uc_zval_dtor(&mut out);
+            ffi::ferrophp_uc_zval_dtor(&mut out);
             for a in &mut args {
-                sys::ferrophp_uc_zval_dtor(a);
+                ffi::ferrophp_uc_zval_dtor(a);
             }
             ok
         }
@@ -879,7 +880,7 @@ impl IterState {
     fn clear_stack(&mut self) {
         for (_, mut v) in self.stack.drain(..) {
             // SAFETY: items are request values this state owns.
-            unsafe { sys::ferrophp_uc_zval_dtor(&mut v) };
+            unsafe { ffi::ferrophp_uc_zval_dtor(&mut v) };
         }
         self.stack_idx = 0;
     }
@@ -985,7 +986,7 @@ impl Drop for IterState {
         self.clear_stack();
         if let Some(mut re) = self.regex.take() {
             // SAFETY: our reference to the search string.
-            unsafe { sys::ferrophp_uc_zval_dtor(&mut re) };
+            unsafe { ffi::ferrophp_uc_zval_dtor(&mut re) };
         }
     }
 }
@@ -1008,7 +1009,7 @@ pub unsafe extern "C" fn ferrophp_apcu_iterator_drop(state: *mut std::ffi::c_voi
 unsafe fn this_state<'a>(ed: Ed) -> Option<&'a mut IterState> {
     // SAFETY: guaranteed by the caller; the slot belongs to the live object.
     unsafe {
-        let slot = sys::ferrophp_apcu_iterator_this(ed);
+        let slot = ffi::ferrophp_apcu_iterator_this(ed);
         if slot.is_null() || (*slot).is_null() {
             throw_error("Trying to use uninitialized APCUIterator");
             return None;
@@ -1063,7 +1064,7 @@ pub unsafe extern "C" fn ferrophp_apcu_it_construct(ed: Ed, _rv: Rv) {
             warn("APCUIterator invalid list type");
             return;
         }
-        let slot = sys::ferrophp_apcu_iterator_this(ed);
+        let slot = ffi::ferrophp_apcu_iterator_this(ed);
         if slot.is_null() {
             return;
         }
@@ -1074,7 +1075,7 @@ pub unsafe extern "C" fn ferrophp_apcu_it_construct(ed: Ed, _rv: Rv) {
                 zv::IS_STRING if zv::str_bytes((*search).value.str_).is_empty() => {}
                 zv::IS_STRING => {
                     let mut re = *search;
-                    sys::ferrophp_uc_try_addref(&mut re);
+                    ffi::ferrophp_uc_try_addref(&mut re);
                     regex = Some(re);
                 }
                 zv::IS_ARRAY => {
@@ -1168,7 +1169,7 @@ pub unsafe extern "C" fn ferrophp_apcu_it_current(ed: Ed, rv: Rv) {
             return;
         }
         let mut v = it.stack[it.stack_idx].1;
-        sys::ferrophp_uc_try_addref(&mut v);
+        ffi::ferrophp_uc_try_addref(&mut v);
         *rv = v;
     }
 }
@@ -1248,7 +1249,7 @@ pub unsafe extern "C" fn ferrophp_apcu_it_total_count(ed: Ed, rv: Rv) {
 unsafe fn iterator_delete(obj: *mut sys::zval) -> bool {
     // SAFETY: guaranteed by the caller; the state belongs to the live object.
     unsafe {
-        let slot = sys::ferrophp_apcu_iterator_state(obj);
+        let slot = ffi::ferrophp_apcu_iterator_state(obj);
         if slot.is_null() {
             warn("apc_delete object argument must be instance of APCUIterator.");
             return false;

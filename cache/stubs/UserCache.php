@@ -1,6 +1,6 @@
 <?php
 /**
- * Stubs for ferrophp's shared cache (implemented in Rust, worker/src/cache). One cache of
+ * Stubs for ferrophp's shared cache (implemented in Rust, cache/src). One cache of
  * PHP values shared by every PHP thread of the process; strings and arrays are returned
  * without copying (immutable values the engine copies only when a script writes to them).
  * See docs/usercache.md.
