@@ -24,6 +24,9 @@ impl Role for Classic {
         if state.booted().is_err() {
             return Exit::Stopped;
         }
+        // What the thread's heap holds before any request: the admin view shows it even
+        // for a thread the LIFO hand-off has not needed yet.
+        slot.record_memory();
         // Per-request strings ($_SERVER and request_info): reset, not freed, between
         // requests, so a steady stream of similar requests allocates nothing here.
         let mut arena = bumpalo::Bump::with_capacity(16 * 1024);
