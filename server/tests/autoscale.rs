@@ -166,3 +166,70 @@ fn without_max_threads_a_busy_pool_does_not_grow() {
         "{took:?}"
     );
 }
+
+#[test]
+fn a_ceiling_below_the_floor_is_refused_at_start_up() {
+    let classic = common::serve_until_exit(
+        &root(),
+        &["--threads", "4", "--max-threads", "2"],
+        Duration::from_secs(20),
+    );
+    assert!(classic.status.is_some_and(|s| !s.success()), "{classic:?}");
+    assert!(
+        classic
+            .stderr
+            .contains("max_threads (2) must be at least threads (4)"),
+        "{}",
+        classic.stderr
+    );
+    let spec = format!("{},3,2", worker_script());
+    let worker = common::serve_until_exit(&root(), &["--worker", &spec], Duration::from_secs(20));
+    assert!(worker.status.is_some_and(|s| !s.success()), "{worker:?}");
+    assert!(
+        worker
+            .stderr
+            .contains("max_threads (2) must be at least threads (3)"),
+        "{}",
+        worker.stderr
+    );
+    let idle = common::serve_until_exit(
+        &root(),
+        &["--max-idle-time", "soon"],
+        Duration::from_secs(20),
+    );
+    assert!(idle.status.is_some_and(|s| !s.success()), "{idle:?}");
+}
+
+#[test]
+fn the_toml_file_sets_a_workers_ceiling_and_the_idle_time() {
+    let dir = std::env::temp_dir().join(format!("ferrophp-autoscale-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("ferrophp.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "max_idle_time = \"1s\"\n[[worker]]\nscript = {:?}\nthreads = 1\nmax_threads = 3\n",
+            worker_script()
+        ),
+    )
+    .unwrap();
+    let server = Server::start(
+        &root(),
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--admin",
+            "127.0.0.1:0",
+            "--no-access-log",
+        ],
+    );
+    let pool = worker_script();
+    let (took, most) = slow_burst(&server, "/worker.php", &pool, "worker ok\n");
+    assert!((2..=3).contains(&most), "threads seen: {most}");
+    // Three threads for four requests: two rounds at most.
+    assert!(took < Duration::from_millis(3 * SLEEP_MS), "{took:?}");
+    assert!(wait_until(Duration::from_secs(10), || threads_of(
+        &server, &pool
+    ) == 1));
+    let _ = std::fs::remove_dir_all(&dir);
+}
