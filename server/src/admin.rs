@@ -115,7 +115,9 @@ fn ok_response(content_type: &'static str, content: String) -> Response<Response
 }
 
 /// `GET /threads`: `{"threads":[{"name":..,"pool":..,"state":..,"busy":..,"uri":..,
-/// "requests":..,"memory_bytes":..},..]}`.
+/// "requests":..,"memory_bytes":..},..]}`. `state` is the thread's state machine's
+/// (`booting`, `idle`, `busy`, `draining`, `restarting`, `done`; see
+/// docs/architecture.md).
 fn threads_json() -> String {
     let threads: Vec<serde_json::Value> = worker::observe::threads()
         .into_iter()
@@ -157,10 +159,13 @@ fn frankenphp_threads_json() -> String {
             serde_json::json!({
                 "Index": i,
                 "Name": if t.is_worker { format!("worker-{}", t.pool) } else { "regular".into() },
+                // FrankenPHP's state names for ours.
                 "State": match t.state {
                     ThreadState::Idle | ThreadState::Busy => "ready",
                     ThreadState::Booting => "booting",
-                    ThreadState::Backoff => "restarting",
+                    ThreadState::Restarting => "restarting",
+                    ThreadState::Draining => "shutting down",
+                    ThreadState::Done => "done",
                 },
                 "IsWaiting": waiting,
                 "IsBusy": busy,

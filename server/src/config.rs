@@ -24,6 +24,15 @@ pub struct ServeArgs {
     /// Number of PHP threads [default: 2 x CPUs]
     #[arg(long, env = "FERROPHP_THREADS")]
     pub threads: Option<usize>,
+    /// Most classic PHP threads autoscaling may run; `--threads` is then the floor. A
+    /// thread is added when a request waited 5 ms for one and CPU is not saturated
+    /// [default: --threads, no autoscaling]
+    #[arg(long, env = "FERROPHP_MAX_THREADS", value_name = "N")]
+    pub max_threads: Option<usize>,
+    /// How long a thread above its pool's floor may wait for a request before it ends:
+    /// `5s`, `500ms`, `2m`, or seconds [default: 5s]
+    #[arg(long, env = "FERROPHP_MAX_IDLE_TIME", value_name = "DURATION", value_parser = parse_duration)]
+    pub max_idle_time: Option<Duration>,
     /// Stack of each PHP thread, in MiB: how deep recursion through C frames (callbacks,
     /// magic methods) may go before memory_limit stops it [default: 512]
     #[arg(long, env = "FERROPHP_PHP_STACK_MB", value_name = "MIB")]
@@ -101,8 +110,9 @@ pub struct ServeArgs {
     #[arg(long, env = "FERROPHP_LOG", value_name = "FILTER")]
     pub log: Option<String>,
     /// Worker script, booted once per thread, serving requests routed to it in a loop:
-    /// `path/to/worker.php` or `path/to/worker.php,THREADS`. Repeatable.
-    #[arg(long = "worker", value_name = "SCRIPT[,THREADS]")]
+    /// `path/to/worker.php`, `path/to/worker.php,THREADS`, or
+    /// `path/to/worker.php,THREADS,MAX_THREADS` (autoscaling between the two). Repeatable.
+    #[arg(long = "worker", value_name = "SCRIPT[,THREADS[,MAX_THREADS]]")]
     pub workers: Vec<String>,
     /// Requests a worker thread serves before its PHP state is rebuilt [default: unlimited]
     #[arg(long, env = "FERROPHP_MAX_REQUESTS", value_name = "N")]
@@ -181,6 +191,25 @@ pub struct ServeArgs {
 }
 
 /// `--admin`: an address, or a bare port (`2019`, `:2019`) meaning loopback only.
+/// `5s`, `500ms`, `2m`, or a number of seconds.
+pub(crate) fn parse_duration(value: &str) -> Result<Duration, String> {
+    let t = value.trim();
+    let invalid = || format!("invalid duration {value:?}: expected 5s, 500ms, 2m or seconds");
+    let (number, unit_ms) = if let Some(n) = t.strip_suffix("ms") {
+        (n, 1u64)
+    } else if let Some(n) = t.strip_suffix('s') {
+        (n, 1000)
+    } else if let Some(n) = t.strip_suffix('m') {
+        (n, 60_000)
+    } else {
+        (t, 1000)
+    };
+    let n: u64 = number.trim().parse().map_err(|_| invalid())?;
+    n.checked_mul(unit_ms)
+        .map(Duration::from_millis)
+        .ok_or_else(invalid)
+}
+
 fn parse_admin(value: &str) -> Result<SocketAddr, String> {
     let port = value.strip_prefix(':').unwrap_or(value);
     if !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) {
@@ -219,6 +248,8 @@ pub struct FileConfig {
     root: Option<PathBuf>,
     listen: Option<SocketAddr>,
     threads: Option<usize>,
+    max_threads: Option<usize>,
+    max_idle_time: Option<String>,
     php_stack_mb: Option<usize>,
     tls_cert: Option<PathBuf>,
     tls_key: Option<PathBuf>,
@@ -263,6 +294,10 @@ pub struct ServeConfig {
     pub root: PathBuf,
     pub listen: SocketAddr,
     pub threads: usize,
+    /// The classic pool's ceiling (`threads`: no autoscaling).
+    pub max_threads: usize,
+    /// How long a thread above its pool's floor may idle before it ends.
+    pub max_idle_time: Duration,
     /// Bytes.
     pub php_stack_size: usize,
     pub tls: Option<(PathBuf, PathBuf)>,
@@ -346,6 +381,17 @@ impl ServeConfig {
         if threads == 0 {
             return Err("threads must be at least 1".into());
         }
+        let max_threads = args.max_threads.or(file.max_threads).unwrap_or(threads);
+        if max_threads < threads {
+            return Err(format!(
+                "max_threads ({max_threads}) must be at least threads ({threads})"
+            ));
+        }
+        let max_idle_time = match (args.max_idle_time, file.max_idle_time) {
+            (Some(d), _) => d,
+            (None, Some(text)) => parse_duration(&text)?,
+            (None, None) => worker::DEFAULT_MAX_IDLE_TIME,
+        };
         let tls = match (
             args.tls_cert.or(file.tls_cert),
             args.tls_key.or(file.tls_key),
@@ -481,6 +527,8 @@ impl ServeConfig {
                 .or(file.listen)
                 .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 8080))),
             threads,
+            max_threads,
+            max_idle_time,
             php_stack_size: php_stack_mb << 20,
             tls,
             max_body_size: args.max_body_size.or(file.max_body_size).unwrap_or(1 << 30),

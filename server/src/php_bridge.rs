@@ -33,10 +33,9 @@ const BODY_DEPTH: usize = 4;
 /// What every PHP request shares: the engine, the thread permits and the limits.
 pub struct PhpRunner {
     pub engine: Engine,
-    /// One permit per PHP thread, per pool (classic first, then each worker): a request
-    /// waits here (up to `max_wait`) rather than in the engine's queue, so a timeout can
-    /// answer 503.
-    pub permits: Vec<Arc<Semaphore>>,
+    /// Permits per pool: a request waits here (up to `max_wait`) rather than in the
+    /// engine's queue, so a timeout can answer 503.
+    pub permits: PoolPermits,
     pub max_wait: Duration,
     pub max_body_size: u64,
     /// Longest wait for the next piece of a request body (slowloris on the body).
@@ -50,13 +49,30 @@ pub struct PhpRunner {
     pub sendfile: Option<crate::sendfile::Sendfile>,
 }
 
-impl PhpRunner {
-    fn permits_for(&self, target: Target) -> Arc<Semaphore> {
-        let index = match target {
-            Target::Classic => 0,
-            Target::Worker(i) => i + 1,
-        };
-        self.permits[index].clone()
+/// One permit per thread a pool may run (its ceiling when it autoscales: requests past
+/// the threads running now wait in the engine's queue, which is what makes the pool
+/// grow), for the classic pool and each worker.
+pub struct PoolPermits {
+    classic: Arc<Semaphore>,
+    workers: Vec<Arc<Semaphore>>,
+}
+
+impl PoolPermits {
+    /// Sized from the running engine's pools.
+    pub fn for_engine(engine: &Engine, workers: usize) -> PoolPermits {
+        let permits = |target| Arc::new(Semaphore::new(engine.max_threads(target)));
+        PoolPermits {
+            classic: permits(Target::Classic),
+            workers: (0..workers).map(|i| permits(Target::Worker(i))).collect(),
+        }
+    }
+
+    /// The permits of `target`'s pool.
+    pub fn of(&self, target: Target) -> &Arc<Semaphore> {
+        match target {
+            Target::Classic => &self.classic,
+            Target::Worker(i) => &self.workers[i],
+        }
     }
 }
 
@@ -121,19 +137,16 @@ impl PhpRunner {
         }
 
         // A free thread is the common case: take it without arming a timer.
-        let semaphore = self.permits_for(target);
+        let semaphore = self.permits.of(target);
         let permit = match semaphore.clone().try_acquire_owned() {
             Ok(permit) => {
                 crate::metrics::thread_acquired(Duration::ZERO);
                 Ok(permit)
             }
             Err(_) => {
-                let _queued = crate::metrics::Queued::enter(match target {
-                    Target::Classic => 0,
-                    Target::Worker(i) => i + 1,
-                });
+                let _queued = crate::metrics::Queued::enter(target.pool_index());
                 let waiting = std::time::Instant::now();
-                match tokio::time::timeout(self.max_wait, semaphore.acquire_owned()).await {
+                match tokio::time::timeout(self.max_wait, semaphore.clone().acquire_owned()).await {
                     Ok(Ok(permit)) => {
                         crate::metrics::thread_acquired(waiting.elapsed());
                         Ok(permit)

@@ -210,12 +210,7 @@ async fn serve(
         worker.env.extend(own);
     }
     let worker_router = WorkerRouter::new(&worker_configs, &config.workers)?;
-    let mut permits = vec![Arc::new(Semaphore::new(config.threads))];
-    permits.extend(
-        worker_configs
-            .iter()
-            .map(|w| Arc::new(Semaphore::new(w.threads))),
-    );
+    let worker_count = worker_configs.len();
     crate::metrics::configure(config.metrics);
     // The development server keeps PHP's own session defaults (files in the temporary
     // directory), as php -S does: several of them then share sessions.
@@ -248,6 +243,8 @@ async fn serve(
     }
     let engine = Engine::start(EngineConfig {
         threads: config.threads,
+        max_threads: config.max_threads,
+        max_idle_time: config.max_idle_time,
         ini: forced_ini
             .into_iter()
             .chain(config.ini.iter().cloned())
@@ -265,6 +262,7 @@ async fn serve(
         php_stack_size: config.php_stack_size,
     })
     .map_err(|e| e.to_string())?;
+    let permits = crate::php_bridge::PoolPermits::for_engine(&engine, worker_count);
     let control = engine.control();
     workers::restart_on_sigusr1(control.clone());
     // Dropping the watcher stops it: keep it for the life of the server.

@@ -17,6 +17,9 @@ pub struct WorkerSpec {
     pub script: PathBuf,
     /// PHP threads for this worker [default: 2 x CPUs].
     pub threads: Option<usize>,
+    /// Most threads autoscaling may give this worker; `threads` is then the floor
+    /// [default: threads, no autoscaling].
+    pub max_threads: Option<usize>,
     /// Extra environment for this worker's boot and requests.
     #[serde(default)]
     pub env: std::collections::BTreeMap<String, String>,
@@ -32,21 +35,35 @@ pub struct WorkerSpec {
 }
 
 impl WorkerSpec {
-    /// `path/to/worker.php` or `path/to/worker.php,N`.
+    /// `path/to/worker.php`, `path/to/worker.php,N` or `path/to/worker.php,N,MAX`.
     pub fn parse_flag(spec: &str) -> Result<WorkerSpec, String> {
-        let (path, threads) = match spec.rsplit_once(',') {
-            Some((path, n)) => {
-                let n: usize = n
-                    .trim()
-                    .parse()
-                    .map_err(|_| format!("--worker {spec}: thread count must be a number"))?;
-                (path, Some(n))
+        let number = |n: &str| {
+            n.trim()
+                .parse::<usize>()
+                .map_err(|_| format!("--worker {spec}: thread counts must be numbers"))
+        };
+        // Counts come from the right, so a path may contain commas.
+        let mut path = spec;
+        let mut counts = Vec::new();
+        while counts.len() < 2 {
+            match path.rsplit_once(',') {
+                Some((rest, n)) if n.trim().parse::<usize>().is_ok() || counts.is_empty() => {
+                    counts.insert(0, number(n)?);
+                    path = rest;
+                }
+                _ => break,
             }
-            None => (spec, None),
+        }
+        let (threads, max_threads) = match counts[..] {
+            [] => (None, None),
+            [n] => (Some(n), None),
+            [n, max] => (Some(n), Some(max)),
+            _ => unreachable!("at most two counts are taken"),
         };
         Ok(WorkerSpec {
             script: PathBuf::from(path),
             threads,
+            max_threads,
             env: Default::default(),
             match_path: None,
             max_requests: None,
@@ -58,6 +75,17 @@ impl WorkerSpec {
         let script = std::fs::canonicalize(&self.script)
             .map_err(|e| format!("worker script {}: {e}", self.script.display()))?;
         let mut config = WorkerConfig::new(script, self.threads.unwrap_or(default_threads).max(1));
+        config.max_threads = match self.max_threads {
+            Some(max) if max < config.threads => {
+                return Err(format!(
+                    "worker {}: max_threads ({max}) must be at least threads ({})",
+                    self.script.display(),
+                    config.threads
+                ))
+            }
+            Some(max) => max,
+            None => config.threads,
+        };
         config.env = self
             .env
             .iter()

@@ -2,15 +2,21 @@
 //! runs scripts on them. It knows nothing of HTTP or sockets: callers hand it a
 //! [`ScriptRequest`] and receive output through a [`ResponseSink`].
 //!
-//! Layout: [`sapi`] is the SAPI module and request lifecycle, `pool` the PHP threads,
-//! [`request`] the plain types crossing the boundary, `php` the FFI edge helpers.
+//! Layout: [`sapi`] is the SAPI module and request lifecycle; the PHP threads are
+//! `thread_state` (each thread's state machine), `spawn` (how every PHP thread starts),
+//! `pool` (a pool of threads of one role), `classic` and `worker_mode` (the two roles),
+//! `queue` and `job` (the hand-off), `scale` (autoscaling); [`request`] the plain types
+//! crossing the boundary, `php` the FFI edge helpers. Dependencies go one way:
+//! roles → pool → scale/queue → job; nothing imports a role or the pool back.
 
+mod classic;
 #[cfg(feature = "bench-fixtures")]
 pub mod diagnostics;
 mod env;
 mod functions;
 #[doc(hidden)]
 pub mod fuzzing;
+mod job;
 pub mod layout;
 mod metrics;
 mod module;
@@ -21,23 +27,29 @@ mod pool;
 mod queue;
 pub mod request;
 pub mod sapi;
+mod scale;
 mod server_vars;
+mod spawn;
 mod stack;
+mod thread_state;
 mod worker_mode;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 
-pub use pool::DEFAULT_PHP_STACK_SIZE;
 pub use request::{
     env_list, BufferSink, CgiRequest, Disconnected, ResponseHead, ResponseSink, ScriptOutcome,
     ScriptRequest,
 };
 pub use sapi::{LogTarget, CLI_SAPI_NAME, SAPI_NAME};
+pub use spawn::DEFAULT_PHP_STACK_SIZE;
 pub use worker_mode::{MemoryGrowth, WorkerConfig};
 
 /// Smaller stacks than this would not even start PHP reliably.
 pub const MIN_PHP_STACK_SIZE: usize = 2 * 1024 * 1024;
+
+/// How long an autoscaled thread may idle before it ends, unless configured.
+pub const DEFAULT_MAX_IDLE_TIME: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// PHP version the runtime was built against.
 pub const PHP_VERSION: &str = php_sys::PHP_VERSION_STRING;
@@ -45,8 +57,13 @@ pub const PHP_VERSION: &str = php_sys::PHP_VERSION_STRING;
 /// How to start the engine.
 #[derive(Debug, Clone)]
 pub struct EngineConfig {
-    /// Number of PHP threads.
+    /// Number of classic PHP threads (the floor when it autoscales).
     pub threads: usize,
+    /// The most classic PHP threads autoscaling may run (`threads` or less: no
+    /// autoscaling).
+    pub max_threads: usize,
+    /// How long a thread above its pool's floor may wait for a request before it ends.
+    pub max_idle_time: std::time::Duration,
     /// ini settings applied after php.ini, in order (like `php -d key=value`).
     pub ini: Vec<(String, String)>,
     /// A php.ini file or directory to use instead of the build's default.
@@ -71,6 +88,8 @@ impl Default for EngineConfig {
     fn default() -> Self {
         EngineConfig {
             threads: 1,
+            max_threads: 0,
+            max_idle_time: DEFAULT_MAX_IDLE_TIME,
             ini: Vec::new(),
             php_ini: None,
             no_php_ini: false,
@@ -78,7 +97,7 @@ impl Default for EngineConfig {
             workers: Vec::new(),
             log_target: LogTarget::Tracing,
             cli: false,
-            php_stack_size: pool::DEFAULT_PHP_STACK_SIZE,
+            php_stack_size: spawn::DEFAULT_PHP_STACK_SIZE,
         }
     }
 }
@@ -152,9 +171,20 @@ pub enum Target {
     Worker(usize),
 }
 
+impl Target {
+    /// The pool's position in `observe::pools()` (and the server's per-pool metrics):
+    /// the classic pool first, then the workers in order.
+    pub fn pool_index(self) -> usize {
+        match self {
+            Target::Classic => 0,
+            Target::Worker(i) => i + 1,
+        }
+    }
+}
+
 /// The running PHP engine and its threads. Dropping it shuts PHP down cleanly.
 pub struct Engine {
-    jobs: std::sync::Arc<queue::JobQueue>,
+    classic: std::sync::Arc<classic::ClassicPool>,
     workers: Vec<std::sync::Arc<worker_mode::WorkerPool>>,
     stop: Option<std::sync::mpsc::Sender<()>>,
     main: Option<JoinHandle<()>>,
@@ -162,7 +192,7 @@ pub struct Engine {
 
 type Ready = Result<
     (
-        std::sync::Arc<queue::JobQueue>,
+        std::sync::Arc<classic::ClassicPool>,
         Vec<std::sync::Arc<worker_mode::WorkerPool>>,
     ),
     String,
@@ -189,13 +219,19 @@ impl Engine {
         };
         let threads = config.threads.max(1);
         // Before the first PHP thread (php-main) is spawned; the engine starts once.
-        pool::set_php_stack_size(config.php_stack_size.max(MIN_PHP_STACK_SIZE));
+        spawn::set_php_stack_size(config.php_stack_size.max(MIN_PHP_STACK_SIZE));
+        let classic_scaling = scale::Scaling {
+            min: threads,
+            max: config.max_threads.max(threads),
+            max_idle: config.max_idle_time,
+        };
+        let max_idle = config.max_idle_time;
         let worker_configs = config.workers.clone();
         let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Ready>();
         let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
         let main = std::thread::Builder::new()
             .name("php-main".into())
-            .stack_size(pool::php_stack_size())
+            .stack_size(spawn::php_stack_size())
             .spawn(move || {
                 let module = match sapi::engine_startup(&settings) {
                     Ok(module) => module,
@@ -204,7 +240,8 @@ impl Engine {
                         return;
                     }
                 };
-                let pool = match pool::ThreadPool::spawn(threads) {
+                let stats = observe::PoolStats::register("classic".into(), false);
+                let pool = match pool::Pool::start(classic::Classic, stats, classic_scaling) {
                     Ok(pool) => pool,
                     Err(e) => {
                         let _ = ready_tx.send(Err(format!("cannot spawn PHP threads: {e}")));
@@ -215,7 +252,7 @@ impl Engine {
                 let mut workers = Vec::new();
                 let mut failure = None;
                 for config in worker_configs {
-                    match worker_mode::WorkerPool::start(config) {
+                    match worker_mode::start(config, max_idle) {
                         Ok(w) => workers.push(w),
                         Err(e) => {
                             failure = Some(e);
@@ -226,7 +263,7 @@ impl Engine {
                 match failure {
                     None => {
                         let pools = workers.clone();
-                        let _ = ready_tx.send(Ok((pool.queue(), workers)));
+                        let _ = ready_tx.send(Ok((pool.clone(), workers)));
                         // Park until the Engine is dropped or shut down.
                         let _ = stop_rx.recv();
                         for p in &pools {
@@ -240,13 +277,14 @@ impl Engine {
                         let _ = ready_tx.send(Err(e));
                     }
                 }
-                pool.join();
+                pool.stop();
+                drop(pool);
                 sapi::engine_shutdown(module);
             })
             .map_err(|e| EngineError::Startup(e.to_string()))?;
         match ready_rx.recv() {
-            Ok(Ok((jobs, workers))) => Ok(Engine {
-                jobs,
+            Ok(Ok((classic, workers))) => Ok(Engine {
+                classic,
                 workers,
                 stop: Some(stop_tx),
                 main: Some(main),
@@ -274,7 +312,7 @@ impl Engine {
 
     /// Queues a request for `target`; the receiver yields its outcome once it has been
     /// served. Never blocks: callers bound what is in flight (the HTTP side holds one
-    /// permit per PHP thread).
+    /// permit per thread the pool may have, [`Engine::max_threads`]).
     pub fn submit_to(
         &self,
         target: Target,
@@ -282,10 +320,10 @@ impl Engine {
     ) -> Result<tokio::sync::oneshot::Receiver<ScriptOutcome>, EngineStopped> {
         let (done, rx) = tokio::sync::oneshot::channel();
         let queue = match target {
-            Target::Classic => &*self.jobs,
+            Target::Classic => &self.classic.queue,
             Target::Worker(i) => &self.workers.get(i).ok_or(EngineStopped)?.queue,
         };
-        if !queue.push(Box::new(pool::Job { request, done })) {
+        if !queue.push(Box::new(job::Job { request, done })) {
             return Err(EngineStopped);
         }
         Ok(rx)
@@ -309,6 +347,15 @@ impl Engine {
     /// Reboots every worker script after its current request; see [`EngineControl`].
     pub fn restart_workers(&self) {
         self.control().restart_workers();
+    }
+
+    /// The most threads `target`'s pool may run (its ceiling when it autoscales): what
+    /// the HTTP side lets be in flight for it.
+    pub fn max_threads(&self, target: Target) -> usize {
+        match target {
+            Target::Classic => self.classic.scaling.max,
+            Target::Worker(i) => self.workers.get(i).map_or(0, |w| w.scaling.max),
+        }
     }
 
     /// The ini files PHP's start-up looked for and read (what `php --ini` prints).

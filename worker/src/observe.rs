@@ -6,10 +6,10 @@
 //! a [`Slot`] once when it starts, and the request path only does a few relaxed atomic
 //! operations plus one uncontended per-thread mutex (the current URI, which only the
 //! admin view reads). Nothing here is derived by iterating requests; a scrape iterates
-//! the (few) threads and pools. The runtime's thread states are expected to be redesigned;
-//! this API (register, begin, end, snapshot) is what the server relies on.
+//! the (few) threads and pools. A thread's state is its state machine's
+//! (`thread_state.rs`), held in its [`Slot`] and read here.
 
-use std::sync::atomic::{AtomicI64, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -29,45 +29,16 @@ pub(crate) fn php_memory_usage(real: bool) -> usize {
     unsafe { zend_memory_usage(real) }
 }
 
-/// A PHP thread's state as the admin view shows it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u8)]
-pub enum ThreadState {
-    /// Attached to PHP, booting a worker script (or starting).
-    Booting = 0,
-    /// Waiting for a request.
-    Idle = 1,
-    /// Running a request.
-    Busy = 2,
-    /// A worker script failed to boot and the thread waits before trying again.
-    Backoff = 3,
-}
-
-impl ThreadState {
-    fn from_u8(v: u8) -> ThreadState {
-        match v {
-            1 => ThreadState::Idle,
-            2 => ThreadState::Busy,
-            3 => ThreadState::Backoff,
-            _ => ThreadState::Booting,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ThreadState::Booting => "booting",
-            ThreadState::Idle => "idle",
-            ThreadState::Busy => "busy",
-            ThreadState::Backoff => "backoff",
-        }
-    }
-}
+use crate::thread_state::StateCell;
+pub use crate::thread_state::ThreadState;
 
 /// Counters of one pool of PHP threads: the classic pool or one worker script.
 #[derive(Debug)]
 pub struct PoolStats {
     /// `"classic"` or the worker script's path.
     pub name: String,
+    /// The same, shared with each thread's state machine (for its log lines).
+    label: Arc<str>,
     pub is_worker: bool,
     threads: AtomicI64,
     busy: AtomicI64,
@@ -105,6 +76,7 @@ impl PoolStats {
     /// Registers a pool (once, when it starts).
     pub(crate) fn register(name: String, is_worker: bool) -> Arc<PoolStats> {
         let stats = Arc::new(PoolStats {
+            label: Arc::from(name.as_str()),
             name,
             is_worker,
             threads: AtomicI64::new(0),
@@ -159,12 +131,14 @@ impl PoolStats {
     }
 }
 
-/// One PHP thread's entry; dropping the [`SlotGuard`] removes it.
+/// One PHP thread: its state machine and what the admin view shows of it. Created by
+/// `spawn` before the thread starts; listed from [`enter`] until the [`SlotGuard`] drops.
 #[derive(Debug)]
 pub(crate) struct Slot {
     name: String,
     pool: Arc<PoolStats>,
-    state: AtomicU8,
+    /// The thread's state: the only place it lives (`thread_state.rs`).
+    pub(crate) state: StateCell,
     ready: std::sync::atomic::AtomicBool,
     requests: AtomicU64,
     memory: AtomicU64,
@@ -195,67 +169,32 @@ impl std::ops::Deref for SlotGuard {
 impl Drop for SlotGuard {
     fn drop(&mut self) {
         self.0.set_ready(false);
-        CURRENT.with(|c| c.borrow_mut().take());
         self.0.pool.threads.fetch_sub(1, Ordering::Relaxed);
         THREADS.lock().unwrap().retain(|s| !Arc::ptr_eq(s, &self.0));
     }
 }
 
-thread_local! {
-    /// The calling PHP thread's slot, for the one-line hooks below.
-    static CURRENT: std::cell::RefCell<Option<Arc<Slot>>> = const { std::cell::RefCell::new(None) };
-}
-
-/// Runs `f` on the calling thread's slot, if it registered one.
-fn with_current(f: impl FnOnce(&Slot)) {
-    CURRENT.with(|c| {
-        if let Some(slot) = c.borrow().as_ref() {
-            f(slot)
-        }
-    })
-}
-
-/// Hooks for code that does not hold the [`SlotGuard`] (worker mode's request loop).
-pub(crate) fn set_state(state: ThreadState) {
-    with_current(|s| s.set_state(state));
-}
-pub(crate) fn set_ready(ready: bool) {
-    with_current(|s| {
-        s.set_ready(ready);
-        // What the booted script holds, before its first request.
-        s.record_memory();
-    });
-}
-pub(crate) fn request_begin(method: &str, uri: &str) {
-    with_current(|s| s.begin(method, uri));
-}
-pub(crate) fn request_end() {
-    with_current(|s| s.end());
-}
-
-/// Registers the calling thread (once, when it starts) in `pool`.
-pub(crate) fn register(pool: &Arc<PoolStats>) -> SlotGuard {
-    let name = std::thread::current().name().unwrap_or("php").to_owned();
-    let slot = Arc::new(Slot {
-        name,
-        pool: pool.clone(),
-        state: AtomicU8::new(ThreadState::Booting as u8),
-        ready: std::sync::atomic::AtomicBool::new(false),
-        requests: AtomicU64::new(0),
-        memory: AtomicU64::new(0),
-        current: Mutex::new(String::new()),
-        started: Mutex::new(None),
-        since_ms: AtomicU64::new(unix_ms()),
-    });
-    pool.threads.fetch_add(1, Ordering::Relaxed);
+/// Lists `slot` (the calling thread's) until the guard drops. Once, when the thread
+/// starts, after it attached to PHP.
+pub(crate) fn enter(slot: &Arc<Slot>) -> SlotGuard {
+    slot.pool.threads.fetch_add(1, Ordering::Relaxed);
     THREADS.lock().unwrap().push(slot.clone());
-    CURRENT.with(|c| *c.borrow_mut() = Some(slot.clone()));
-    SlotGuard(slot)
+    SlotGuard(slot.clone())
 }
 
 impl Slot {
-    pub(crate) fn set_state(&self, state: ThreadState) {
-        self.state.store(state as u8, Ordering::Relaxed);
+    pub(crate) fn new(name: String, pool: Arc<PoolStats>) -> Slot {
+        Slot {
+            state: StateCell::new(name.clone(), pool.label.clone()),
+            name,
+            pool,
+            ready: std::sync::atomic::AtomicBool::new(false),
+            requests: AtomicU64::new(0),
+            memory: AtomicU64::new(0),
+            current: Mutex::new(String::new()),
+            started: Mutex::new(None),
+            since_ms: AtomicU64::new(unix_ms()),
+        }
     }
 
     /// Whether this worker thread's script is in its request loop (FrankenPHP's
@@ -270,7 +209,6 @@ impl Slot {
 
     /// A request starts on this thread.
     pub(crate) fn begin(&self, method: &str, uri: &str) {
-        self.set_state(ThreadState::Busy);
         self.pool.busy.fetch_add(1, Ordering::Relaxed);
         let mut cur = self.current.lock().unwrap();
         cur.clear();
@@ -299,7 +237,6 @@ impl Slot {
         self.record_memory();
         self.since_ms.store(unix_ms(), Ordering::Relaxed);
         self.pool.busy.fetch_sub(1, Ordering::Relaxed);
-        self.set_state(ThreadState::Idle);
     }
 
     /// Records what the thread's PHP heap holds from the OS (`memory_get_usage(true)`).
@@ -337,7 +274,7 @@ pub fn threads() -> Vec<ThreadInfo> {
             ThreadInfo {
                 name: s.name.clone(),
                 pool: s.pool.name.clone(),
-                state: ThreadState::from_u8(s.state.load(Ordering::Relaxed)),
+                state: s.state.get(),
                 current: (!cur.is_empty()).then(|| cur.clone()),
                 requests: s.requests.load(Ordering::Relaxed),
                 memory_bytes: s.memory.load(Ordering::Relaxed),

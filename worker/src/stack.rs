@@ -1,6 +1,6 @@
 //! Stack pages of a PHP thread that a deep recursion touched, given back after it.
 //!
-//! PHP threads get large stacks (`pool::php_stack_size`) so that recursion through C
+//! PHP threads get large stacks (`spawn::php_stack_size`) so that recursion through C
 //! frames reaches memory_limit before the end of the stack. The pages such a recursion
 //! touched would stay resident for the life of the thread (hundreds of MiB per thread
 //! after one runaway `__toString`). After a request that went deeper than [`KEEP`] below

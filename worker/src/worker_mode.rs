@@ -10,36 +10,43 @@
 //! classes of the application persist between requests: that is the point of the mode.
 //!
 //! The script ends when `ferrophp_handle_request` returns false (stop, restart,
-//! `max_requests`), on `exit()`, or on a fatal error; the slot then boots it again, with
-//! growing backoff when it fails before reaching the loop. After `max_requests` the slot
-//! throws its PHP state away entirely: a new OS thread with a new TSRM context.
+//! `max_requests`, idle retirement), on `exit()`, or on a fatal error; the thread then
+//! boots it again, with growing backoff when it fails before reaching the loop. After
+//! `max_requests` the thread throws its PHP state away entirely: a new OS thread with a
+//! new TSRM context. Every step is a transition of the thread's state machine
+//! (`thread_state.rs`): this module is the worker thread's role (`Role for Worker`); its
+//! pool is `pool.rs`'s, its spawning `spawn.rs`'s.
 
 use std::cell::{Cell, RefCell};
 use std::ffi::CString;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
-use std::thread::JoinHandle;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bumpalo::Bump;
 use php_sys as sys;
 
-use crate::observe::{self, ThreadState};
+use crate::job::Job;
+use crate::observe::{self, Slot};
 use crate::php;
-use crate::pool::{php_stack_size, Job};
-use crate::queue::{JobQueue, Next};
+use crate::pool::{Exit, Pool, Role};
+use crate::queue::{Next, OnClose};
 use crate::request::{
     CgiRequest, Disconnected, ResponseHead, ResponseSink, ScriptOutcome, ScriptRequest,
 };
 use crate::sapi::{self, PreparedRequest};
+use crate::scale::Scaling;
+use crate::thread_state::ThreadState;
 
 /// One worker script and how to run it.
 #[derive(Debug, Clone)]
 pub struct WorkerConfig {
     pub script: PathBuf,
-    /// PHP threads running this script.
+    /// PHP threads running this script (the floor when it autoscales).
     pub threads: usize,
+    /// The most threads autoscaling may give it (`threads` or less: no autoscaling).
+    pub max_threads: usize,
     /// Extra environment: `$_SERVER` entries of the boot request, and `$_SERVER` entries and
     /// `getenv()` values of every request it serves (over the server's env of the same name).
     pub env: Vec<(String, String)>,
@@ -112,6 +119,7 @@ impl WorkerConfig {
         WorkerConfig {
             script: script.into(),
             threads,
+            max_threads: threads,
             env: Vec::new(),
             max_requests: 0,
             max_startup_failures: 5,
@@ -120,14 +128,20 @@ impl WorkerConfig {
     }
 }
 
-/// Why a worker script's run ended.
+/// Why a worker script's run ended: the reason the thread's state machine moved on,
+/// kept for the bookkeeping after the run (counters, logs, what comes next).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum RunEnd {
+    /// Draining: a stop order or the queue closed.
     Stop,
+    /// Restarting: an order, or cache pressure.
     Restart,
+    /// Draining: the thread is replaced by a fresh OS thread.
     MaxRequests,
-    /// The memory guard fired: restart this thread's script only.
+    /// Restarting: the memory guard fired for this thread's script.
     MemoryGrowth,
+    /// Draining: idle above the pool's floor.
+    Retire,
     /// The script ended by itself or crashed: exit(), a fatal error, or it returned.
     Ended,
 }
@@ -135,225 +149,167 @@ enum RunEnd {
 /// An environment list as `CgiRequest::env` holds it.
 type EnvList = Arc<[(CString, CString)]>;
 
-/// State shared by the threads of one worker script.
-pub(crate) struct WorkerPool {
+/// The role of a worker script's threads: what they share.
+pub(crate) struct Worker {
     config: WorkerConfig,
     /// `config.env` as C strings, for the requests' `$_SERVER` and `getenv()`.
     env: EnvList,
-    /// Jobs for this worker; its epoch moves on at every restart.
-    pub(crate) queue: JobQueue,
-    threads: Mutex<Vec<JoinHandle<()>>>,
-    stopping: AtomicBool,
-    startup: Mutex<Startup>,
-    startup_changed: Condvar,
     requests_served: AtomicU64,
     restarts: AtomicU64,
-    /// What the admin endpoints show (observe.rs).
-    stats: Arc<observe::PoolStats>,
 }
 
-#[derive(Default)]
-struct Startup {
-    ready: usize,
-    failed: Option<String>,
-}
+/// The threads of one worker script.
+pub(crate) type WorkerPool = Pool<Worker>;
 
-impl WorkerPool {
-    /// Spawns the worker's threads and waits until each has reached the request loop, or
-    /// one has failed `max_startup_failures` times in a row.
-    pub(crate) fn start(config: WorkerConfig) -> Result<Arc<WorkerPool>, String> {
-        if !config.script.is_file() {
-            return Err(format!(
-                "worker script {} does not exist",
-                config.script.display()
-            ));
-        }
-        let threads = config.threads.max(1);
-        let env = crate::request::env_list(&config.env);
-        let stats = observe::PoolStats::register(config.script.display().to_string(), true);
-        let pool = Arc::new(WorkerPool {
-            env,
-            config,
-            queue: JobQueue::new(),
-            threads: Mutex::new(Vec::new()),
-            stopping: AtomicBool::new(false),
-            startup: Mutex::new(Startup::default()),
-            startup_changed: Condvar::new(),
-            requests_served: AtomicU64::new(0),
-            restarts: AtomicU64::new(0),
-            stats,
-        });
-        for slot in 0..threads {
-            spawn_slot(pool.clone(), slot)
-                .map_err(|e| format!("cannot spawn a worker thread: {e}"))?;
-        }
-        let mut startup = pool.startup.lock().unwrap();
-        while startup.ready < threads && startup.failed.is_none() {
-            startup = pool.startup_changed.wait(startup).unwrap();
-        }
-        if let Some(why) = startup.failed.clone() {
-            drop(startup);
-            pool.stop();
-            return Err(why);
-        }
-        drop(startup);
-        Ok(pool)
+/// Spawns a worker script's floor of threads and waits until each has reached the
+/// request loop, or one has failed `max_startup_failures` times in a row.
+pub(crate) fn start(config: WorkerConfig, max_idle: Duration) -> Result<Arc<WorkerPool>, String> {
+    if !config.script.is_file() {
+        return Err(format!(
+            "worker script {} does not exist",
+            config.script.display()
+        ));
     }
+    let threads = config.threads.max(1);
+    let scaling = Scaling {
+        min: threads,
+        max: config.max_threads.max(threads),
+        max_idle,
+    };
+    let stats = observe::PoolStats::register(config.script.display().to_string(), true);
+    let role = Worker {
+        env: crate::request::env_list(&config.env),
+        config,
+        requests_served: AtomicU64::new(0),
+        restarts: AtomicU64::new(0),
+    };
+    let pool = Pool::start(role, stats, scaling)
+        .map_err(|e| format!("cannot spawn a worker thread: {e}"))?;
+    if let Err(why) = pool.wait_booted() {
+        pool.stop();
+        return Err(why);
+    }
+    Ok(pool)
+}
 
+impl Pool<Worker> {
     /// Restarts every thread's script after its current request (no request is dropped:
     /// queued jobs wait for the rebooted scripts).
     pub(crate) fn restart(&self) {
-        self.restarts.fetch_add(1, Ordering::Relaxed);
-        self.queue.bump_epoch();
-    }
-
-    /// Stops every thread after its current request and waits for them.
-    pub(crate) fn stop(&self) {
-        self.stopping.store(true, Ordering::SeqCst);
-        self.queue.close();
-        // Threads may hand over to replacements while we join: drain until none is left.
-        loop {
-            let handles: Vec<_> = self.threads.lock().unwrap().drain(..).collect();
-            if handles.is_empty() {
-                break;
-            }
-            for h in handles {
-                let _ = h.join();
-            }
-        }
+        self.role.restarts.fetch_add(1, Ordering::Relaxed);
+        self.restart_all();
     }
 
     pub(crate) fn requests_served(&self) -> u64 {
-        self.requests_served.load(Ordering::Relaxed)
-    }
-
-    fn report_ready(&self) {
-        self.startup.lock().unwrap().ready += 1;
-        self.startup_changed.notify_all();
-    }
-
-    fn report_startup_failure(&self, why: String) {
-        let mut startup = self.startup.lock().unwrap();
-        if startup.failed.is_none() {
-            startup.failed = Some(why);
-        }
-        self.startup_changed.notify_all();
+        self.role.requests_served.load(Ordering::Relaxed)
     }
 }
 
-fn spawn_slot(pool: Arc<WorkerPool>, slot: usize) -> std::io::Result<()> {
-    let name = format!("php-worker-{slot}");
-    let handle = std::thread::Builder::new()
-        .name(name)
-        .stack_size(php_stack_size())
-        .spawn({
-            let pool = pool.clone();
-            move || slot_main(pool, slot)
-        })?;
-    pool.threads.lock().unwrap().push(handle);
-    Ok(())
-}
+impl Role for Worker {
+    const PREFIX: &'static str = "php-worker";
+    const DRAIN_ON_STOP: bool = false;
 
-/// The life of one PHP thread of a worker: boot the script, serve, reboot as needed.
-fn slot_main(pool: Arc<WorkerPool>, slot: usize) {
-    sapi::attach_thread();
-    let observed = observe::register(&pool.stats);
-    let boot_arena = Bump::new();
-    let mut failures: u32 = 0;
-    let mut ever_ready = false;
-    let end = loop {
-        if pool.stopping.load(Ordering::SeqCst) {
-            break RunEnd::Stop;
-        }
-        let thread = WorkerThread {
-            pool: &pool,
-            epoch: pool.queue.epoch(),
-            request_arena: RefCell::new(Bump::with_capacity(16 * 1024)),
-            served: Cell::new(0),
-            ready: Cell::new(false),
-            memory_limit: Cell::new(usize::MAX),
-            handling: Cell::new(false),
-            end: Cell::new(RunEnd::Ended),
-            env_cache: RefCell::new(None),
-        };
-        CURRENT.with(|c| c.set(&thread as *const WorkerThread as *const ()));
-        pool.stats.boot();
-        observed.set_state(ThreadState::Booting);
-        // As FrankenPHP does for workers: a client that goes away must not end the worker
-        // script (PHP's abort is a bailout, which would reboot it for every dropped
-        // connection); the handler sees connection_aborted() instead. The script may still
-        // call ignore_user_abort(false) itself.
-        // SAFETY: this thread is attached to PHP; PG is its own, and no request runs yet.
-        unsafe { (*sys::ferrophp_core_globals()).ignore_user_abort = true };
-        let outcome = sapi::run_script(boot_request(&pool.config), &boot_arena);
-        CURRENT.with(|c| c.set(std::ptr::null()));
-        crate::stack::release_deep_pages();
-        let reached_loop = thread.ready.get();
-        let end = thread.end.get();
-        drop(thread);
-        observed.set_ready(false);
-        match end {
-            RunEnd::Restart => pool.stats.restart(),
-            RunEnd::MemoryGrowth => {
-                pool.stats.restart();
-                pool.stats.memory_restart();
-            }
-            RunEnd::Ended => pool.stats.crash(),
-            RunEnd::Stop | RunEnd::MaxRequests => {}
-        }
-
-        if reached_loop {
-            failures = 0;
-            ever_ready = true;
-        }
-        match end {
-            RunEnd::Stop | RunEnd::MaxRequests => break end,
-            RunEnd::Restart | RunEnd::MemoryGrowth => continue,
-            // A script that leaves its loop and ends with status 0 restarts itself on
-            // purpose (Octane's MAX_REQUESTS, FrankenPHP's worker-restart pattern): not
-            // worth a warning. A non-zero status is a crash, logged above debug level as
-            // FrankenPHP does.
-            RunEnd::Ended if reached_loop && outcome.exit_status == 0 => {
-                tracing::info!(
-                    script = %pool.config.script.display(),
-                    exit_status = outcome.exit_status,
-                    "worker script ended; booting it again"
-                );
-            }
-            RunEnd::Ended if reached_loop => {
-                tracing::warn!(
-                    script = %pool.config.script.display(),
-                    exit_status = outcome.exit_status,
-                    "worker script ended (exit or fatal error); booting it again"
-                );
-            }
-            RunEnd::Ended => {
-                failures += 1;
-                let why = format!(
-                    "worker script {} ended before reaching ferrophp_handle_request() \
-                     (exit status {}; see the PHP errors logged above)",
-                    pool.config.script.display(),
-                    outcome.exit_status
-                );
-                tracing::error!(slot, failures, "{why}");
-                if !ever_ready && failures >= pool.config.max_startup_failures.max(1) {
-                    pool.report_startup_failure(format!("{why}, {failures} times in a row"));
-                    break RunEnd::Stop;
+    /// The life of one PHP thread of a worker: boot the script, serve, reboot as needed.
+    fn run(pool: &Arc<WorkerPool>, slot: &Slot) -> Exit {
+        let config = &pool.role.config;
+        let state = &slot.state;
+        let boot_arena = Bump::new();
+        let mut failures: u32 = 0;
+        let mut ever_ready = false;
+        loop {
+            let thread = WorkerThread {
+                pool,
+                slot,
+                request_arena: RefCell::new(Bump::with_capacity(16 * 1024)),
+                served: Cell::new(0),
+                memory_limit: Cell::new(usize::MAX),
+                end: Cell::new(RunEnd::Ended),
+                env_cache: RefCell::new(None),
+            };
+            CURRENT.with(|c| c.set(&thread as *const WorkerThread as *const ()));
+            pool.stats.boot();
+            // As FrankenPHP does for workers: a client that goes away must not end the
+            // worker script (PHP's abort is a bailout, which would reboot it for every
+            // dropped connection); the handler sees connection_aborted() instead. The
+            // script may still call ignore_user_abort(false) itself.
+            // SAFETY: this thread is attached to PHP; PG is its own, and no request runs yet.
+            unsafe { (*sys::ferrophp_core_globals()).ignore_user_abort = true };
+            let outcome = sapi::run_script(boot_request(config), &boot_arena);
+            CURRENT.with(|c| c.set(std::ptr::null()));
+            crate::stack::release_deep_pages();
+            let end = thread.end.get();
+            drop(thread);
+            slot.set_ready(false);
+            // next_job decides every end but a script that ended by itself; such a script
+            // reached its loop if it left Booting (an order during a failed boot moves
+            // the state too, but then next_job never ran: still a failure).
+            let reached_loop = end != RunEnd::Ended
+                || matches!(state.get(), ThreadState::Idle | ThreadState::Busy);
+            match end {
+                RunEnd::Restart => pool.stats.restart(),
+                RunEnd::MemoryGrowth => {
+                    pool.stats.restart();
+                    pool.stats.memory_restart();
                 }
-                let backoff = Duration::from_millis(50u64 << failures.min(7));
-                observed.set_state(ThreadState::Backoff);
-                if pool.queue.wait_closed(backoff) {
-                    break RunEnd::Stop;
+                RunEnd::Ended => pool.stats.crash(),
+                RunEnd::Stop | RunEnd::MaxRequests | RunEnd::Retire => {}
+            }
+            if reached_loop {
+                failures = 0;
+                ever_ready = true;
+            }
+            match end {
+                RunEnd::Stop => return Exit::Stopped,
+                RunEnd::Retire => return Exit::Retired,
+                RunEnd::MaxRequests => return Exit::Replace,
+                RunEnd::Restart | RunEnd::MemoryGrowth => {}
+                // A script that leaves its loop and ends with status 0 restarts itself on
+                // purpose (Octane's MAX_REQUESTS, FrankenPHP's worker-restart pattern): not
+                // worth a warning. A non-zero status is a crash, logged above debug level
+                // as FrankenPHP does.
+                RunEnd::Ended if reached_loop && outcome.exit_status == 0 => {
+                    tracing::info!(
+                        script = %config.script.display(),
+                        exit_status = outcome.exit_status,
+                        "worker script ended; booting it again"
+                    );
+                }
+                RunEnd::Ended if reached_loop => {
+                    tracing::warn!(
+                        script = %config.script.display(),
+                        exit_status = outcome.exit_status,
+                        "worker script ended (exit or fatal error); booting it again"
+                    );
+                }
+                RunEnd::Ended => {
+                    failures += 1;
+                    let why = format!(
+                        "worker script {} ended before reaching ferrophp_handle_request() \
+                         (exit status {}; see the PHP errors logged above)",
+                        config.script.display(),
+                        outcome.exit_status
+                    );
+                    tracing::error!(thread = state.thread_name(), failures, "{why}");
+                    if !ever_ready && failures >= config.max_startup_failures.max(1) {
+                        pool.report_startup_failure(format!("{why}, {failures} times in a row"));
+                        state.drain_self("startup given up");
+                        return Exit::Stopped;
+                    }
+                    if state.restart_self("boot failed").is_err() {
+                        return Exit::Stopped;
+                    }
+                    let backoff = Duration::from_millis(50u64 << failures.min(7));
+                    if pool.queue.wait_closed(backoff) {
+                        return Exit::Stopped;
+                    }
                 }
             }
-        }
-    };
-    drop(observed);
-    sapi::detach_thread();
-    if end == RunEnd::MaxRequests && !pool.stopping.load(Ordering::SeqCst) {
-        // A fresh OS thread, hence a fresh TSRM context: the only cure for leaks.
-        if let Err(e) = spawn_slot(pool.clone(), slot) {
-            tracing::error!("cannot replace a worker thread: {e}");
+            if end == RunEnd::Ended && state.restart_self("script ended").is_err() {
+                return Exit::Stopped;
+            }
+            if state.reboot().is_err() {
+                return Exit::Stopped;
+            }
         }
     }
 }
@@ -391,16 +347,15 @@ impl ResponseSink for LogSink {
 }
 
 /// What `ferrophp_handle_request` needs, for the worker script running on this thread.
+/// The thread's state (booting, idle, busy, ordered to restart or stop) is its slot's.
 struct WorkerThread<'a> {
     pool: &'a Arc<WorkerPool>,
-    /// The queue's epoch when this run of the script booted; a newer one means restart.
-    epoch: u64,
+    slot: &'a Slot,
     request_arena: RefCell<Bump>,
     served: Cell<u64>,
-    ready: Cell<bool>,
     /// The memory guard's trigger level, set when the script first asks for a request.
     memory_limit: Cell<usize>,
-    handling: Cell<bool>,
+    /// Why this run ends, once next_job decided it.
     end: Cell<RunEnd>,
     /// The last server env seen and that env with the worker's env merged in.
     env_cache: RefCell<Option<(EnvList, EnvList)>>,
@@ -423,57 +378,107 @@ fn current_worker<'a>() -> Option<&'a WorkerThread<'a>> {
 impl WorkerThread<'_> {
     /// Blocks for the next job, or None when the script should end.
     fn next_job(&self) -> Option<Box<Job>> {
-        if !self.ready.get() {
-            self.ready.set(true);
-            if let Some(growth) = self.pool.config.memory_growth {
-                self.memory_limit
-                    .set(growth.limit(observe::php_memory_usage(false)));
+        let config = &self.pool.role.config;
+        let state = &self.slot.state;
+        match state.get() {
+            ThreadState::Booting => {
+                if let Some(growth) = config.memory_growth {
+                    self.memory_limit
+                        .set(growth.limit(observe::php_memory_usage(false)));
+                }
+                if let Err(now) = state.booted() {
+                    return self.leave(now);
+                }
+                self.slot.set_ready(true);
+                // What the booted script holds, before its first request.
+                self.slot.record_memory();
+                self.pool.report_booted();
             }
-            self.pool.report_ready();
-            observe::set_ready(true);
-        } else if self.pool.config.memory_growth.is_some() {
+            ThreadState::Idle => {}
+            other => return self.leave(other),
+        }
+        if config.memory_growth.is_some() && self.served.get() > 0 {
             let used = observe::php_memory_usage(false);
             if used > self.memory_limit.get() {
                 tracing::warn!(
-                    script = %self.pool.config.script.display(),
+                    script = %config.script.display(),
                     used_bytes = used,
                     limit_bytes = self.memory_limit.get(),
                     served = self.served.get(),
                     "worker memory grew past --worker-memory-growth; restarting this thread's script"
                 );
-                self.end.set(RunEnd::MemoryGrowth);
-                return None;
+                return self.restart(RunEnd::MemoryGrowth, "memory guard");
             }
         }
-        observe::set_state(ThreadState::Idle);
-        let max = self.pool.config.max_requests;
+        let max = config.max_requests;
         if max > 0 && self.served.get() >= max {
+            // Draining even if a restart order came first: the replacement boots anyway.
+            state.drain_self("max_requests");
             self.end.set(RunEnd::MaxRequests);
             return None;
         }
         // Cache values this script fetched stay pinned while it lives; when too much
         // retired cache memory is pinned, a reboot of the script releases it.
         if self.served.get() > 0 && ferrophp_cache::worker_restart_recommended() {
-            self.end.set(RunEnd::Restart);
-            return None;
+            return self.restart(RunEnd::Restart, "cache pressure");
         }
-        match self.pool.queue.next(self.epoch) {
-            Next::Job(job) => Some(job),
-            Next::NewEpoch => {
-                self.end.set(RunEnd::Restart);
-                None
-            }
-            Next::Closed => {
-                self.end.set(RunEnd::Stop);
-                None
+        let idle_timeout = self.pool.scaling.idle_timeout();
+        loop {
+            let interrupted = || state.get() != ThreadState::Idle;
+            match self
+                .pool
+                .queue
+                .next(OnClose::Stop, &interrupted, idle_timeout)
+            {
+                Next::Job(job) => match state.take_job() {
+                    Ok(()) => return Some(job),
+                    Err(now) => {
+                        // An order came between the queue's check and here: the job goes
+                        // back for a thread that will serve it.
+                        self.pool.queue.push_front(job);
+                        return self.leave(now);
+                    }
+                },
+                Next::Interrupted => return self.leave(state.get()),
+                Next::TimedOut => {
+                    if self.pool.try_retire() {
+                        state.drain_self("idle above the floor");
+                        self.end.set(RunEnd::Retire);
+                        return None;
+                    }
+                }
+                Next::Closed => {
+                    state.drain_self("queue closed");
+                    self.end.set(RunEnd::Stop);
+                    return None;
+                }
             }
         }
+    }
+
+    /// Ends the run because the state moved to `now` (an order, or the thread's own
+    /// decision): Restarting reboots the script, anything else stops it.
+    fn leave(&self, now: ThreadState) -> Option<Box<Job>> {
+        self.end.set(match now {
+            ThreadState::Restarting => RunEnd::Restart,
+            _ => RunEnd::Stop,
+        });
+        None
+    }
+
+    /// Ends the run to restart this thread's script (unless a stop got there first).
+    fn restart(&self, why: RunEnd, log: &'static str) -> Option<Box<Job>> {
+        match self.slot.state.restart_self(log) {
+            Ok(()) => self.end.set(why),
+            Err(_) => self.end.set(RunEnd::Stop),
+        }
+        None
     }
 
     /// Gives a request the worker's `env` (in `$_SERVER` and for `getenv()`), ahead of
     /// and overriding the server's own env. The merged list is cached per server env.
     fn add_worker_env(&self, cgi: &mut CgiRequest) {
-        let worker_env = &self.pool.env;
+        let worker_env = &self.pool.role.env;
         if worker_env.is_empty() {
             return;
         }
@@ -507,8 +512,8 @@ impl WorkerThread<'_> {
     ) -> bool {
         let Job { mut request, done } = *job;
         match request.cgi.as_ref() {
-            Some(cgi) => observe::request_begin(cgi.method.as_str(), &cgi.request_uri),
-            None => observe::request_begin("RUN", ""),
+            Some(cgi) => self.slot.begin(cgi.method.as_str(), &cgi.request_uri),
+            None => self.slot.begin("RUN", ""),
         }
         if let Some(cgi) = request.cgi.as_mut() {
             self.add_worker_env(cgi);
@@ -517,7 +522,8 @@ impl WorkerThread<'_> {
         let mut prepared = match PreparedRequest::new(request, &arena) {
             Ok(p) => p,
             Err(outcome) => {
-                observe::request_end();
+                self.slot.end();
+                let _ = self.slot.state.job_done();
                 let _ = done.send(outcome);
                 return false;
             }
@@ -529,7 +535,6 @@ impl WorkerThread<'_> {
         // crosses us. Output the script buffered outside the handler is flushed here,
         // while the boot context still receives it.
         let release_bailed = unsafe { sys::ferrophp_worker_output_release() };
-        self.handling.set(true);
         prepared.install();
         php::reset_exit_status();
 
@@ -554,15 +559,19 @@ impl WorkerThread<'_> {
         // Counted before the response completes, so a client that has its response also
         // sees it in the counts (the admin /health endpoint).
         self.served.set(self.served.get() + 1);
-        self.pool.requests_served.fetch_add(1, Ordering::Relaxed);
-        observe::request_end();
+        self.pool
+            .role
+            .requests_served
+            .fetch_add(1, Ordering::Relaxed);
+        self.slot.end();
         prepared.ctx.finish_response();
         let finish_bailed = unsafe { sys::ferrophp_worker_request_finish() };
         let exit_status = if ends_script { php::exit_status() } else { 0 };
 
         drop(prepared.uninstall());
         php::set_server_context(boot_context);
-        self.handling.set(false);
+        // Busy → Idle; an order that came meanwhile is found by the next next_job.
+        let _ = self.slot.state.job_done();
         arena.reset();
         drop(arena);
         let _ = done.send(ScriptOutcome {
@@ -614,7 +623,7 @@ pub unsafe extern "C" fn ferrophp_fn_handle_request(
             };
             return;
         };
-        if worker.handling.get() {
+        if worker.slot.state.get() == ThreadState::Busy {
             php::throw_error(
                 c"ferrophp_handle_request() cannot be called from inside a request handler",
             );

@@ -1,0 +1,320 @@
+//! The state machine of one PHP thread: the only place a thread's state lives.
+//!
+//! ```text
+//!            spawn (pool: floor, scaler, max_requests replacement)
+//!              │
+//!              ▼        boot ok / attached                take a job
+//!          ┌────────┐ ─────────────────────▶ ┌──────┐ ──────────────▶ ┌──────┐
+//!          │Booting │                        │ Idle │                 │ Busy │
+//!          └────────┘ ◀──┐                   └──────┘ ◀────────────── └──────┘
+//!            │  │        │ reboot               │ │      job done       │ │
+//!            │  │  ┌────────────┐  restart order │ │                     │ │
+//!            │  └─▶│ Restarting │ ◀──────────────┘ │ ◀─── restart order ─┘ │
+//!            │     └────────────┘  memory guard, script ended, boot failed │
+//!            │           │           (thread)                              │
+//!            │  stop     │ stop order / startup given up                   │
+//!            ▼  order    ▼                                                 │
+//!          ┌──────────┐ ◀── stop order (pool), idle retire, max_requests ──┘
+//!          │ Draining │     queue closed (thread)
+//!          └──────────┘
+//!               │ current request finished, script ended, TSRM freed
+//!               ▼
+//!          ┌──────┐
+//!          │ Done │
+//!          └──────┘
+//! ```
+//!
+//! Orders from outside (a restart of every worker script, a stop) are transitions too,
+//! made with a compare-and-swap from whatever state the thread is in, so an order that
+//! arrives while a thread is busy or booting is not lost: the thread's own next
+//! transition (`job_done`, `booted`) fails and tells it what happened. A restart order is
+//! what the queue's epoch used to carry, stopping what the pool's `stopping` flag did,
+//! `Busy` what worker mode's `handling` flag did, and "left `Booting`" what its `ready`
+//! flag did. Classic threads use the same machine without `Restarting`.
+//!
+//! Each transition is logged at debug level with the thread and its pool; the admin
+//! `/threads` view shows the current state (`observe.rs`).
+
+use std::sync::atomic::{AtomicU8, Ordering};
+
+/// Where a PHP thread is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum ThreadState {
+    /// Spawned and attached to PHP, booting its worker script (classic threads pass
+    /// through at once).
+    Booting = 0,
+    /// Waiting for a request.
+    Idle = 1,
+    /// Running a request.
+    Busy = 2,
+    /// Asked to stop (shutdown, idle retirement, `max_requests`): finishes what it runs,
+    /// then ends.
+    Draining = 3,
+    /// Its worker script ends and boots again: a restart order, the memory guard, a
+    /// crash, or a failed boot waiting out its backoff.
+    Restarting = 4,
+    /// Ended; the OS thread is gone or about to be.
+    Done = 5,
+}
+
+impl ThreadState {
+    fn from_u8(v: u8) -> ThreadState {
+        match v {
+            0 => ThreadState::Booting,
+            1 => ThreadState::Idle,
+            2 => ThreadState::Busy,
+            3 => ThreadState::Draining,
+            4 => ThreadState::Restarting,
+            _ => ThreadState::Done,
+        }
+    }
+
+    /// The name the admin view and the logs use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ThreadState::Booting => "booting",
+            ThreadState::Idle => "idle",
+            ThreadState::Busy => "busy",
+            ThreadState::Draining => "draining",
+            ThreadState::Restarting => "restarting",
+            ThreadState::Done => "done",
+        }
+    }
+}
+
+/// Whether `from → to` is an edge of the diagram above.
+fn legal(from: ThreadState, to: ThreadState) -> bool {
+    use ThreadState::*;
+    matches!(
+        (from, to),
+        (Booting, Idle)
+            | (Idle, Busy)
+            | (Busy, Idle)
+            | (Booting | Idle | Busy, Restarting)
+            | (Restarting, Booting)
+            | (Booting | Idle | Busy | Restarting, Draining)
+            | (Draining, Done)
+    )
+}
+
+/// One thread's state, shared between the thread (which makes most transitions) and its
+/// pool (which gives orders). Only the transition methods write it.
+#[derive(Debug)]
+pub(crate) struct StateCell {
+    state: AtomicU8,
+    /// For the debug log of transitions: the thread's and its pool's names.
+    thread: String,
+    pool: std::sync::Arc<str>,
+}
+
+impl StateCell {
+    pub(crate) fn new(thread: String, pool: std::sync::Arc<str>) -> StateCell {
+        StateCell {
+            state: AtomicU8::new(ThreadState::Booting as u8),
+            thread,
+            pool,
+        }
+    }
+
+    pub(crate) fn get(&self) -> ThreadState {
+        ThreadState::from_u8(self.state.load(Ordering::Acquire))
+    }
+
+    pub(crate) fn thread_name(&self) -> &str {
+        &self.thread
+    }
+
+    /// Moves to `to` if the state is one of `from`; the state it left, or the state that
+    /// was not in `from`.
+    fn step(
+        &self,
+        from: &[ThreadState],
+        to: ThreadState,
+        why: &'static str,
+    ) -> Result<ThreadState, ThreadState> {
+        let mut current = self.state.load(Ordering::Acquire);
+        loop {
+            let now = ThreadState::from_u8(current);
+            if !from.contains(&now) {
+                return Err(now);
+            }
+            debug_assert!(
+                legal(now, to),
+                "illegal thread transition {now:?} -> {to:?}"
+            );
+            match self.state.compare_exchange_weak(
+                current,
+                to as u8,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => {
+                    tracing::debug!(
+                        thread = %self.thread,
+                        pool = %self.pool,
+                        from = now.as_str(),
+                        to = to.as_str(),
+                        why,
+                        "PHP thread state"
+                    );
+                    return Ok(now);
+                }
+                Err(actual) => current = actual,
+            }
+        }
+    }
+
+    // --- Transitions the thread makes itself. Each fails (with the state found) when an
+    // --- order moved the thread elsewhere meanwhile.
+
+    /// Booting → Idle: the worker script reached its request loop, or a classic thread
+    /// is attached.
+    pub(crate) fn booted(&self) -> Result<(), ThreadState> {
+        self.step(&[ThreadState::Booting], ThreadState::Idle, "ready")
+            .map(drop)
+    }
+
+    /// Idle → Busy: took a job.
+    pub(crate) fn take_job(&self) -> Result<(), ThreadState> {
+        self.step(&[ThreadState::Idle], ThreadState::Busy, "request")
+            .map(drop)
+    }
+
+    /// Busy → Idle: the job is done.
+    pub(crate) fn job_done(&self) -> Result<(), ThreadState> {
+        self.step(&[ThreadState::Busy], ThreadState::Idle, "request done")
+            .map(drop)
+    }
+
+    /// Booting/Idle/Busy → Restarting on the thread's own decision (memory guard, cache
+    /// pressure, the script ended, a boot failed). Ok also when a restart order got there
+    /// first; Err(Draining) when a stop did.
+    pub(crate) fn restart_self(&self, why: &'static str) -> Result<(), ThreadState> {
+        match self.step(
+            &[ThreadState::Booting, ThreadState::Idle, ThreadState::Busy],
+            ThreadState::Restarting,
+            why,
+        ) {
+            Ok(_) | Err(ThreadState::Restarting) => Ok(()),
+            Err(other) => Err(other),
+        }
+    }
+
+    /// Restarting → Booting: the script boots again.
+    pub(crate) fn reboot(&self) -> Result<(), ThreadState> {
+        self.step(&[ThreadState::Restarting], ThreadState::Booting, "boot")
+            .map(drop)
+    }
+
+    /// → Draining on the thread's own decision (idle retirement, `max_requests`, the
+    /// queue closed). A no-op when already draining.
+    pub(crate) fn drain_self(&self, why: &'static str) {
+        let _ = self.step(
+            &[
+                ThreadState::Booting,
+                ThreadState::Idle,
+                ThreadState::Busy,
+                ThreadState::Restarting,
+            ],
+            ThreadState::Draining,
+            why,
+        );
+    }
+
+    /// Draining → Done: the last transition, just before the thread detaches from PHP.
+    pub(crate) fn done(&self) {
+        self.drain_self("ending");
+        let _ = self.step(&[ThreadState::Draining], ThreadState::Done, "ended");
+    }
+
+    // --- Orders from the pool (any thread).
+
+    /// Restart the worker script after the current request (or right after boot). False
+    /// when the thread is already restarting, draining or done.
+    pub(crate) fn order_restart(&self) -> bool {
+        self.step(
+            &[ThreadState::Booting, ThreadState::Idle, ThreadState::Busy],
+            ThreadState::Restarting,
+            "restart order",
+        )
+        .is_ok()
+    }
+
+    /// Stop after the current request. False when already draining or done.
+    pub(crate) fn order_stop(&self) -> bool {
+        self.step(
+            &[
+                ThreadState::Booting,
+                ThreadState::Idle,
+                ThreadState::Busy,
+                ThreadState::Restarting,
+            ],
+            ThreadState::Draining,
+            "stop order",
+        )
+        .is_ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cell() -> StateCell {
+        StateCell::new("t".into(), "p".into())
+    }
+
+    #[test]
+    fn a_request_cycle_and_a_stop() {
+        let c = cell();
+        assert_eq!(c.get(), ThreadState::Booting);
+        assert_eq!(c.take_job(), Err(ThreadState::Booting));
+        c.booted().unwrap();
+        c.take_job().unwrap();
+        assert_eq!(c.get(), ThreadState::Busy);
+        c.job_done().unwrap();
+        assert!(c.order_stop());
+        assert!(!c.order_stop());
+        assert_eq!(c.take_job(), Err(ThreadState::Draining));
+        c.done();
+        assert_eq!(c.get(), ThreadState::Done);
+        assert!(!c.order_restart());
+    }
+
+    #[test]
+    fn an_order_while_busy_is_seen_when_the_job_ends() {
+        let c = cell();
+        c.booted().unwrap();
+        c.take_job().unwrap();
+        assert!(c.order_restart());
+        assert_eq!(c.job_done(), Err(ThreadState::Restarting));
+        // The thread's own restart agrees with the order; the reboot starts over.
+        assert_eq!(c.restart_self("test"), Ok(()));
+        c.reboot().unwrap();
+        assert_eq!(c.get(), ThreadState::Booting);
+        // A restart ordered during boot: the boot's end finds it.
+        assert!(c.order_restart());
+        assert_eq!(c.booted(), Err(ThreadState::Restarting));
+        // A stop overrides a pending restart, and a restart cannot undo a stop.
+        assert!(c.order_stop());
+        assert!(!c.order_restart());
+        assert_eq!(c.restart_self("test"), Err(ThreadState::Draining));
+        assert_eq!(c.reboot(), Err(ThreadState::Draining));
+    }
+
+    #[test]
+    fn only_the_diagram_edges_are_legal() {
+        use ThreadState::*;
+        let all = [Booting, Idle, Busy, Draining, Restarting, Done];
+        let edges = all
+            .iter()
+            .flat_map(|&a| all.iter().map(move |&b| (a, b)))
+            .filter(|&(a, b)| legal(a, b))
+            .count();
+        assert_eq!(edges, 12);
+        assert!(!legal(Done, Booting));
+        assert!(!legal(Draining, Idle));
+        assert!(!legal(Idle, Booting));
+    }
+}
