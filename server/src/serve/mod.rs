@@ -2,13 +2,13 @@
 //! the server's life from start to exit. The parts, in the order a server goes through
 //! them:
 //!
-//! - [`app`]: building the [`app::App`] all requests share (router, workers, the PHP
+//! - `app`: building the `App` all requests share (router, workers, the PHP
 //!   engine and its permits, admin listener, metrics push, session sweeper);
-//! - [`accept`]: the listener and the accept loop (connection cap, a task per connection);
-//! - [`connection`]: one connection, plain or TLS on one path (hyper's builder, timeouts,
+//! - `accept`: the listener and the accept loop (connection cap, a task per connection);
+//! - `connection`: one connection, plain or TLS on one path (hyper's builder, timeouts,
 //!   idle tracking, Early Hints, graceful-shutdown watcher);
-//! - [`dispatch`]: one request (checks, routing, static file, PHP, `php -S` routing);
-//! - [`shutdown`]: signals, drain, PHP shutdown.
+//! - `dispatch`: one request (checks, routing, static file, PHP, `php -S` routing);
+//! - `shutdown`: signals, drain, PHP shutdown.
 
 mod accept;
 mod app;
