@@ -1,6 +1,6 @@
 //! Fuzz targets over the server's own parsers and transforms, written against
-//! `crate::{routing, config, workers, php_bridge}` so the same file compiles in the fuzz
-//! crate and in `server/tests/fuzz_replay.rs` (both include the server modules by path).
+//! `ferrophp_server::fuzzing` (the server library's entry points for fuzzing), so the
+//! same file compiles in the fuzz crate and in `server/tests/fuzz_replay.rs`.
 //!
 //! - [`routing`]: request path → [`Route`] over a fixture tree full of traps (dotfiles,
 //!   PHP sources, symlinks out of the root and onto non-PHP files, a no-PHP directory,
@@ -19,10 +19,10 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use crate::config::{FileConfig, ServeArgs, ServeConfig};
-use crate::php_bridge::{drop_ambiguous_headers, strip_port};
-use crate::routing::{normalize, Route, Router};
-use crate::workers::WorkerSpec;
+use ferrophp_server::fuzzing::{
+    drop_ambiguous_headers, normalize, split_key_value, strip_port, FileConfig, Route, Router,
+    ServeArgs, ServeConfig, WorkerSpec,
+};
 
 struct Fixture {
     _dirs: Vec<tempfile::TempDir>,
@@ -369,7 +369,7 @@ pub fn config(data: &[u8]) {
             let script = spec.script.to_str().unwrap();
             assert!(line.starts_with(script), "{line:?} -> {spec:?}");
         }
-        if let Ok((k, v)) = crate::config::split_key_value(line, "--env") {
+        if let Ok((k, v)) = split_key_value(line, "--env") {
             assert!(!k.is_empty() && k == k.trim(), "{line:?}");
             assert!(line.ends_with(&format!("={v}")), "{line:?}");
         }

@@ -32,9 +32,8 @@ use worker::ResponseHead;
 pub enum Hints {
     /// HTTP/1.1: serialized into the connection's queue.
     Http1(Arc<Interim>),
-    /// HTTP/2: handed to hyper's stream (`serve.rs` wraps hyper's sender in this closure,
-    /// which keeps this module building against published hyper for the fuzz workspace,
-    /// which includes it by path).
+    /// HTTP/2: handed to hyper's stream (`serve/connection.rs` wraps hyper's sender in
+    /// this closure).
     Http2(Arc<dyn Fn(http::Response<()>) + Send + Sync>),
 }
 

@@ -1,49 +1,15 @@
 //! The short, stable form of the server's fuzz targets (`fuzz/`, docs/fuzzing.md): each
 //! target function runs over its whole corpus (`fuzz/corpus/<target>/`), its regression
 //! cases (`fuzz/regressions/<target>/`) and a few thousand seeded mutations of them, so CI
-//! exercises them without nightly. The server is a binary crate: the modules under test
-//! are compiled in here by path, as the fuzz crate does. `FERROPHP_FUZZ_SEED` changes the
+//! exercises them without nightly. The target functions and the generator are the fuzz
+//! crate's own files, included by path (the fuzz crate is outside the workspace); they
+//! reach the server through `ferrophp_server::fuzzing`. `FERROPHP_FUZZ_SEED` changes the
 //! generated inputs.
 
-#[allow(dead_code, unused_imports)]
-#[path = "../src/body.rs"]
-mod body;
-#[allow(dead_code, unused_imports)]
-#[path = "../src/config.rs"]
-mod config;
-#[allow(dead_code, unused_imports)]
 #[path = "../../fuzz/src/gen.rs"]
 mod gen;
-#[allow(dead_code, unused_imports)]
-#[path = "../src/interim.rs"]
-mod interim;
-#[allow(dead_code, unused_imports)]
-#[path = "../src/logging.rs"]
-mod logging;
-#[allow(dead_code, unused_imports)]
-#[path = "../src/metrics.rs"]
-mod metrics;
-#[allow(dead_code, unused_imports)]
-#[path = "../src/php_bridge.rs"]
-mod php_bridge;
-#[allow(dead_code, unused_imports)]
-#[path = "../src/routing.rs"]
-mod routing;
-#[allow(dead_code, unused_imports)]
-#[path = "../src/sendfile.rs"]
-mod sendfile;
-#[allow(dead_code)]
 #[path = "../../fuzz/src/server_targets.rs"]
 mod server_targets;
-#[allow(dead_code, unused_imports)]
-#[path = "../src/sessions.rs"]
-mod sessions;
-#[allow(dead_code, unused_imports)]
-#[path = "../src/static_files.rs"]
-mod static_files;
-#[allow(dead_code, unused_imports)]
-#[path = "../src/workers.rs"]
-mod workers;
 
 const ROUTING_DICT: &[&[u8]] = &[
     b"%2e",

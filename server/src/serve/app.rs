@@ -1,0 +1,251 @@
+//! Building the [`App`] every request handler shares: the router, the worker routes, the
+//! PHP engine (ini, session plan, `--confine`), the per-pool thread permits, and what
+//! runs beside them for the server's life (SIGUSR1 and `--watch` restarts, the admin
+//! listener, metrics push, the session sweeper), kept in [`AtExit`] until shutdown.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use worker::{Engine, EngineConfig, LogTarget, WorkerConfig};
+
+use super::DevMode;
+use crate::config::ServeConfig;
+use crate::metrics::PushHandle;
+use crate::php_bridge::PhpRunner;
+use crate::routing::Router;
+use crate::workers::{self, WorkerRouter};
+use crate::{admin, sessions};
+
+/// ini defaults for serving, the values of PHP's php.ini-production (which Debian's
+/// php-fpm uses) plus `expose_php` off; a php.ini or `-d` may override them. Errors go to
+/// the log, never into responses.
+const SERVER_INI_DEFAULTS: &[(&str, &str)] = &[
+    ("display_errors", "0"),
+    ("display_startup_errors", "0"),
+    ("log_errors", "1"),
+    ("register_argc_argv", "0"),
+    ("variables_order", "GPCS"),
+    ("request_order", "GP"),
+    ("zend.assertions", "-1"),
+    ("output_buffering", "4096"),
+    // No `X-Powered-By: PHP/8.x` advertising the exact version to every client (the
+    // Server header is not sent at all). `-d expose_php=1` or php.ini turns it back on.
+    ("expose_php", "0"),
+];
+
+/// ini defaults of the development server (`php-cli -S`): the CLI's, so errors show in
+/// the page as text, as with `php -S`. Start-up errors (an extension that fails to load)
+/// never reach a page or stdout under php -S; here they go to the log (stderr) only.
+const DEV_INI_DEFAULTS: &[(&str, &str)] = &[
+    ("display_errors", "1"),
+    ("html_errors", "0"),
+    ("display_startup_errors", "0"),
+];
+
+/// Everything a request handler needs, shared by all connections.
+pub(super) struct App {
+    pub(super) router: Router,
+    /// Serving as the development server (`php-cli -S`).
+    pub(super) dev: bool,
+    /// Its router script (`php-cli -S ... router.php`).
+    pub(super) dev_router: Option<PathBuf>,
+    pub(super) workers: WorkerRouter,
+    pub(super) php: PhpRunner,
+    pub(super) access_log: bool,
+}
+
+/// What outlives the app's requests and ends after PHP shuts down.
+pub(super) struct AtExit {
+    /// Dropping the `--watch` watcher stops it: kept for the life of the server.
+    pub(super) _watcher: Option<notify::RecommendedWatcher>,
+    /// What PHP recorded since the last push interval leaves the process at exit.
+    pub(super) metrics_push: Option<PushHandle>,
+    /// The session directory this server made for itself.
+    pub(super) remove_at_exit: Option<PathBuf>,
+}
+
+/// The document root's router; the development server has no front controller.
+pub(super) fn router(config: &ServeConfig, dev: bool) -> Result<Router, String> {
+    let router = Router::new(&config.root)
+        .map_err(|e| format!("document root {}: {e}", config.root.display()))?
+        .with_no_php_dirs(&config.no_php_dirs)
+        .map_err(|e| e.to_string())?
+        .with_cache(config.route_cache);
+    Ok(if dev {
+        router.without_front_controller()
+    } else {
+        router
+    })
+}
+
+/// Starts PHP and everything around it; `router` comes from [`router`].
+pub(super) async fn build(
+    config: &ServeConfig,
+    router: Router,
+    dev: Option<&DevMode>,
+) -> Result<(App, AtExit), String> {
+    let worker_configs = worker_configs(config)?;
+    let worker_router = WorkerRouter::new(&worker_configs, &config.workers)?;
+    let worker_count = worker_configs.len();
+    crate::metrics::configure(config.metrics);
+    // The development server keeps PHP's own session defaults (files in the temporary
+    // directory), as php -S does: several of them then share sessions.
+    let session_ini = match dev {
+        Some(_) => sessions::IniPlan {
+            defaults: Vec::new(),
+            forced: Vec::new(),
+            remove_at_exit: None,
+        },
+        None => sessions::plan(config.session_gc, &config.ini, config.listen.port())?,
+    };
+    let server_ini_defaults = if dev.is_some() {
+        DEV_INI_DEFAULTS
+    } else {
+        SERVER_INI_DEFAULTS
+    };
+    let remove_at_exit = session_ini.remove_at_exit.clone();
+    let mut forced_ini = session_ini.forced;
+    if config.confine {
+        let known: Vec<(String, String)> = config
+            .ini
+            .iter()
+            .chain(&session_ini.defaults)
+            .cloned()
+            .collect();
+        let scripts: Vec<_> = worker_configs.iter().map(|w| w.script.clone()).collect();
+        let basedir = crate::confine::open_basedir(router.document_root(), &scripts, &known)?;
+        tracing::info!("confined: open_basedir={basedir}");
+        forced_ini.push(("open_basedir".into(), basedir));
+    }
+    let engine = Engine::start(EngineConfig {
+        threads: config.threads,
+        max_threads: config.max_threads,
+        max_idle_time: config.max_idle_time,
+        ini: forced_ini
+            .into_iter()
+            .chain(config.ini.iter().cloned())
+            .collect(),
+        ini_defaults: server_ini_defaults
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .chain(session_ini.defaults)
+            .collect(),
+        php_ini: config.php_ini.clone(),
+        no_php_ini: dev.is_some_and(|d| d.no_php_ini),
+        workers: worker_configs,
+        log_target: LogTarget::Tracing,
+        cli: false,
+        php_stack_size: config.php_stack_size,
+    })
+    .map_err(|e| e.to_string())?;
+    // Sized to each pool's ceiling, so autoscaling has requests to grow for.
+    let permits = crate::php_bridge::PoolPermits::for_engine(&engine, worker_count);
+    let control = engine.control();
+    workers::restart_on_sigusr1(control.clone());
+    let watcher = if config.watch.is_empty() {
+        None
+    } else {
+        Some(workers::watch(control.clone(), &config.watch)?)
+    };
+    if let Some(addr) = config.admin {
+        if !addr.ip().is_loopback() {
+            tracing::warn!(
+                "admin listener on {addr}, beyond loopback: keep it off public networks"
+            );
+        }
+        admin::serve(addr, control.clone()).await?;
+    }
+    let metrics_push = config.metrics_push.clone().map(crate::metrics::spawn_push);
+    if config.session_gc == sessions::GcMode::Background {
+        match session_settings(&engine).await {
+            Some(effective) => {
+                sessions::spawn_sweeper(Arc::new(effective), config.session_gc_interval)
+            }
+            None => {
+                tracing::warn!("could not read the session settings from PHP: no session sweep")
+            }
+        }
+    }
+
+    let sendfile = match &config.sendfile_dir {
+        Some(dir) => Some(
+            crate::sendfile::Sendfile::new(dir)
+                .map_err(|e| format!("--sendfile-dir {}: {e}", dir.display()))?,
+        ),
+        None => None,
+    };
+    let env = worker::env_list(&config.env);
+    let document_root: Arc<str> = router.document_root().to_string_lossy().into();
+    let app = App {
+        php: PhpRunner {
+            engine,
+            permits,
+            max_wait: config.max_wait,
+            max_body_size: config.max_body_size,
+            body_timeout: config.body_timeout,
+            send_timeout: config.send_timeout,
+            document_root,
+            env,
+            server_name: config.server_name.clone(),
+            sendfile,
+        },
+        router,
+        dev: dev.is_some(),
+        dev_router: dev.and_then(|d| d.router.clone()),
+        workers: worker_router,
+        access_log: config.access_log,
+    };
+    let at_exit = AtExit {
+        _watcher: watcher,
+        metrics_push,
+        remove_at_exit,
+    };
+    Ok((app, at_exit))
+}
+
+/// The configured workers, each with the server's environment under its own (a kernel
+/// reads APP_ENV while booting, so the server's environment reaches worker boot code
+/// too); a worker's own env wins over the server's.
+fn worker_configs(config: &ServeConfig) -> Result<Vec<WorkerConfig>, String> {
+    let mut worker_configs = config
+        .workers
+        .iter()
+        .map(|spec| spec.to_config(config.threads))
+        .collect::<Result<Vec<_>, _>>()?;
+    for worker in &mut worker_configs {
+        let own = std::mem::take(&mut worker.env);
+        worker.env = config
+            .env
+            .iter()
+            .filter(|(k, _)| !own.iter().any(|(o, _)| o == k))
+            .cloned()
+            .collect();
+        worker.env.extend(own);
+    }
+    Ok(worker_configs)
+}
+
+/// Asks PHP for the effective session.save_path and gc_maxlifetime (php.ini may set
+/// them) by running a two-line script on the classic pool.
+async fn session_settings(engine: &Engine) -> Option<sessions::Effective> {
+    let probe = std::env::temp_dir().join(format!("ferrophp-probe-{}.php", std::process::id()));
+    std::fs::write(&probe, sessions::PROBE).ok()?;
+    let sink = Arc::new(std::sync::Mutex::new(worker::BufferSink {
+        head: None,
+        body: Vec::new(),
+    }));
+    let rx = engine.submit(worker::ScriptRequest::new(
+        probe.clone(),
+        Box::new(sink.clone()),
+    ));
+    let ok = match rx {
+        Ok(rx) => rx.await.is_ok(),
+        Err(_) => false,
+    };
+    let _ = std::fs::remove_file(&probe);
+    if !ok {
+        return None;
+    }
+    let out = String::from_utf8_lossy(&sink.lock().ok()?.body).into_owned();
+    sessions::parse_probe(&out)
+}

@@ -1,0 +1,400 @@
+//! Serving one accepted connection, plain or TLS alike: the TLS handshake (the only
+//! difference, on the connection's own task and bounded by the header timeout), then one
+//! generic path over any IO type: hyper's auto (HTTP/1 or HTTP/2) builder with its
+//! limits, 103 Early Hints, [`FirstBytesDeadline`] (first bytes and idle timeouts, fed by
+//! [`Activity`]), and the graceful-shutdown watcher.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use hyper_util::server::graceful::Watcher;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpStream;
+use tokio_rustls::TlsAcceptor;
+
+use super::app::App;
+use super::dispatch::handle;
+use crate::body::ResponseBody;
+use crate::config::ServeConfig;
+use crate::interim::{Hints, Interim, InterimIo};
+use crate::php_bridge::{Connection, OnStall};
+
+/// Streams one HTTP/2 connection may have open; more are refused (REFUSED_STREAM). Each
+/// open stream is at most one PHP request waiting for a thread (or 503 after max_wait).
+const H2_MAX_CONCURRENT_STREAMS: u32 = 100;
+/// Streams the client opened and reset before we took them, allowed at once before the
+/// connection gets GOAWAY (h2's rapid-reset guard; h2's own default).
+const H2_MAX_PENDING_RESETS: usize = 20;
+/// Streams we reset because the client broke the protocol, before GOAWAY (hyper's default).
+const H2_MAX_LOCAL_ERROR_RESETS: usize = 1024;
+
+/// What every connection of the listener shares.
+pub(super) struct Connections {
+    pub(super) app: Arc<App>,
+    pub(super) builder: auto::Builder<TokioExecutor>,
+    /// Present when the listener speaks TLS.
+    pub(super) tls: Option<TlsAcceptor>,
+    /// The listener's own address (`SERVER_ADDR`, `SERVER_PORT`).
+    pub(super) local: SocketAddr,
+    /// For the TLS handshake and the first bytes of a request.
+    pub(super) header_timeout: Duration,
+    /// For a connection with no request in flight.
+    pub(super) idle_timeout: Duration,
+}
+
+/// hyper's builder with the server's limits. `keep_alive` is off for the development
+/// server: php -S closes each connection after its response, and its test harnesses
+/// read until the connection closes.
+pub(super) fn http_builder(config: &ServeConfig, keep_alive: bool) -> auto::Builder<TokioExecutor> {
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(config.header_timeout)
+        .max_buf_size(config.max_header_size)
+        .keep_alive(keep_alive);
+    // hyper's and h2's defaults already bound the HTTP/2 floods (CVE-2023-44487 rapid
+    // reset, CONTINUATION floods, streams reset by our own errors); they are spelled out
+    // so that a dependency update cannot loosen them unnoticed. http_hostile.rs attacks
+    // each one.
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .max_header_list_size(config.max_header_size as u32)
+        .max_concurrent_streams(H2_MAX_CONCURRENT_STREAMS)
+        .max_pending_accept_reset_streams(H2_MAX_PENDING_RESETS)
+        .max_local_error_reset_streams(H2_MAX_LOCAL_ERROR_RESETS);
+    builder
+}
+
+/// Serves one accepted TCP connection to its end (or until graceful shutdown ends it).
+/// Over TLS, the handshake comes first, here on the connection's task so a slow client
+/// never holds up the accept loop, and bounded by the header timeout; a failed or late
+/// handshake closes the connection. `watcher` was taken when the connection was
+/// accepted, so shutdown also waits for connections still in their handshake.
+pub(super) async fn serve_tcp(
+    stream: TcpStream,
+    remote: SocketAddr,
+    shared: &Connections,
+    watcher: Watcher,
+) {
+    match &shared.tls {
+        None => serve(stream, remote, shared, watcher).await,
+        Some(acceptor) => {
+            let Ok(Ok(stream)) =
+                tokio::time::timeout(shared.header_timeout, acceptor.accept(stream)).await
+            else {
+                return;
+            };
+            serve(stream, remote, shared, watcher).await
+        }
+    }
+}
+
+/// The one connection path, whatever carries the bytes.
+async fn serve<T>(io: T, remote: SocketAddr, shared: &Connections, watcher: Watcher)
+where
+    T: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let conn = Arc::new(Connection {
+        remote_addr: remote,
+        local_addr: shared.local,
+        https: shared.tls.is_some(),
+    });
+    let activity = Activity::new();
+    // 1xx responses (103 Early Hints) for this connection's HTTP/1.1 requests.
+    let interim = Arc::new(Interim::default());
+    let interim_io = interim.clone();
+    let requests = activity.clone();
+    let app = shared.app.clone();
+    let service = service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
+        let app = app.clone();
+        let conn = conn.clone();
+        if req.version() == http::Version::HTTP_11 {
+            req.extensions_mut().insert(Hints::Http1(interim.clone()));
+        } else if let Some(sender) = req
+            .extensions_mut()
+            .remove::<hyper::ext::InformationalSender>()
+        {
+            // A hint that comes too late is dropped, as on HTTP/1.1.
+            let send = move |response| {
+                let _ = sender.send(response);
+            };
+            req.extensions_mut().insert(Hints::Http2(Arc::new(send)));
+        }
+        // Held until the response body is done (or dropped), so a long download or a
+        // slow script never counts as idle; released early if PHP gives up on a client
+        // that stopped reading.
+        let in_flight = requests.begin();
+        req.extensions_mut()
+            .insert(OnStall(in_flight.release_hook()));
+        async move {
+            let response = handle(&app, req, &conn).await;
+            Ok::<_, Infallible>(response.map(|b| InFlightBody::new(b, in_flight)))
+        }
+    });
+    let io = TokioIo::new(FirstBytesDeadline::new(
+        InterimIo::new(io, interim_io),
+        shared.header_timeout,
+        shared.idle_timeout,
+        activity,
+    ));
+    let served = shared.builder.serve_connection_with_upgrades(io, service);
+    // An error ends this connection only.
+    let _ = watcher.watch(served).await;
+}
+
+/// Which requests of one connection are in flight, and since when none has been: what
+/// the idle timeout of [`FirstBytesDeadline`] looks at.
+#[derive(Clone)]
+struct Activity(Arc<ActivityState>);
+
+struct ActivityState {
+    origin: Instant,
+    in_flight: std::sync::atomic::AtomicUsize,
+    /// Milliseconds after `origin` when the last request ended.
+    idle_since_ms: std::sync::atomic::AtomicU64,
+}
+
+impl Activity {
+    fn new() -> Self {
+        Activity(Arc::new(ActivityState {
+            origin: Instant::now(),
+            in_flight: std::sync::atomic::AtomicUsize::new(0),
+            idle_since_ms: std::sync::atomic::AtomicU64::new(0),
+        }))
+    }
+
+    fn begin(&self) -> InFlight {
+        self.0
+            .in_flight
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        InFlight(Arc::new(InFlightState {
+            activity: self.0.clone(),
+            released: std::sync::atomic::AtomicBool::new(false),
+        }))
+    }
+
+    /// When the connection may be closed as idle, if no request is in flight.
+    fn idle_deadline(&self, idle: Duration) -> Option<Instant> {
+        use std::sync::atomic::Ordering;
+        if self.0.in_flight.load(Ordering::Acquire) > 0 {
+            return None;
+        }
+        let since = Duration::from_millis(self.0.idle_since_ms.load(Ordering::Acquire));
+        Some(self.0.origin + since + idle)
+    }
+}
+
+/// One request in flight; dropped when its response body is done or dropped.
+struct InFlight(Arc<InFlightState>);
+
+struct InFlightState {
+    activity: Arc<ActivityState>,
+    released: std::sync::atomic::AtomicBool,
+}
+
+impl InFlightState {
+    /// Stops counting the request (once, whichever comes first: the end of its body or
+    /// the PHP side giving up on the client).
+    fn release(&self) {
+        use std::sync::atomic::Ordering;
+        if self.released.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let now = self.activity.origin.elapsed().as_millis() as u64;
+        self.activity.idle_since_ms.fetch_max(now, Ordering::AcqRel);
+        self.activity.in_flight.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl InFlight {
+    fn release_hook(&self) -> Arc<dyn Fn() + Send + Sync> {
+        let state = self.0.clone();
+        Arc::new(move || state.release())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.release();
+    }
+}
+
+/// A response body that keeps its request counted as in flight until it is done.
+struct InFlightBody {
+    inner: ResponseBody,
+    _in_flight: InFlight,
+}
+
+impl InFlightBody {
+    fn new(inner: ResponseBody, in_flight: InFlight) -> Self {
+        InFlightBody {
+            inner,
+            _in_flight: in_flight,
+        }
+    }
+}
+
+impl http_body::Body for InFlightBody {
+    type Data = bytes::Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        std::pin::Pin::new(&mut self.inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// Bounds the time a client may take to send the first bytes on a connection, and the
+/// time a connection may stay open with no request in flight.
+///
+/// hyper-util's protocol detection (HTTP/1 or the HTTP/2 preface) reads before hyper's own
+/// header timeout is armed and has no deadline of its own, so a client that connected and
+/// sent nothing, or a prefix of the HTTP/2 preface, held its connection forever. Reads
+/// fail with `TimedOut` after the header deadline until the preface length (24 bytes) has
+/// been read or a response has been written. After that, hyper's header timeout bounds an
+/// idle HTTP/1 keep-alive connection, but nothing bounds an idle HTTP/2 connection (PINGs
+/// and SETTINGS keep it busy without a request): reads fail once no request has been in
+/// flight for `idle`.
+struct FirstBytesDeadline<T> {
+    inner: T,
+    deadline: std::pin::Pin<Box<tokio::time::Sleep>>,
+    /// Still before the first bytes (the header deadline is armed).
+    first_bytes: bool,
+    read: usize,
+    idle: Duration,
+    activity: Activity,
+}
+
+impl<T> FirstBytesDeadline<T> {
+    const PREFACE_LEN: usize = 24;
+
+    fn new(inner: T, timeout: Duration, idle: Duration, activity: Activity) -> Self {
+        FirstBytesDeadline {
+            inner,
+            deadline: Box::pin(tokio::time::sleep(timeout)),
+            first_bytes: true,
+            read: 0,
+            idle,
+            activity,
+        }
+    }
+
+    fn first_bytes_done(&mut self) {
+        if self.first_bytes {
+            self.first_bytes = false;
+            self.rearm();
+        }
+    }
+
+    /// Points the timer at the idle deadline (or one idle period ahead while requests
+    /// are in flight); true if that deadline has passed.
+    fn rearm(&mut self) -> bool {
+        let now = Instant::now();
+        match self.activity.idle_deadline(self.idle) {
+            Some(at) if at <= now => true,
+            Some(at) => {
+                self.deadline.as_mut().reset(at.into());
+                false
+            }
+            None => {
+                self.deadline.as_mut().reset((now + self.idle).into());
+                false
+            }
+        }
+    }
+}
+
+impl<T: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for FirstBytesDeadline<T> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        use std::future::Future;
+        use std::task::Poll;
+        let this = &mut *self;
+        let before = buf.filled().len();
+        match std::pin::Pin::new(&mut this.inner).poll_read(cx, buf) {
+            Poll::Ready(Ok(())) => {
+                this.read += buf.filled().len() - before;
+                if this.read >= Self::PREFACE_LEN {
+                    this.first_bytes_done();
+                }
+                Poll::Ready(Ok(()))
+            }
+            Poll::Pending => {
+                while this.deadline.as_mut().poll(cx).is_ready() {
+                    if this.first_bytes {
+                        return Poll::Ready(Err(std::io::Error::new(
+                            std::io::ErrorKind::TimedOut,
+                            "no request in time",
+                        )));
+                    }
+                    if this.rearm() {
+                        return Poll::Ready(Err(std::io::Error::new(
+                            std::io::ErrorKind::TimedOut,
+                            "connection idle",
+                        )));
+                    }
+                }
+                Poll::Pending
+            }
+            other => other,
+        }
+    }
+}
+
+impl<T: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for FirstBytesDeadline<T> {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        self.first_bytes_done();
+        std::pin::Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        self.first_bytes_done();
+        std::pin::Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}

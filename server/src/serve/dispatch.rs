@@ -1,0 +1,338 @@
+//! One request's way to its answer: the checks every request passes (Host and
+//! `:authority`, CONNECT and odd transfer codings), routing to a static file, a PHP
+//! script (classic or worker) or an error, the development server's routing (`php -S`),
+//! and the metrics and access log of each response.
+
+use std::time::Instant;
+
+use http::{Request, Response, StatusCode};
+use hyper::body::Incoming;
+use worker::Target;
+
+use super::app::App;
+use crate::body::{self, ResponseBody};
+use crate::metrics::Mode;
+use crate::php_bridge::{Connection, Script};
+use crate::routing::Route;
+use crate::static_files;
+
+/// Answers one request, and records it (metrics, access log).
+pub(super) async fn handle(
+    app: &App,
+    req: Request<Incoming>,
+    conn: &Connection,
+) -> Response<ResponseBody> {
+    let started = Instant::now();
+    let method = req.method().clone();
+    let uri = req.uri().clone();
+    let mut mode = Mode::Static;
+    let response = dispatch(app, req, conn, &mut mode).await;
+    crate::metrics::record_request(response.status().as_u16(), started.elapsed());
+    crate::metrics::count_request(mode, response.status().as_u16());
+    if app.access_log {
+        crate::logging::access(conn.remote_addr, &method, &uri, &response, mode, started);
+    }
+    response
+}
+
+/// `mode` is set to the PHP mode when PHP answers (for metrics and the access log).
+async fn dispatch(
+    app: &App,
+    mut req: Request<Incoming>,
+    conn: &Connection,
+    mode: &mut Mode,
+) -> Response<ResponseBody> {
+    if let Err(why) = authority_as_host(&mut req).and_then(|()| check_host(&req)) {
+        tracing::debug!("bad request: {why}");
+        return body::text_response(StatusCode::BAD_REQUEST, "Bad Request");
+    }
+    if let Some(refusal) = refuse_tunnel_or_odd_framing(&req) {
+        return refusal;
+    }
+    if app.dev {
+        return dev_dispatch(app, req, conn, mode).await;
+    }
+    match app.router.route(req.uri().path()) {
+        route @ Route::Static(_) => non_php_route(route, &req).await,
+        Route::Php {
+            script_filename,
+            script_name,
+            path_info,
+            document_uri,
+        } => {
+            let target = app
+                .workers
+                .by_path(req.uri().path())
+                .or_else(|| app.workers.by_script(&script_filename))
+                .map_or(Target::Classic, Target::Worker);
+            let script = Script {
+                filename: script_filename,
+                script_name,
+                path_info,
+                document_uri,
+            };
+            *mode = match target {
+                Target::Classic => Mode::Classic,
+                Target::Worker(_) => Mode::Worker,
+            };
+            app.php.run(req, conn, script, target).await
+        }
+        route @ Route::RedirectToSlash => non_php_route(route, &req).await,
+        Route::NotFound => match app.workers.by_path(req.uri().path()) {
+            // A worker with a `match` pattern serves paths that name no file.
+            Some(i) => {
+                let script = Script {
+                    filename: app.workers.script(i).to_path_buf(),
+                    script_name: String::new(),
+                    path_info: String::new(),
+                    document_uri: req.uri().path().to_owned(),
+                };
+                *mode = Mode::Worker;
+                app.php.run(req, conn, script, Target::Worker(i)).await
+            }
+            None => body::text_response(StatusCode::NOT_FOUND, "Not Found"),
+        },
+        Route::Forbidden => {
+            tracing::debug!(path = req.uri().path(), "PHP refused in a no-PHP directory");
+            body::text_response(StatusCode::FORBIDDEN, "Forbidden")
+        }
+        Route::BadRequest(why) => {
+            tracing::debug!(path = req.uri().path(), "bad request: {why}");
+            body::text_response(StatusCode::BAD_REQUEST, "Bad Request")
+        }
+    }
+}
+
+/// The development server's routing, as php -S: a path naming no file (and without a dot)
+/// falls back to the nearest `index.php`/`index.html` up the path; the router script (if
+/// any) runs first for every request; without one, or when it returns false, the PHP
+/// script runs (in the same request) or the static file is served.
+async fn dev_dispatch(
+    app: &App,
+    req: Request<Incoming>,
+    conn: &Connection,
+    mode: &mut Mode,
+) -> Response<ResponseBody> {
+    let path = req.uri().path().to_owned();
+    let mut route = app.router.route(&path);
+    // php -S walks up a path without a dot to the nearest directory with an index.php or
+    // index.html; the rest of the path is PATH_INFO.
+    if matches!(route, Route::NotFound) && !path.contains('.') {
+        let mut dir = path.as_str();
+        'up: while let Some(i) = dir.rfind('/') {
+            dir = &dir[..i];
+            for index in ["index.php", "index.html"] {
+                match app.router.route(&format!("{dir}/{index}")) {
+                    Route::Php {
+                        script_filename,
+                        script_name,
+                        document_uri,
+                        ..
+                    } => {
+                        route = Route::Php {
+                            script_filename,
+                            script_name,
+                            path_info: path[dir.len()..].to_owned(),
+                            document_uri,
+                        };
+                        break 'up;
+                    }
+                    found @ Route::Static(_) => {
+                        route = found;
+                        break 'up;
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    let router = app.dev_router.clone();
+    let script = match route {
+        Route::Php {
+            script_filename,
+            script_name,
+            path_info,
+            document_uri,
+        } => Script {
+            filename: script_filename,
+            script_name,
+            path_info,
+            document_uri,
+        },
+        // The router may still answer for anything else (a static file, a redirect, a
+        // missing file); it is then the request's script.
+        other => {
+            let Some(router) = router else {
+                return non_php_route(other, &req).await;
+            };
+            let method = req.method().clone();
+            let headers = req.headers().clone();
+            let uri = req.uri().clone();
+            let script = Script {
+                script_name: format!(
+                    "/{}",
+                    router.file_name().unwrap_or_default().to_string_lossy()
+                ),
+                filename: router.clone(),
+                path_info: String::new(),
+                document_uri: path,
+            };
+            *mode = Mode::Classic;
+            let served = app
+                .php
+                .run_with_router(req, conn, script, Target::Classic, Some(router))
+                .await;
+            return match served {
+                Some(response) => response,
+                None => {
+                    let mut bare = Request::new(());
+                    *bare.method_mut() = method;
+                    *bare.headers_mut() = headers;
+                    *bare.uri_mut() = uri;
+                    *mode = Mode::Static;
+                    non_php_route(other, &bare).await
+                }
+            };
+        }
+    };
+    *mode = Mode::Classic;
+    app.php
+        .run_with_router(req, conn, script, Target::Classic, router)
+        .await
+        .unwrap_or_else(|| body::text_response(StatusCode::NOT_FOUND, "Not Found"))
+}
+
+/// The answer to a route that runs no PHP.
+async fn non_php_route<B>(route: Route, req: &Request<B>) -> Response<ResponseBody> {
+    match route {
+        Route::Static(path) => static_files::serve(&path, req.method(), req.headers()).await,
+        Route::RedirectToSlash => {
+            let mut location = format!("{}/", req.uri().path());
+            if let Some(q) = req.uri().query() {
+                location.push('?');
+                location.push_str(q);
+            }
+            let mut resp =
+                body::text_response(StatusCode::PERMANENT_REDIRECT, "Permanent Redirect");
+            if let Ok(v) = http::HeaderValue::from_str(&location) {
+                resp.headers_mut().insert(http::header::LOCATION, v);
+            }
+            resp
+        }
+        Route::Forbidden => body::text_response(StatusCode::FORBIDDEN, "Forbidden"),
+        Route::BadRequest(_) => body::text_response(StatusCode::BAD_REQUEST, "Bad Request"),
+        Route::NotFound | Route::Php { .. } => {
+            body::text_response(StatusCode::NOT_FOUND, "Not Found")
+        }
+    }
+}
+
+/// HTTP/2 and HTTP/3 carry the target's host in `:authority`; RFC 9113 §8.3.1 says a
+/// recipient must not use a Host header to find the target when `:authority` is present,
+/// and should treat a request whose Host names another entity as malformed. Like nginx
+/// (nginx/nginx#803, 2025), a Host that differs from `:authority` gets a 400, and a request with
+/// `:authority` alone gets a Host header made from it, so `HTTP_HOST` and `SERVER_NAME`
+/// always come from `:authority`.
+///
+/// HTTP/1 requests in absolute form (`GET http://a.test/x.php`, what proxies send) follow
+/// RFC 9112 §3.2.2: the target's authority wins and any Host header is replaced by it,
+/// so `HTTP_HOST` and `SERVER_NAME` cannot say one host while the target names another.
+fn authority_as_host<B>(req: &mut Request<B>) -> Result<(), &'static str> {
+    let Some(authority) = req.uri().authority() else {
+        return Ok(());
+    };
+    let authority = authority.as_str();
+    if req.version() < http::Version::HTTP_2 {
+        if req.method() == http::Method::CONNECT {
+            return Ok(());
+        }
+        // Two Host headers or a malformed one are refused all the same (§3.2): a front end
+        // may have routed by either.
+        check_host(req)?;
+        let value = http::HeaderValue::from_str(authority).map_err(|_| "invalid authority")?;
+        req.headers_mut().remove(http::header::HOST);
+        req.headers_mut().insert(http::header::HOST, value);
+        return Ok(());
+    }
+    let hosts = req.headers().get_all(http::header::HOST);
+    if hosts.iter().next().is_some() {
+        if hosts
+            .iter()
+            .any(|h| !h.as_bytes().eq_ignore_ascii_case(authority.as_bytes()))
+        {
+            return Err("Host header differs from :authority");
+        }
+        return Ok(());
+    }
+    let value = http::HeaderValue::from_str(authority).map_err(|_| "invalid :authority")?;
+    req.headers_mut().insert(http::header::HOST, value);
+    Ok(())
+}
+
+/// Refuses, and closes the connection after, two kinds of HTTP/1 request whose following
+/// bytes a front end may read differently than hyper does:
+///
+/// - CONNECT: we are no proxy. What a client sends after it is tunnel data, never a
+///   request for us (405; hyper would otherwise parse it as the next request).
+/// - A Transfer-Encoding other than a single `chunked` (`identity, chunked`,
+///   `chunked` twice, `gzip, chunked`): hyper frames by the final `chunked` and ignores
+///   the rest, while a front end may refuse the header and frame by Content-Length, the
+///   classic smuggling split. RFC 9112 §6.1: a coding the server does not understand gets
+///   501.
+fn refuse_tunnel_or_odd_framing<B>(req: &Request<B>) -> Option<Response<ResponseBody>> {
+    if req.version() >= http::Version::HTTP_2 {
+        return None;
+    }
+    let mut response = if req.method() == http::Method::CONNECT {
+        let mut r = body::text_response(StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed");
+        r.headers_mut().insert(
+            http::header::ALLOW,
+            http::HeaderValue::from_static("GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"),
+        );
+        r
+    } else {
+        let mut codings = req
+            .headers()
+            .get_all(http::header::TRANSFER_ENCODING)
+            .iter()
+            .flat_map(|v| v.as_bytes().split(|&b| b == b','))
+            .map(|c| c.trim_ascii());
+        match (codings.next(), codings.next()) {
+            (None, _) => return None,
+            (Some(c), None) if c.eq_ignore_ascii_case(b"chunked") => return None,
+            _ => body::text_response(StatusCode::NOT_IMPLEMENTED, "Not Implemented"),
+        }
+    };
+    tracing::debug!(method = %req.method(), "refused: CONNECT or a transfer coding other than chunked");
+    response.headers_mut().insert(
+        http::header::CONNECTION,
+        http::HeaderValue::from_static("close"),
+    );
+    Some(response)
+}
+
+/// RFC 9112 §3.2: an HTTP/1.1 request needs exactly one Host header (unless the target is
+/// in absolute form). Its value becomes SERVER_NAME, which applications use in paths and
+/// URLs, so like nginx we also refuse values that are not a plain host[:port].
+fn check_host<B>(req: &Request<B>) -> Result<(), &'static str> {
+    let mut hosts = req.headers().get_all(http::header::HOST).iter();
+    let host = hosts.next();
+    if hosts.next().is_some() {
+        return Err("several Host headers");
+    }
+    let Some(host) = host else {
+        if req.version() == http::Version::HTTP_11 && req.uri().host().is_none() {
+            return Err("HTTP/1.1 request without Host");
+        }
+        return Ok(());
+    };
+    let host = host.as_bytes();
+    let allowed = |b: &u8| b.is_ascii_alphanumeric() || b"-._~:[]%!$&'()*+,;=".contains(b);
+    if !host.iter().all(allowed)
+        || host.windows(2).any(|w| w == b"..")
+        || host.first() == Some(&b'.')
+    {
+        return Err("invalid Host header");
+    }
+    Ok(())
+}

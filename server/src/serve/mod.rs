@@ -1,0 +1,190 @@
+//! `ferrophp serve` (and `php-cli -S`, the development server): the tokio runtime and
+//! the server's life from start to exit. The parts, in the order a server goes through
+//! them:
+//!
+//! - `app`: building the `App` all requests share (router, workers, the PHP
+//!   engine and its permits, admin listener, metrics push, session sweeper);
+//! - `accept`: the listener and the accept loop (connection cap, a task per connection);
+//! - `connection`: one connection, plain or TLS on one path (hyper's builder, timeouts,
+//!   idle tracking, Early Hints, graceful-shutdown watcher);
+//! - `dispatch`: one request (checks, routing, static file, PHP, `php -S` routing);
+//! - `shutdown`: signals, drain, PHP shutdown.
+
+mod accept;
+mod app;
+mod connection;
+mod dispatch;
+mod shutdown;
+
+use std::sync::Arc;
+
+use hyper_util::server::graceful::GracefulShutdown;
+
+use crate::config::{ServeArgs, ServeConfig};
+use crate::{sessions, tls};
+
+/// `ferrophp php-cli -S`: PHP's development server, served by this module in classic
+/// mode with what `php -S` does differently: a router script that runs for every
+/// request, one response per connection, the php.ini choice of the CLI (`-n`, `-c`),
+/// PHP's own session defaults, its start-up line on stderr and nothing on stdout.
+pub struct DevServer {
+    pub listen: std::net::SocketAddr,
+    pub root: std::path::PathBuf,
+    pub router: Option<std::path::PathBuf>,
+    pub threads: usize,
+    pub ini: Vec<(String, String)>,
+    pub php_ini: Option<std::path::PathBuf>,
+    pub no_php_ini: bool,
+}
+
+/// What `serve` does differently for the development server.
+struct DevMode {
+    router: Option<std::path::PathBuf>,
+    no_php_ini: bool,
+}
+
+/// `inherited`: the listening socket a `--supervise` parent passed down (it outlives this
+/// process, so connections wait instead of being refused while it restarts).
+pub fn run(args: ServeArgs, inherited: Option<std::net::TcpListener>) -> i32 {
+    let config = match ServeConfig::load(args) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("ferrophp: {e}");
+            return 2;
+        }
+    };
+    crate::logging::init(&config.log, config.log_format);
+    serve_to_the_end(config, inherited, None)
+}
+
+/// Runs `serve` on a new multi-threaded runtime until it stops; the exit status.
+fn serve_to_the_end(
+    config: ServeConfig,
+    inherited: Option<std::net::TcpListener>,
+    dev: Option<DevMode>,
+) -> i32 {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            tracing::error!("cannot start the async runtime: {e}");
+            return 1;
+        }
+    };
+    match runtime.block_on(serve(config, inherited, dev)) {
+        Ok(()) => 0,
+        Err(e) => {
+            tracing::error!("{e}");
+            1
+        }
+    }
+}
+
+/// Runs the development server until SIGTERM/SIGINT; the exit status.
+pub fn run_dev(dev: DevServer) -> i32 {
+    let args = ServeArgs {
+        root: Some(dev.root),
+        listen: Some(dev.listen),
+        threads: Some(dev.threads),
+        // php -S answers immediately on SIGINT; a request in flight gets a moment.
+        grace_ms: Some(500),
+        session_gc: Some(sessions::GcMode::Php),
+        log: Some("warn".into()),
+        ..ServeArgs::default()
+    };
+    let mut config = match ServeConfig::resolve(args, Default::default()) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("ferrophp: {e}");
+            return 1;
+        }
+    };
+    config.ini = dev.ini;
+    config.php_ini = dev.php_ini;
+    let router = match dev.router.map(|r| r.canonicalize()).transpose() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("ferrophp: router script: {e}");
+            return 1;
+        }
+    };
+    crate::logging::init(&config.log, config.log_format);
+    let mode = DevMode {
+        router,
+        no_php_ini: dev.no_php_ini,
+    };
+    serve_to_the_end(config, None, Some(mode))
+}
+
+/// Runs one server to its end: builds the app, listens, accepts until SIGTERM/SIGINT,
+/// then drains and shuts PHP down.
+async fn serve(
+    config: ServeConfig,
+    inherited: Option<std::net::TcpListener>,
+    dev: Option<DevMode>,
+) -> Result<(), String> {
+    let router = app::router(&config, dev.is_some())?;
+    let tls = match &config.tls {
+        Some((cert, key)) => Some(tls::acceptor(cert, key)?),
+        None => None,
+    };
+    // Listening before PHP starts: a taken port fails fast, without booting PHP.
+    let listener = accept::listen(&config, inherited).await?;
+    let local = listener.local_addr().map_err(|e| e.to_string())?;
+    let (app, at_exit) = app::build(&config, router, dev.as_ref()).await?;
+    let app = Arc::new(app);
+
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    tracing::info!(
+        "listening on {scheme}://{local} (root {}, {} PHP threads)",
+        app.router.document_root().display(),
+        config.threads
+    );
+    if dev.is_some() {
+        // PHP's test harnesses wait for this line on stderr (and read the port from it).
+        eprintln!(
+            "[{}] PHP {} Development Server (http://{local}) started",
+            log_date(),
+            worker::PHP_VERSION
+        );
+    } else {
+        // Tests and scripts read this line to learn the port when listening on :0.
+        println!("ferrophp listening on {scheme}://{local}");
+    }
+
+    let connections = Arc::new(connection::Connections {
+        app: app.clone(),
+        builder: connection::http_builder(&config, dev.is_none()),
+        tls,
+        local,
+        header_timeout: config.header_timeout,
+        idle_timeout: config.idle_timeout,
+    });
+    let graceful = GracefulShutdown::new();
+    accept::accept_until(
+        &listener,
+        shutdown::signal(),
+        config.max_connections,
+        connections,
+        &graceful,
+    )
+    .await;
+    shutdown::drain(listener, graceful, config.grace, app, at_exit).await
+}
+
+/// The date as php -S writes it in its log lines ("Tue Dec  1 01:32:14 2026", UTC).
+fn log_date() -> String {
+    // "Tue, 01 Dec 2026 01:32:14 GMT"
+    let http = httpdate::fmt_http_date(std::time::SystemTime::now());
+    let p: Vec<&str> = http.split_whitespace().collect();
+    match p.as_slice() {
+        [day, d, mon, y, t, _] => format!(
+            "{} {mon} {:>2} {t} {y}",
+            day.trim_end_matches(','),
+            d.trim_start_matches('0')
+        ),
+        _ => http,
+    }
+}
