@@ -79,7 +79,8 @@ impl PoolPermits {
 /// Called (once) when the PHP side gives up on a client that stopped reading a
 /// streamed response: hyper holds that response's body until the client reads again,
 /// which may be never, so the connection must not count it as a request in flight
-/// (`serve/connection.rs` then lets its idle timeout close the connection and free what it holds).
+/// (`serve/connection.rs` then lets its idle timeout close the connection and free what
+/// it holds).
 #[derive(Clone)]
 pub struct OnStall(pub Arc<dyn Fn() + Send + Sync>);
 
