@@ -291,28 +291,8 @@ pub fn pools() -> Vec<PoolInfo> {
 }
 
 /// The shared cache's counters (the same numbers as `UserCache\Cache::info()`).
-#[derive(Debug, Clone, Default)]
-pub struct CacheInfo {
-    pub entries: u64,
-    pub memory_used: u64,
-    pub memory_limit: u64,
-    pub hits: u64,
-    pub misses: u64,
-    pub stores: u64,
-    pub evictions: u64,
-    pub expunges: u64,
-}
+pub use ferrophp_cache::Stats as CacheInfo;
 
 pub fn cache() -> CacheInfo {
-    let s = ferrophp_cache::stats();
-    CacheInfo {
-        entries: s.entries,
-        memory_used: s.memory_used,
-        memory_limit: s.memory_limit,
-        hits: s.hits,
-        misses: s.misses,
-        stores: s.stores,
-        evictions: s.evictions,
-        expunges: s.expunges,
-    }
+    ferrophp_cache::stats()
 }

@@ -17,7 +17,8 @@
 //! benchmarks.json and benchmarks.md into DIR (default docs/). Each `--ferrophp-arg` is
 //! one more argument for every ferrophp server started (`--ferrophp-arg --max-threads
 //! --ferrophp-arg 64`); a `--threads` given that way replaces the harness's own PHP thread
-//! count for ferrophp (worker pools keep theirs).
+//! count for ferrophp (worker pools keep theirs), and a `--max-threads` is also the worker
+//! pool's ceiling.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
@@ -465,8 +466,17 @@ fn start(
             }
             cmd.args(&options.ferrophp_args);
             if system == System::FerrophpWorker {
+                // A `--max-threads` given to ferrophp is the worker pool's ceiling too, so
+                // both modes can grow the same way (`--worker script,N,MAX`).
+                let ceiling = options
+                    .ferrophp_args
+                    .iter()
+                    .position(|a| a == "--max-threads")
+                    .and_then(|i| options.ferrophp_args.get(i + 1))
+                    .map(|max| format!(",{max}"))
+                    .unwrap_or_default();
                 cmd.arg("--worker").arg(format!(
-                    "{},{}",
+                    "{},{}{ceiling}",
                     root.join("worker.php").display(),
                     options.threads
                 ));
