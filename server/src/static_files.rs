@@ -594,6 +594,69 @@ mod tests {
     const CSS: &str = "body { color: #333; }\n";
     const JS: &str = "console.log('identity');\n";
 
+    /// `read_chunk` writes into uninitialised capacity through `pread`: random files,
+    /// offsets and lengths around every boundary (0, 1, the chunk size and one past it,
+    /// several chunks, past the end) must give exactly the file's bytes or, past the end,
+    /// an error. `FERROPHP_READ_CHUNK_ROUNDS` raises the count (run under valgrind by
+    /// hand: see the note on issue 15).
+    #[test]
+    fn read_chunk_randomised_sizes_and_offsets() {
+        let rounds: usize = std::env::var("FERROPHP_READ_CHUNK_ROUNDS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(200);
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let edges = [
+            0,
+            1,
+            CHUNK_SIZE - 1,
+            CHUNK_SIZE,
+            CHUNK_SIZE + 1,
+            3 * CHUNK_SIZE + 7,
+        ];
+        let dir = tempfile::tempdir().unwrap();
+        for (i, &size) in edges.iter().chain([4 << 20].iter()).enumerate() {
+            let content: Vec<u8> = (0..size).map(|_| next() as u8).collect();
+            let path = dir.path().join(format!("f{i}"));
+            std::fs::write(&path, &content).unwrap();
+            let file = File::open(&path).unwrap();
+            for round in 0..rounds {
+                let pick = |r: u64| match r % 4 {
+                    0 => edges[(r / 4) as usize % edges.len()],
+                    1 => size,
+                    _ => (r / 4) as usize % (size + 2),
+                };
+                let offset = pick(next()).min(size + 1);
+                let len = match round % 3 {
+                    0 => size.saturating_sub(offset),
+                    1 => pick(next()),
+                    _ => size.saturating_sub(offset) + 1,
+                };
+                match read_chunk(&file, offset as u64, len) {
+                    // Nothing to read is never an error, wherever it starts.
+                    Ok(bytes) if len == 0 => assert!(bytes.is_empty()),
+                    Ok(bytes) => {
+                        assert!(
+                            offset + len <= size,
+                            "read past the end: {offset}+{len} of {size}"
+                        );
+                        assert_eq!(&bytes[..], &content[offset..offset + len]);
+                    }
+                    Err(e) => {
+                        assert!(offset + len > size, "{offset}+{len} of {size}: {e}");
+                        assert_eq!(e.kind(), io::ErrorKind::UnexpectedEof);
+                    }
+                }
+            }
+        }
+    }
+
     fn dir() -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("style.css"), CSS).unwrap();
