@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use tokio::signal::unix::{signal, SignalKind};
 
-use crate::config::{ServeArgs, ServeConfig};
+use crate::config::ServeArgs;
 
 /// Environment variable naming the inherited listening socket in a supervised child.
 const LISTEN_FD_ENV: &str = "FERROPHP_LISTEN_FD";
@@ -76,14 +76,10 @@ pub fn take_inherited_listener() -> Result<Option<std::net::TcpListener>, String
 }
 
 pub fn run(args: ServeArgs) -> i32 {
-    let config = match ServeConfig::load(args) {
+    let config = match crate::serve::load_config(args) {
         Ok(c) => c,
-        Err(e) => {
-            eprintln!("ferrophp: {e}");
-            return 2;
-        }
+        Err(status) => return status,
     };
-    crate::logging::init(&config.log, config.log_format);
     let listener = match bind(config.listen) {
         Ok(l) => l,
         Err(e) => {
