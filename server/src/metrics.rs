@@ -91,7 +91,8 @@ pub fn count_request(mode: Mode, status: u16) {
     REQUESTS[mode as usize][class].fetch_add(1, Ordering::Relaxed);
 }
 
-/// A request got a PHP thread after waiting `waited`.
+/// A request got its permit for a PHP pool after waiting `waited` (a wait in the pool's
+/// own queue after that is counted by the pool: `PoolInfo::queue_wait_seconds`).
 #[inline]
 pub fn thread_acquired(waited: Duration) {
     QUEUE_WAITS.fetch_add(1, Ordering::Relaxed);
@@ -151,10 +152,12 @@ fn render_server(out: &mut String) {
         }
     }
     let pools = worker::observe::pools();
+    // Waiting for a thread: for a permit on the HTTP side, or in the pool's queue.
     let depth = |i: usize| {
         QUEUE_DEPTHS[i.min(QUEUE_DEPTHS.len() - 1)]
             .load(Ordering::Relaxed)
-            .max(0)
+            .max(0) as u64
+            + pools.get(i).map_or(0, |p| p.queued)
     };
     header(
         out,
@@ -186,7 +189,8 @@ fn render_server(out: &mut String) {
     let _ = writeln!(
         out,
         "ferrophp_queue_wait_seconds_sum {}\nferrophp_queue_wait_seconds_count {}",
-        QUEUE_WAIT_MICROS.load(Ordering::Relaxed) as f64 / 1e6,
+        QUEUE_WAIT_MICROS.load(Ordering::Relaxed) as f64 / 1e6
+            + pools.iter().map(|p| p.queue_wait_seconds).sum::<f64>(),
         QUEUE_WAITS.load(Ordering::Relaxed)
     );
     header(

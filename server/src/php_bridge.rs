@@ -12,14 +12,16 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use http::{HeaderName, HeaderValue, Request, Response, StatusCode};
 use http_body_util::{BodyExt, StreamBody};
 use hyper::body::{Frame, Incoming};
 use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
-use worker::{CgiRequest, Disconnected, Engine, ResponseHead, ResponseSink, ScriptRequest, Target};
+use worker::{
+    CgiRequest, Disconnected, Engine, Placement, ResponseHead, ResponseSink, ScriptRequest, Target,
+};
 
 use crate::body::{self, ResponseBody};
 
@@ -33,8 +35,8 @@ const BODY_DEPTH: usize = 4;
 /// What every PHP request shares: the engine, the thread permits and the limits.
 pub struct PhpRunner {
     pub engine: Engine,
-    /// Permits per pool: a request waits here (up to `max_wait`) rather than in the
-    /// engine's queue, so a timeout can answer 503.
+    /// Permits per pool: what may be in a pool at once. A request waits for one here, and
+    /// then possibly in the pool's queue, up to `max_wait` in all before a 503.
     pub permits: PoolPermits,
     pub max_wait: Duration,
     pub max_body_size: u64,
@@ -49,9 +51,10 @@ pub struct PhpRunner {
     pub sendfile: Option<crate::sendfile::Sendfile>,
 }
 
-/// One permit per thread a pool may run (its ceiling when it autoscales: requests past
-/// the threads running now wait in the engine's queue, which is what makes the pool
-/// grow), for the classic pool and each worker.
+/// What may be in each pool at once ([`Engine::max_in_flight`]: about two requests per
+/// thread its ceiling allows; requests past the threads running now wait in the engine's
+/// queue, which is what makes an autoscaling pool grow), for the classic pool and each
+/// worker.
 pub struct PoolPermits {
     classic: Arc<Semaphore>,
     workers: Vec<Arc<Semaphore>>,
@@ -60,7 +63,7 @@ pub struct PoolPermits {
 impl PoolPermits {
     /// Sized from the running engine's pools.
     pub fn for_engine(engine: &Engine, workers: usize) -> PoolPermits {
-        let permits = |target| Arc::new(Semaphore::new(engine.max_threads(target)));
+        let permits = |target| Arc::new(Semaphore::new(engine.max_in_flight(target)));
         PoolPermits {
             classic: permits(Target::Classic),
             workers: (0..workers).map(|i| permits(Target::Worker(i))).collect(),
@@ -137,8 +140,10 @@ impl PhpRunner {
             ));
         }
 
-        // A free thread is the common case: take it without arming a timer.
+        // A free permit is the common case: take it without arming a timer. `wait_started`
+        // starts the `max_wait` clock once the request has to wait, here or in the queue.
         let semaphore = self.permits.of(target);
+        let mut wait_started = None;
         let permit = match semaphore.clone().try_acquire_owned() {
             Ok(permit) => {
                 crate::metrics::thread_acquired(Duration::ZERO);
@@ -146,7 +151,7 @@ impl PhpRunner {
             }
             Err(_) => {
                 let _queued = crate::metrics::Queued::enter(target.pool_index());
-                let waiting = std::time::Instant::now();
+                let waiting = *wait_started.insert(Instant::now());
                 match tokio::time::timeout(self.max_wait, semaphore.clone().acquire_owned()).await {
                     Ok(Ok(permit)) => {
                         crate::metrics::thread_acquired(waiting.elapsed());
@@ -159,17 +164,8 @@ impl PhpRunner {
                 }
             }
         };
-        let permit = match permit {
-            Ok(permit) => permit,
-            Err(()) => {
-                let mut resp = body::text_response(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "Service Unavailable: all PHP threads are busy",
-                );
-                resp.headers_mut()
-                    .insert(http::header::RETRY_AFTER, HeaderValue::from_static("1"));
-                return Some(resp);
-            }
+        let Ok(permit) = permit else {
+            return Some(all_threads_busy());
         };
 
         let (mut parts, incoming) = req.into_parts();
@@ -257,14 +253,34 @@ impl PhpRunner {
         request.cgi = Some(cgi);
         request.body = body;
         request.router = router;
-        if self.engine.submit_to(target, request).is_err() {
-            return Some(body::text_response(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "Service Unavailable",
-            ));
-        }
+        let placement = match self.engine.dispatch(target, request) {
+            Ok(placement) => placement,
+            Err(_) => {
+                return Some(body::text_response(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "Service Unavailable",
+                ))
+            }
+        };
+        let mut reply_rx = reply_rx;
+        let reply = match placement {
+            Placement::Running => reply_rx.await,
+            // Queued behind busy threads: the timer is armed only now, and at the deadline
+            // the request leaves the queue unless a thread has taken it meanwhile.
+            Placement::Queued(ticket) => {
+                let deadline = wait_started.unwrap_or_else(Instant::now) + self.max_wait;
+                match tokio::time::timeout_at(deadline.into(), &mut reply_rx).await {
+                    Ok(reply) => reply,
+                    Err(_) if self.engine.withdraw(target, ticket) => {
+                        crate::metrics::thread_wait_timed_out();
+                        return Some(all_threads_busy());
+                    }
+                    Err(_) => reply_rx.await,
+                }
+            }
+        };
 
-        Some(match reply_rx.await {
+        Some(match reply {
             Ok(Reply {
                 body: ReplyBody::Declined,
                 ..
@@ -294,6 +310,17 @@ impl PhpRunner {
             }
         })
     }
+}
+
+/// The 503 of a request that waited `max_wait` for a PHP thread.
+fn all_threads_busy() -> Response<ResponseBody> {
+    let mut resp = body::text_response(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "Service Unavailable: all PHP threads are busy",
+    );
+    resp.headers_mut()
+        .insert(http::header::RETRY_AFTER, HeaderValue::from_static("1"));
+    resp
 }
 
 /// `example.com:8080` → `example.com`; `[::1]:80` → `[::1]`.

@@ -9,7 +9,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use common::{KeepAlive, RawResponse, Server};
+use common::{encode, KeepAlive, RawResponse, Server};
 use serde_json::Value;
 
 fn dual() -> PathBuf {
@@ -264,6 +264,48 @@ fn requests_waiting_too_long_for_a_worker_thread_get_503() {
     assert!(statuses.contains(&200), "{statuses:?}");
     assert!(statuses.contains(&503), "{statuses:?}");
     assert_eq!(server.get("/sleep.php").text(), "slept");
+}
+
+// Not in FrankenPHP: requests queue in the worker pool behind a busy thread (about two
+// per thread are let in). One still queued at its max_wait deadline is taken back (503) and
+// never runs later; one a thread takes before its deadline is served.
+#[test]
+fn a_queued_worker_request_that_gave_up_never_runs_and_one_taken_in_time_is_served() {
+    let server = worker("sleep.php", 1, &["--max-wait-ms", "600"], &[]);
+    let tmp = tempfile::tempdir().unwrap();
+    let marked = |name: &str, ms: u64| {
+        let marker = tmp.path().join(name);
+        let path = format!(
+            "/sleep.php?ms={ms}&marker={}",
+            encode(marker.to_str().unwrap())
+        );
+        (marker, path)
+    };
+    std::thread::scope(|s| {
+        let holder = s.spawn(|| server.get("/sleep.php?ms=1500").status);
+        std::thread::sleep(Duration::from_millis(300));
+        let (marker, path) = marked("gave-up", 0);
+        let started = std::time::Instant::now();
+        assert_eq!(server.get(&path).status, 503);
+        assert!(
+            started.elapsed() < Duration::from_millis(1100),
+            "{:?}",
+            started.elapsed()
+        );
+        assert_eq!(holder.join().unwrap(), 200);
+        assert_eq!(server.get("/sleep.php").status, 200);
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(!marker.exists(), "a request answered 503 ran anyway");
+
+        let holder = s.spawn(|| server.get("/sleep.php?ms=300").status);
+        std::thread::sleep(Duration::from_millis(100));
+        let (marker, path) = marked("served", 0);
+        let r = server.get(&path);
+        assert_eq!(r.status, 200);
+        assert_eq!(r.text(), "slept");
+        assert!(marker.exists());
+        assert_eq!(holder.join().unwrap(), 200);
+    });
 }
 
 // Caddy's TestOpcacheReset, scaled to this machine: opcache_reset() from classic pages

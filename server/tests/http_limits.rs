@@ -159,6 +159,69 @@ fn all_threads_busy_gives_503_after_max_wait() {
     server.assert_alive();
 }
 
+/// Requests wait in the pool's queue behind busy threads (the HTTP side lets about two
+/// per thread in). One still queued at its `--max-wait-ms` deadline is taken back: it gets
+/// the 503 and must never run later, when the thread frees up. One that a thread takes
+/// before its deadline is served. (The worker pool's twin is in frankenphp_worker.rs.)
+#[test]
+fn a_queued_request_that_gave_up_never_runs_and_one_taken_in_time_is_served() {
+    let server = Server::start(&http_root(), &["--threads", "1", "--max-wait-ms", "600"]);
+    let addr = server.addr;
+    let tmp = tempfile::tempdir().unwrap();
+    let hold = move |ms: u64| {
+        std::thread::spawn(move || {
+            exchange(
+                addr,
+                format!("GET /sleep.php?ms={ms} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                    .as_bytes(),
+                Duration::from_secs(10),
+            )
+        })
+    };
+    let touch = |marker: &std::path::Path| {
+        server.get(&format!(
+            "/touch.php?marker={}",
+            encode(marker.to_str().unwrap())
+        ))
+    };
+
+    // Gave up: queued behind a 1.5 s request with a 600 ms deadline.
+    let slow = hold(1500);
+    std::thread::sleep(Duration::from_millis(300));
+    let marker = tmp.path().join("gave-up");
+    let started = Instant::now();
+    let r = touch(&marker);
+    assert_eq!(r.status, 503, "{}", r.text());
+    assert!(r.header("retry-after").is_some());
+    assert!(
+        started.elapsed() < Duration::from_millis(1100),
+        "the 503 came after {:?}, not at the deadline",
+        started.elapsed()
+    );
+    let slow = parse_response(&slow.join().unwrap().unwrap()).unwrap();
+    assert_eq!(slow.status, 200);
+    // The thread is free now: the withdrawn request left nothing behind to run.
+    assert_eq!(server.get("/hello.php").status, 200);
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(!marker.exists(), "a request answered 503 ran anyway");
+
+    // Taken in time: queued behind a 300 ms request with a 600 ms deadline.
+    let short = hold(300);
+    std::thread::sleep(Duration::from_millis(100));
+    let marker = tmp.path().join("served");
+    let r = touch(&marker);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.text(), "touched");
+    assert!(marker.exists());
+    assert_eq!(
+        parse_response(&short.join().unwrap().unwrap())
+            .unwrap()
+            .status,
+        200
+    );
+    server.assert_alive();
+}
+
 #[test]
 fn max_execution_time_gives_500_and_the_thread_serves_the_next_request() {
     let server = Server::start(

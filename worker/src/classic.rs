@@ -34,6 +34,7 @@ impl Role for Classic {
         loop {
             match pool.queue.next(OnClose::Drain, &|| false, idle_timeout) {
                 Next::Job(job) => {
+                    let job = *job;
                     let _ = state.take_job();
                     match job.request.cgi.as_ref() {
                         Some(cgi) => slot.begin(cgi.method.as_str(), &cgi.request_uri),
@@ -42,7 +43,7 @@ impl Role for Classic {
                     let outcome = sapi::run_script(job.request, &arena);
                     slot.end();
                     arena.reset();
-                    let _ = job.done.send(outcome);
+                    crate::job::report(job.done, outcome);
                     crate::stack::release_deep_pages();
                     let _ = state.job_done();
                 }

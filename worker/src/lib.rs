@@ -37,6 +37,7 @@ mod worker_mode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 
+pub use queue::{Placement, Ticket};
 pub use request::{
     env_list, BufferSink, CgiRequest, Disconnected, ResponseHead, ResponseSink, ScriptOutcome,
     ScriptRequest,
@@ -44,6 +45,9 @@ pub use request::{
 pub use sapi::{LogTarget, CLI_SAPI_NAME, SAPI_NAME};
 pub use spawn::DEFAULT_PHP_STACK_SIZE;
 pub use worker_mode::{MemoryGrowth, WorkerConfig};
+
+/// Requests in flight per thread a pool may run: see [`Engine::max_in_flight`].
+const IN_FLIGHT_PER_THREAD: usize = 2;
 
 /// Smaller stacks than this would not even start PHP reliably.
 pub const MIN_PHP_STACK_SIZE: usize = 2 * 1024 * 1024;
@@ -311,22 +315,50 @@ impl Engine {
     }
 
     /// Queues a request for `target`; the receiver yields its outcome once it has been
-    /// served. Never blocks: callers bound what is in flight (the HTTP side holds one
-    /// permit per thread the pool may have, [`Engine::max_threads`]).
+    /// served. Never blocks: callers bound what is in flight (see
+    /// [`Engine::max_in_flight`]).
     pub fn submit_to(
         &self,
         target: Target,
         request: ScriptRequest,
     ) -> Result<tokio::sync::oneshot::Receiver<ScriptOutcome>, EngineStopped> {
         let (done, rx) = tokio::sync::oneshot::channel();
-        let queue = match target {
-            Target::Classic => &self.classic.queue,
-            Target::Worker(i) => &self.workers.get(i).ok_or(EngineStopped)?.queue,
-        };
-        if !queue.push(Box::new(job::Job { request, done })) {
-            return Err(EngineStopped);
-        }
+        self.queue(target)?
+            .push(job::Job::new(request, Some(done)))
+            .ok_or(EngineStopped)?;
         Ok(rx)
+    }
+
+    /// Hands a request to `target`'s pool for callers that learn everything through the
+    /// request's sink (the HTTP side): says whether a thread runs it now or it waits in
+    /// the queue, from where [`Engine::withdraw`] can take it back. Never blocks.
+    pub fn dispatch(
+        &self,
+        target: Target,
+        request: ScriptRequest,
+    ) -> Result<Placement, EngineStopped> {
+        self.queue(target)?
+            .push(job::Job::new(request, None))
+            .ok_or(EngineStopped)
+    }
+
+    /// Takes a queued request back before any thread has taken it (its caller stopped
+    /// waiting): true when it was still queued, and is now dropped with its sink. False
+    /// when a thread already runs it: its response will come.
+    pub fn withdraw(&self, target: Target, ticket: Ticket) -> bool {
+        let Ok(queue) = self.queue(target) else {
+            return false;
+        };
+        // Dropped outside the queue's lock: the sink's drop may wake its receiver.
+        let job = queue.withdraw(ticket);
+        job.is_some()
+    }
+
+    fn queue(&self, target: Target) -> Result<&queue::JobQueue, EngineStopped> {
+        match target {
+            Target::Classic => Ok(&self.classic.queue),
+            Target::Worker(i) => Ok(&self.workers.get(i).ok_or(EngineStopped)?.queue),
+        }
     }
 
     /// Runs a script and waits for it to end. Not for use on an async runtime thread.
@@ -349,13 +381,21 @@ impl Engine {
         self.control().restart_workers();
     }
 
-    /// The most threads `target`'s pool may run (its ceiling when it autoscales): what
-    /// the HTTP side lets be in flight for it.
+    /// The most threads `target`'s pool may run (its ceiling when it autoscales).
     pub fn max_threads(&self, target: Target) -> usize {
         match target {
             Target::Classic => self.classic.scaling.max,
             Target::Worker(i) => self.workers.get(i).map_or(0, |w| w.scaling.max),
         }
+    }
+
+    /// How many requests the HTTP side should let be in `target`'s pool at once: twice
+    /// its ceiling, so each thread has one request running and about one queued behind
+    /// it. A thread that finishes then takes its next request without sleeping, which
+    /// saves a wake-up (a futex call and a context switch) per request under load. The
+    /// queued ones still give up at their deadline ([`Engine::withdraw`]).
+    pub fn max_in_flight(&self, target: Target) -> usize {
+        self.max_threads(target) * IN_FLIGHT_PER_THREAD
     }
 
     /// The ini files PHP's start-up looked for and read (what `php --ini` prints).

@@ -50,6 +50,10 @@ pub struct PoolStats {
     crashes: AtomicU64,
     restarts: AtomicU64,
     memory_restarts: AtomicU64,
+    /// Jobs in the pool's queue that no thread has taken yet.
+    queued: AtomicI64,
+    /// Summed time jobs spent in the queue before a thread took them.
+    queue_wait_micros: AtomicU64,
 }
 
 /// A copy of [`PoolStats`] at one moment.
@@ -67,6 +71,10 @@ pub struct PoolInfo {
     pub restarts: u64,
     /// Restarts by the worker memory guard (`--worker-memory-growth`), also in `restarts`.
     pub memory_restarts: u64,
+    /// Requests in the pool's queue now, waiting for a thread to take them.
+    pub queued: u64,
+    /// Summed time requests waited in the pool's queue, since start.
+    pub queue_wait_seconds: f64,
 }
 
 static POOLS: Mutex<Vec<Arc<PoolStats>>> = Mutex::new(Vec::new());
@@ -88,6 +96,8 @@ impl PoolStats {
             crashes: AtomicU64::new(0),
             restarts: AtomicU64::new(0),
             memory_restarts: AtomicU64::new(0),
+            queued: AtomicI64::new(0),
+            queue_wait_micros: AtomicU64::new(0),
         });
         POOLS.lock().unwrap().push(stats.clone());
         stats
@@ -113,6 +123,17 @@ impl PoolStats {
         self.memory_restarts.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// The queue's depth changed (under the queue's lock, so stores land in order).
+    pub(crate) fn set_queued(&self, jobs: usize) {
+        self.queued.store(jobs as i64, Ordering::Relaxed);
+    }
+
+    /// A thread took a job that had waited in the queue.
+    pub(crate) fn queue_waited(&self, waited: std::time::Duration) {
+        self.queue_wait_micros
+            .fetch_add(waited.as_micros() as u64, Ordering::Relaxed);
+    }
+
     pub fn info(&self) -> PoolInfo {
         let g = |a: &AtomicI64| a.load(Ordering::Relaxed).max(0) as u64;
         PoolInfo {
@@ -127,6 +148,8 @@ impl PoolStats {
             crashes: self.crashes.load(Ordering::Relaxed),
             restarts: self.restarts.load(Ordering::Relaxed),
             memory_restarts: self.memory_restarts.load(Ordering::Relaxed),
+            queued: g(&self.queued),
+            queue_wait_seconds: self.queue_wait_micros.load(Ordering::Relaxed) as f64 / 1e6,
         }
     }
 }

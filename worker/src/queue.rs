@@ -10,9 +10,17 @@
 //! A waiting thread also wakes for an order to it (`wake_all`: its state changed, see
 //! `thread_state.rs`), for `close` (stop), or when it has been idle long enough to retire.
 //!
+//! A queued job can be withdrawn by the side that submitted it ([`JobQueue::withdraw`],
+//! by the ticket `push` gave): that is how a request gives up at its `--max-wait-ms`
+//! deadline while the HTTP side lets a few more requests in than there are threads. Those
+//! extra requests are what keeps threads from sleeping between jobs under load: a thread
+//! that finishes takes the next queued job at once instead of parking and being woken
+//! for it (measured in `scripts/count-handoffs.sh`).
+//!
 //! The queue also tells the autoscaler (`scale.rs`) when a job is queued with no idle
-//! thread to take it: one atomic swap on that path, nothing on the others. It imports
-//! only [`Job`].
+//! thread to take it: one atomic swap on that path, nothing on the others. It reports its
+//! depth and its jobs' waits to the pool's counters ([`PoolStats`]) for the metrics. It
+//! imports only [`Job`] and those counters.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -20,6 +28,7 @@ use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use crate::job::Job;
+use crate::observe::PoolStats;
 
 pub(crate) struct JobQueue {
     state: Mutex<State>,
@@ -30,11 +39,15 @@ pub(crate) struct JobQueue {
     /// Set when the watcher was woken and has not looked yet (so a saturated queue wakes
     /// it once, not per job).
     watcher_poked: AtomicBool,
+    stats: Arc<PoolStats>,
 }
 
 struct State {
-    /// Each job with the moment it was queued (what the autoscaler's rule reads).
-    jobs: VecDeque<(Instant, Box<Job>)>,
+    /// Jobs no thread has taken yet, each with the moment it was queued (what the
+    /// autoscaler's rule reads).
+    jobs: VecDeque<Box<Job>>,
+    /// The ticket the next job gets.
+    next_ticket: u64,
     closed: bool,
     /// Threads blocked in `next`, the most recently idle last.
     idle: Vec<Arc<Waiter>>,
@@ -76,6 +89,19 @@ pub(crate) enum Next {
     Closed,
 }
 
+/// Where `push` put a job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement {
+    /// Handed to an idle thread, which runs it now.
+    Running,
+    /// Queued until a thread is free; the ticket withdraws it ([`JobQueue::withdraw`]).
+    Queued(Ticket),
+}
+
+/// Names one queued job, to withdraw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ticket(u64);
+
 /// How `next` treats a closed queue.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum OnClose {
@@ -86,37 +112,64 @@ pub(crate) enum OnClose {
 }
 
 impl JobQueue {
-    pub(crate) fn new() -> JobQueue {
+    pub(crate) fn new(stats: Arc<PoolStats>) -> JobQueue {
         JobQueue {
             state: Mutex::new(State {
                 jobs: VecDeque::new(),
+                next_ticket: 1,
                 closed: false,
                 idle: Vec::new(),
             }),
             closed_changed: Condvar::new(),
             watcher: OnceLock::new(),
             watcher_poked: AtomicBool::new(false),
+            stats,
         }
     }
 
     /// Hands a job to the most recently idle thread, or queues it when none is idle;
-    /// false when the queue is closed (the job is dropped).
-    pub(crate) fn push(&self, job: Box<Job>) -> bool {
+    /// None when the queue is closed (the job is dropped).
+    pub(crate) fn push(&self, mut job: Box<Job>) -> Option<Placement> {
         let mut state = self.state.lock().unwrap();
         if state.closed {
-            return false;
+            return None;
         }
         if let Some(waiter) = state.idle.pop() {
             *waiter.handoff.lock().unwrap() = Some(job);
             drop(state);
             waiter.wake();
-            return true;
+            return Some(Placement::Running);
         }
-        state.jobs.push_back((Instant::now(), job));
+        let ticket = state.next_ticket;
+        state.next_ticket += 1;
+        job.ticket = ticket;
+        job.queued_at = Some(Instant::now());
+        state.jobs.push_back(job);
+        self.stats.set_queued(state.jobs.len());
         drop(state);
         // No idle thread: the autoscaler may want to know.
         self.poke_watcher();
-        true
+        Some(Placement::Queued(Ticket(ticket)))
+    }
+
+    /// Takes back a queued job no thread has taken yet (its submitter gave up waiting);
+    /// None when a thread already has it, or the queue dropped it on a stop.
+    pub(crate) fn withdraw(&self, ticket: Ticket) -> Option<Box<Job>> {
+        let mut state = self.state.lock().unwrap();
+        let at = state.jobs.iter().position(|job| job.ticket == ticket.0)?;
+        let job = state.jobs.remove(at);
+        self.stats.set_queued(state.jobs.len());
+        job
+    }
+
+    /// The front job of the FIFO, with its wait counted; under the state lock.
+    fn pop_queued(&self, state: &mut State) -> Option<Box<Job>> {
+        let job = state.jobs.pop_front()?;
+        self.stats.set_queued(state.jobs.len());
+        if let Some(queued_at) = job.queued_at {
+            self.stats.queue_waited(queued_at.elapsed());
+        }
+        Some(job)
     }
 
     fn poke_watcher(&self) {
@@ -129,7 +182,7 @@ impl JobQueue {
 
     /// Puts back a job a thread took but cannot serve (an order reached it first), ahead
     /// of the others, as it was.
-    pub(crate) fn push_front(&self, job: Box<Job>) {
+    pub(crate) fn push_front(&self, mut job: Box<Job>) {
         let mut state = self.state.lock().unwrap();
         if let Some(waiter) = state.idle.pop() {
             *waiter.handoff.lock().unwrap() = Some(job);
@@ -137,7 +190,10 @@ impl JobQueue {
             waiter.wake();
             return;
         }
-        state.jobs.push_front((Instant::now(), job));
+        // Its ticket stays valid: its submitter may still withdraw it.
+        job.queued_at = Some(Instant::now());
+        state.jobs.push_front(job);
+        self.stats.set_queued(state.jobs.len());
     }
 
     /// Makes the calling thread the one `push` wakes when jobs wait with no idle thread.
@@ -153,7 +209,11 @@ impl JobQueue {
     /// How long the oldest queued job has waited, if one is queued.
     pub(crate) fn oldest_wait(&self) -> Option<Duration> {
         let state = self.state.lock().unwrap();
-        state.jobs.front().map(|(queued, _)| queued.elapsed())
+        state
+            .jobs
+            .front()
+            .and_then(|job| job.queued_at)
+            .map(|queued| queued.elapsed())
     }
 
     /// The next job, waiting for one. Returns early when `interrupted()` holds (checked
@@ -183,7 +243,7 @@ impl JobQueue {
             if interrupted() {
                 return Next::Interrupted;
             }
-            if let Some((_, job)) = state.jobs.pop_front() {
+            if let Some(job) = self.pop_queued(&mut state) {
                 return Next::Job(job);
             }
             if state.closed {
@@ -255,5 +315,94 @@ impl JobQueue {
             .wait_timeout_while(state, timeout, |s| !s.closed)
             .unwrap();
         state.closed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::request::{BufferSink, ScriptRequest};
+
+    fn queue() -> JobQueue {
+        JobQueue::new(PoolStats::register("queue-test".into(), false))
+    }
+
+    /// A job whose script name says which it is.
+    fn job(name: &str) -> Box<Job> {
+        let sink = Arc::new(Mutex::new(BufferSink::default()));
+        Job::new(ScriptRequest::new(name, Box::new(sink)), None)
+    }
+
+    fn name(job: &Job) -> String {
+        job.request.script_filename.display().to_string()
+    }
+
+    fn queued(placement: Option<Placement>) -> Ticket {
+        match placement {
+            Some(Placement::Queued(ticket)) => ticket,
+            other => panic!("expected a queued job, got {other:?}"),
+        }
+    }
+
+    fn take(q: &JobQueue) -> Box<Job> {
+        match q.next(OnClose::Drain, &|| false, Some(Duration::from_millis(1))) {
+            Next::Job(job) => job,
+            _ => panic!("expected a job"),
+        }
+    }
+
+    #[test]
+    fn a_withdrawn_job_is_never_taken_and_the_others_keep_their_order() {
+        let q = queue();
+        let a = queued(q.push(job("a")));
+        let b = queued(q.push(job("b")));
+        let c = queued(q.push(job("c")));
+        assert_ne!(a, b);
+        assert_eq!(q.stats.info().queued, 3);
+        assert_eq!(name(&q.withdraw(b).expect("still queued")), "b");
+        assert!(q.withdraw(b).is_none(), "withdrawn twice");
+        assert_eq!(q.stats.info().queued, 2);
+        assert_eq!(name(&take(&q)), "a");
+        // Taken by a thread: too late to withdraw.
+        assert!(q.withdraw(a).is_none());
+        assert_eq!(name(&take(&q)), "c");
+        assert!(q.withdraw(c).is_none());
+        assert_eq!(q.stats.info().queued, 0);
+        assert!(matches!(
+            q.next(OnClose::Drain, &|| false, Some(Duration::from_millis(1))),
+            Next::TimedOut
+        ));
+    }
+
+    #[test]
+    fn a_job_put_back_at_the_front_can_still_be_withdrawn() {
+        let q = queue();
+        let a = queued(q.push(job("a")));
+        let _b = queued(q.push(job("b")));
+        let taken = take(&q);
+        q.push_front(taken);
+        assert_eq!(q.stats.info().queued, 2);
+        assert_eq!(name(&q.withdraw(a).expect("queued again")), "a");
+        assert_eq!(name(&take(&q)), "b");
+    }
+
+    #[test]
+    fn a_job_for_an_idle_thread_runs_at_once_and_a_closed_queue_refuses() {
+        let q = Arc::new(queue());
+        let waiter = {
+            let q = q.clone();
+            std::thread::spawn(move || match q.next(OnClose::Drain, &|| false, None) {
+                Next::Job(job) => name(&job),
+                _ => "no job".into(),
+            })
+        };
+        // Until the thread is listed as idle, a push queues; either way it gets the job.
+        while q.state.lock().unwrap().idle.is_empty() {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(q.push(job("now")), Some(Placement::Running));
+        assert_eq!(waiter.join().unwrap(), "now");
+        q.close();
+        assert_eq!(q.push(job("late")), None);
     }
 }

@@ -510,7 +510,9 @@ impl WorkerThread<'_> {
         fci: &mut sys::zend_fcall_info,
         fcc: &mut sys::zend_fcall_info_cache,
     ) -> bool {
-        let Job { mut request, done } = *job;
+        let Job {
+            mut request, done, ..
+        } = *job;
         match request.cgi.as_ref() {
             Some(cgi) => self.slot.begin(cgi.method.as_str(), &cgi.request_uri),
             None => self.slot.begin("RUN", ""),
@@ -524,7 +526,7 @@ impl WorkerThread<'_> {
             Err(outcome) => {
                 self.slot.end();
                 let _ = self.slot.state.job_done();
-                let _ = done.send(outcome);
+                crate::job::report(done, outcome);
                 return false;
             }
         };
@@ -574,10 +576,13 @@ impl WorkerThread<'_> {
         let _ = self.slot.state.job_done();
         arena.reset();
         drop(arena);
-        let _ = done.send(ScriptOutcome {
-            exit_status,
-            not_found: false,
-        });
+        crate::job::report(
+            done,
+            ScriptOutcome {
+                exit_status,
+                not_found: false,
+            },
+        );
         ferrophp_cache::on_request_end();
         // The handler has returned: nothing of it is left below this frame.
         crate::stack::release_deep_pages();
