@@ -41,10 +41,10 @@ impl Role for Classic {
                         None => slot.begin("RUN", &job.request.script_filename.to_string_lossy()),
                     }
                     let outcome = sapi::run_script(job.request, &arena);
-                    slot.end();
+                    let ran = slot.end();
                     arena.reset();
                     crate::job::report(job.done, outcome);
-                    crate::stack::release_deep_pages();
+                    crate::stack::release_deep_pages(ran);
                     let _ = state.job_done();
                 }
                 Next::TimedOut => {

@@ -243,14 +243,16 @@ impl Slot {
         self.since_ms.store(unix_ms(), Ordering::Relaxed);
     }
 
-    /// The request ended; records its time and the thread's PHP memory.
-    pub(crate) fn end(&self) {
-        let micros = self
+    /// The request ended; records its time and the thread's PHP memory. Returns how
+    /// long it ran.
+    pub(crate) fn end(&self) -> std::time::Duration {
+        let took = self
             .started
             .lock()
             .unwrap()
             .take()
-            .map_or(0, |t| t.elapsed().as_micros() as u64);
+            .map_or(std::time::Duration::ZERO, |t| t.elapsed());
+        let micros = took.as_micros() as u64;
         self.current.lock().unwrap().clear();
         self.requests.fetch_add(1, Ordering::Relaxed);
         self.pool.requests.fetch_add(1, Ordering::Relaxed);
@@ -260,6 +262,7 @@ impl Slot {
         self.record_memory();
         self.since_ms.store(unix_ms(), Ordering::Relaxed);
         self.pool.busy.fetch_sub(1, Ordering::Relaxed);
+        took
     }
 
     /// Records what the thread's PHP heap holds from the OS (`memory_get_usage(true)`).

@@ -5,14 +5,21 @@
 //! touched would stay resident for the life of the thread (hundreds of MiB per thread
 //! after one runaway `__toString`). After a request that went deeper than [`KEEP`] below
 //! the thread's idle frame, they are returned to the kernel (untouched again, they read
-//! as zeros). Finding out costs one `mincore()` of the page at that depth per request: a
-//! `madvise()` over the whole unused stack every time costs ~11 µs on a 512 MiB stack.
+//! as zeros). Finding out costs one `mincore()` of the page at that depth: a `madvise()`
+//! over the whole unused stack every time costs ~11 µs on a 512 MiB stack. Even the
+//! `mincore()` was ~3% of a worker-mode hello-world request's CPU (perf, the syscall and
+//! the kernel's page walk), so requests too short to have gone that deep skip it: to touch
+//! a page [`KEEP`] below the idle frame, a request must run thousands of nested C calls
+//! (or hundreds with 64 KiB frames), far more than [`SHALLOW_REQUEST`] allows.
 
 use std::cell::Cell;
 use std::ffi::c_void;
 
 /// Stack kept resident below the caller's frame: ordinary requests never reach past it.
 const KEEP: usize = 8 << 20;
+
+/// Requests that ran shorter than this cannot have reached [`KEEP`] deep (see above).
+const SHALLOW_REQUEST: std::time::Duration = std::time::Duration::from_micros(50);
 
 thread_local! {
     /// Lowest usable address of this thread's stack; 0 when unknown.
@@ -40,8 +47,12 @@ pub(crate) fn remember_bounds() {
 }
 
 /// Gives back the pages more than [`KEEP`] below the caller's frame if the last request
-/// touched them. Call between requests, from the thread's shallow main loop.
-pub(crate) fn release_deep_pages() {
+/// touched them; `ran` is how long that request ran. Call between requests, from the
+/// thread's shallow main loop.
+pub(crate) fn release_deep_pages(ran: std::time::Duration) {
+    if ran < SHALLOW_REQUEST {
+        return;
+    }
     let low = LOW.with(Cell::get);
     if low == 0 {
         return;

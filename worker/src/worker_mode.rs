@@ -236,7 +236,8 @@ impl Role for Worker {
             unsafe { (*sys::ferrophp_core_globals()).ignore_user_abort = true };
             let outcome = sapi::run_script(boot_request(config), &boot_arena);
             CURRENT.with(|c| c.set(std::ptr::null()));
-            crate::stack::release_deep_pages();
+            // The script's whole run, boot included: always worth the check.
+            crate::stack::release_deep_pages(std::time::Duration::MAX);
             let end = thread.end.get();
             drop(thread);
             slot.set_ready(false);
@@ -565,7 +566,7 @@ impl WorkerThread<'_> {
             .role
             .requests_served
             .fetch_add(1, Ordering::Relaxed);
-        self.slot.end();
+        let ran = self.slot.end();
         prepared.ctx.finish_response();
         let finish_bailed = unsafe { sys::ferrophp_worker_request_finish() };
         let exit_status = if ends_script { php::exit_status() } else { 0 };
@@ -585,7 +586,7 @@ impl WorkerThread<'_> {
         );
         ferrophp_cache::on_request_end();
         // The handler has returned: nothing of it is left below this frame.
-        crate::stack::release_deep_pages();
+        crate::stack::release_deep_pages(ran);
         ends_script || flush_bailed || shutdown_bailed || finish_bailed
     }
 }
