@@ -2,7 +2,8 @@
 //! against the real binary, in both modes: a load that needs more threads than the floor
 //! (concurrent requests that sleep in PHP) makes the pool grow, so they run side by side,
 //! and the admin view shows the extra threads until they idled `--max-idle-time`; a load
-//! that does not (sequential fast requests) leaves the pool at its floor.
+//! that does not (sequential fast requests) leaves the pool at its floor. The `/metrics`
+//! thread gauges follow the same threads as the admin view.
 
 mod common;
 
@@ -45,6 +46,26 @@ fn threads_of(server: &Server, pool: &str) -> usize {
         .count()
 }
 
+/// `(busy, idle)` threads of `pool` from the `ferrophp_php_threads` gauge in `/metrics`.
+fn metric_threads(server: &Server, pool: &str) -> (usize, usize) {
+    let admin = server.admin_addr().expect("admin listener");
+    let body = client()
+        .get(format!("http://{admin}/metrics"))
+        .send()
+        .unwrap()
+        .text()
+        .unwrap();
+    let gauge = |state: &str| {
+        let prefix = format!("ferrophp_php_threads{{pool=\"{pool}\",state=\"{state}\"}} ");
+        body.lines()
+            .find_map(|l| l.strip_prefix(&prefix))
+            .unwrap_or_else(|| panic!("no {prefix}in:\n{body}"))
+            .parse::<usize>()
+            .unwrap()
+    };
+    (gauge("busy"), gauge("idle"))
+}
+
 fn start(extra: &[&str]) -> Server {
     let mut args = vec![
         "--threads",
@@ -59,9 +80,9 @@ fn start(extra: &[&str]) -> Server {
     Server::start(&root(), &args)
 }
 
-/// Sends CONCURRENT slow requests at once; returns how long the last took to answer and
-/// the most threads `pool` had meanwhile.
-fn slow_burst(server: &Server, path: &str, pool: &str, body: &str) -> (Duration, usize) {
+/// Sends CONCURRENT slow requests at once; returns how long the last took to answer, the
+/// most threads `pool` had meanwhile, and the most the metrics showed busy at once.
+fn slow_burst(server: &Server, path: &str, pool: &str, body: &str) -> (Duration, usize, usize) {
     let url = server.url(&format!("{path}?ms={SLEEP_MS}"));
     let began = Instant::now();
     let requests: Vec<_> = (0..CONCURRENT)
@@ -71,20 +92,38 @@ fn slow_burst(server: &Server, path: &str, pool: &str, body: &str) -> (Duration,
         })
         .collect();
     let mut most = 0;
+    let mut most_busy_in_metrics = 0;
     while requests.iter().any(|r| !r.is_finished()) {
-        most = most.max(threads_of(server, pool));
+        let seen = threads_of(server, pool);
+        let (busy, idle) = metric_threads(server, pool);
+        // Scraped a moment apart from the admin view: a thread may come or go between.
+        assert!(
+            (busy + idle).abs_diff(seen) <= 1,
+            "metrics count {busy} busy + {idle} idle threads, the admin view {seen}"
+        );
+        assert!(
+            busy + idle <= CONCURRENT,
+            "metrics past the ceiling: {busy} + {idle}"
+        );
+        most = most.max(seen);
+        most_busy_in_metrics = most_busy_in_metrics.max(busy);
         std::thread::sleep(Duration::from_millis(20));
     }
+
     let took = began.elapsed();
     for r in requests {
         assert_eq!(r.join().unwrap(), body);
     }
-    (took, most)
+    (took, most, most_busy_in_metrics)
 }
 
 fn grows_under_load_and_shrinks_when_idle(server: &Server, path: &str, pool: &str, body: &str) {
     assert_eq!(threads_of(server, pool), 1);
-    let (took, most) = slow_burst(server, path, pool, body);
+    let (took, most, most_busy) = slow_burst(server, path, pool, body);
+    assert!(
+        most_busy > 1,
+        "the busy gauge never showed the grown threads at work: {most_busy}"
+    );
     // One thread would take CONCURRENT x SLEEP_MS; grown threads run them side by side.
     assert!(
         took < Duration::from_millis(2 * SLEEP_MS),
@@ -100,8 +139,10 @@ fn grows_under_load_and_shrinks_when_idle(server: &Server, path: &str, pool: &st
     );
     std::thread::sleep(Duration::from_millis(1500));
     assert_eq!(threads_of(server, pool), 1);
+    // The gauges forget retired threads too.
+    assert_eq!(metric_threads(server, pool), (0, 1));
     // The retired threads' pool still serves, and grows again.
-    let (took, most) = slow_burst(server, path, pool, body);
+    let (took, most, _) = slow_burst(server, path, pool, body);
     assert!(
         took < Duration::from_millis(2 * SLEEP_MS),
         "second burst took {took:?}"
@@ -159,7 +200,7 @@ fn worker_pool_stays_at_its_floor_without_waits() {
 #[test]
 fn without_max_threads_a_busy_pool_does_not_grow() {
     let server = start(&[]);
-    let (took, most) = slow_burst(&server, "/sleep.php", "classic", "classic ok\n");
+    let (took, most, _) = slow_burst(&server, "/sleep.php", "classic", "classic ok\n");
     assert_eq!(most, 1);
     assert!(
         took >= Duration::from_millis(CONCURRENT as u64 * SLEEP_MS),
@@ -224,7 +265,7 @@ fn the_toml_file_sets_a_workers_ceiling_and_the_idle_time() {
         ],
     );
     let pool = worker_script();
-    let (took, most) = slow_burst(&server, "/worker.php", &pool, "worker ok\n");
+    let (took, most, _) = slow_burst(&server, "/worker.php", &pool, "worker ok\n");
     assert!((2..=3).contains(&most), "threads seen: {most}");
     // Three threads for four requests: two rounds at most.
     assert!(took < Duration::from_millis(3 * SLEEP_MS), "{took:?}");
