@@ -705,8 +705,12 @@ fn authority_and_asterisk_forms_never_run_php_or_open_a_tunnel() {
             "authority form with GET",
             "GET other.example:80 HTTP/1.1\r\nHost: other.example\r\n\r\n",
         ),
-        ("OPTIONS *", "OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n"),
+        // `*` is a target for OPTIONS only (options_asterisk_describes_the_server...).
         ("GET *", "GET * HTTP/1.1\r\nHost: x\r\n\r\n"),
+        (
+            "POST *",
+            "POST * HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n",
+        ),
     ];
     for (what, head) in cases {
         journal.clear();
@@ -758,6 +762,72 @@ fn authority_and_asterisk_forms_never_run_php_or_open_a_tunnel() {
         );
         server.assert_alive();
     }
+}
+
+#[test]
+fn options_asterisk_describes_the_server_without_running_php() {
+    // RFC 9110 §9.3.7: `OPTIONS *` asks about the server, not a resource: 200, the methods
+    // the server routes, no body, and no PHP (the document root's index is never run).
+    let (server, journal) = start(&[]);
+    for version in ["HTTP/1.1", "HTTP/1.0"] {
+        journal.clear();
+        let (responses, _) = converse(
+            server.addr,
+            format!("OPTIONS * {version}\r\nHost: x\r\n\r\n{NEXT}").as_bytes(),
+            Duration::from_millis(700),
+        );
+        let r = responses.first().expect("OPTIONS * answered");
+        assert_eq!(r.status, 200, "{version}: {:?}", r.text());
+        assert_eq!(
+            r.header("allow"),
+            Some("GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"),
+            "{version}"
+        );
+        assert_eq!(r.header("content-length"), Some("0"), "{version}");
+        assert!(r.body.is_empty(), "{version}");
+        std::thread::sleep(Duration::from_millis(100));
+        if version == "HTTP/1.1" {
+            // The connection goes on: the pipelined request after it runs, once.
+            assert_eq!(responses.len(), 2, "{responses:?}");
+            assert!(responses[1].text().starts_with("journal next"));
+            assert_eq!(journal.lines(), journal.with_tag("next"));
+            assert_eq!(journal.lines().len(), 1);
+        } else {
+            assert!(journal.with_tag("next").len() <= 1);
+        }
+    }
+    // Still HTTP/1.1: without a Host it is refused like any other request.
+    let (responses, _) = converse(
+        server.addr,
+        b"OPTIONS * HTTP/1.1\r\n\r\n",
+        Duration::from_millis(700),
+    );
+    assert_eq!(responses.first().map(|r| r.status), Some(400));
+    // OPTIONS on a path is an ordinary request: PHP answers it.
+    journal.clear();
+    let (responses, _) = converse(
+        server.addr,
+        b"OPTIONS /journal.php?tag=opt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        Duration::from_millis(700),
+    );
+    assert_eq!(responses.first().map(|r| r.status), Some(200));
+    assert_eq!(journal.with_tag("opt").len(), 1, "{:?}", journal.lines());
+    // Over HTTP/2 (`:path *`), the same answer.
+    journal.clear();
+    let mut h2 = H2::connect(server.addr, &[]);
+    // :method OPTIONS (literal), :scheme http (6), :authority (1), :path (4).
+    let mut block = Vec::new();
+    hpack_indexed_name(&mut block, 2, "OPTIONS");
+    block.push(0x86);
+    hpack_indexed_name(&mut block, 1, "localhost");
+    hpack_indexed_name(&mut block, 4, "*");
+    h2.send(&frame(HEADERS, END_STREAM | END_HEADERS, 1, &block))
+        .unwrap();
+    let out = h2.collect(Duration::from_secs(5), |o| o.ended.contains(&1));
+    assert!(out.ok(1), "{out:?}");
+    assert!(out.body.get(&1).is_none_or(|b| b.is_empty()), "{out:?}");
+    assert!(journal.lines().is_empty(), "{:?}", journal.lines());
+    server.assert_alive();
 }
 
 // ---------------------------------------------------------------------------------------

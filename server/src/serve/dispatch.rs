@@ -1,7 +1,8 @@
 //! One request's way to its answer: the checks every request passes (Host and
-//! `:authority`, CONNECT and odd transfer codings), routing to a static file, a PHP
-//! script (classic or worker) or an error, the development server's routing (`php -S`),
-//! and the metrics and access log of each response.
+//! `:authority`, CONNECT and odd transfer codings), `OPTIONS *` (answered here, it asks
+//! about the server, not a resource), routing to a static file, a PHP script (classic or
+//! worker) or an error, the development server's routing (`php -S`), and the metrics
+//! and access log of each response.
 
 use std::time::Instant;
 
@@ -48,6 +49,9 @@ async fn dispatch(
     }
     if let Some(refusal) = refuse_tunnel_or_odd_framing(&req) {
         return refusal;
+    }
+    if is_options_asterisk(&req) {
+        return server_options();
     }
     if app.dev {
         return dev_dispatch(app, req, conn, mode).await;
@@ -227,6 +231,28 @@ async fn non_php_route<B>(route: Route, req: &Request<B>) -> Response<ResponseBo
     }
 }
 
+/// The methods the server routes (to PHP; static files take GET and HEAD and answer 405
+/// with their own `Allow` to the others): what `OPTIONS *` and a refused CONNECT list.
+const ROUTED_METHODS: &str = "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS";
+
+/// `OPTIONS *` (the asterisk form, RFC 9112 §3.2.4): the only method the asterisk target
+/// is defined for. Any other method with `*` goes on to routing, which refuses it (400).
+fn is_options_asterisk<B>(req: &Request<B>) -> bool {
+    req.method() == http::Method::OPTIONS && req.uri().path() == "*"
+}
+
+/// The answer to `OPTIONS *`. RFC 9110 §9.3.7: it asks about the server in general
+/// (a "ping" proxies and monitoring send), not about a resource, so no PHP script or
+/// file is involved: 200 with the methods the server routes and an empty body.
+fn server_options() -> Response<ResponseBody> {
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(http::header::ALLOW, ROUTED_METHODS)
+        .header(http::header::CONTENT_LENGTH, 0)
+        .body(body::empty())
+        .expect("valid static response")
+}
+
 /// HTTP/2 and HTTP/3 carry the target's host in `:authority`; RFC 9113 §8.3.1 says a
 /// recipient must not use a Host header to find the target when `:authority` is present,
 /// and should treat a request whose Host names another entity as malformed. Like nginx
@@ -287,7 +313,7 @@ fn refuse_tunnel_or_odd_framing<B>(req: &Request<B>) -> Option<Response<Response
         let mut r = body::text_response(StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed");
         r.headers_mut().insert(
             http::header::ALLOW,
-            http::HeaderValue::from_static("GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"),
+            http::HeaderValue::from_static(ROUTED_METHODS),
         );
         r
     } else {
