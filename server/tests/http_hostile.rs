@@ -646,6 +646,67 @@ fn server_vars(server: &Server, target: &str, host_line: &str) -> (u16, serde_js
 }
 
 #[test]
+fn host_is_required_on_http11_and_must_be_host_and_port() {
+    // RFC 9112 §3.2: 400 for an HTTP/1.1 request without Host, with two, or with a value
+    // that is not `uri-host [":" port]`; PHP never runs for them.
+    let (server, journal) = start(&[]);
+    let refused: &[(&str, &str)] = &[
+        ("no Host", ""),
+        (
+            "no Host, other headers",
+            "Accept: */*\r\nX-Host: a.test\r\n",
+        ),
+        ("two Host lines", "Host: a.test\r\nHost: a.test\r\n"),
+        ("two Host lines, one empty", "Host: a.test\r\nHost:\r\n"),
+        ("port of letters", "Host: a.test:http\r\n"),
+        ("two ports", "Host: a.test:80:90\r\n"),
+        ("bare IPv6", "Host: ::1\r\n"),
+        ("unclosed IPv6", "Host: [::1\r\n"),
+        ("junk after IPv6", "Host: [::1]x\r\n"),
+        ("bad percent", "Host: a%zz.test\r\n"),
+        ("userinfo", "Host: user@a.test\r\n"),
+        ("space inside", "Host: a .test\r\n"),
+        ("dot segments", "Host: ..\r\n"),
+    ];
+    for (what, host_line) in refused {
+        journal.clear();
+        let (responses, _) = converse(
+            server.addr,
+            format!("GET /journal.php?tag=host HTTP/1.1\r\n{host_line}Connection: close\r\n\r\n")
+                .as_bytes(),
+            Duration::from_secs(5),
+        );
+        assert_eq!(responses.first().map(|r| r.status), Some(400), "{what}");
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(journal.lines().is_empty(), "{what}: {:?}", journal.lines());
+    }
+    // Valid values, and HTTP/1.0 without Host, are served with the name they give.
+    for (host_line, name) in [
+        ("Host: a.test:8080\r\n", "a.test"),
+        ("Host: [::1]:8080\r\n", "[::1]"),
+        ("Host: 127.0.0.1\r\n", "127.0.0.1"),
+        ("Host: under_score.test\r\n", "under_score.test"),
+    ] {
+        let (status, v) = server_vars(&server, "/server.php", host_line);
+        assert_eq!(status, 200, "{host_line:?}");
+        assert_eq!(v["SERVER_NAME"], name, "{host_line:?}");
+    }
+    let (responses, _) = converse(
+        server.addr,
+        b"GET /journal.php?tag=old HTTP/1.0\r\n\r\n",
+        Duration::from_secs(5),
+    );
+    assert_eq!(responses.first().map(|r| r.status), Some(200));
+    assert_eq!(journal.with_tag("old").len(), 1);
+    // HTTP/2 names the host in :authority and sends no Host: served.
+    let mut h2 = H2::connect(server.addr, &[]);
+    h2.get(1, "/hello.php").unwrap();
+    let out = h2.collect(Duration::from_secs(5), |o| o.ended.contains(&1));
+    assert!(out.ok(1), "{out:?}");
+    server.assert_alive();
+}
+
+#[test]
 fn absolute_form_target_names_the_host() {
     let (server, journal) = start(&[]);
     // RFC 9112 §3.2.2: the authority of an absolute-form target wins, Host is replaced.
