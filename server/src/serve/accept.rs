@@ -124,8 +124,8 @@ fn raise_nofile_limit() -> io::Result<NofileLimit> {
     if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) } != 0 {
         return Err(io::Error::last_os_error());
     }
-    let before = rl.rlim_cur as u64;
-    let hard = rl.rlim_max as u64;
+    let before: u64 = rl.rlim_cur;
+    let hard: u64 = rl.rlim_max;
     let target = if rl.rlim_max == libc::RLIM_INFINITY {
         std::fs::read_to_string("/proc/sys/fs/nr_open")
             .ok()
@@ -163,7 +163,7 @@ fn raise_nofile_limit() -> io::Result<NofileLimit> {
 }
 
 fn display_limit(limit: u64) -> String {
-    if limit == libc::RLIM_INFINITY as u64 {
+    if limit == libc::RLIM_INFINITY {
         "unlimited".into()
     } else {
         limit.to_string()
