@@ -79,7 +79,8 @@ pub struct ServeArgs {
     /// (HTTP/1 keep-alive connections wait at most the header timeout) [default: 60000]
     #[arg(long, env = "FERROPHP_IDLE_TIMEOUT_MS", value_name = "MS")]
     pub idle_timeout_ms: Option<u64>,
-    /// Most client connections open at once; connections beyond it are closed on accept
+    /// Most client connections open at once; connections beyond it are closed on accept.
+    /// Lowered at start-up (with a warning) if it does not fit the file descriptor limit
     /// [default: 10000]
     #[arg(long, env = "FERROPHP_MAX_CONNECTIONS", value_name = "N")]
     pub max_connections: Option<usize>,

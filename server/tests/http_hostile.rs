@@ -646,6 +646,67 @@ fn server_vars(server: &Server, target: &str, host_line: &str) -> (u16, serde_js
 }
 
 #[test]
+fn host_is_required_on_http11_and_must_be_host_and_port() {
+    // RFC 9112 §3.2: 400 for an HTTP/1.1 request without Host, with two, or with a value
+    // that is not `uri-host [":" port]`; PHP never runs for them.
+    let (server, journal) = start(&[]);
+    let refused: &[(&str, &str)] = &[
+        ("no Host", ""),
+        (
+            "no Host, other headers",
+            "Accept: */*\r\nX-Host: a.test\r\n",
+        ),
+        ("two Host lines", "Host: a.test\r\nHost: a.test\r\n"),
+        ("two Host lines, one empty", "Host: a.test\r\nHost:\r\n"),
+        ("port of letters", "Host: a.test:http\r\n"),
+        ("two ports", "Host: a.test:80:90\r\n"),
+        ("bare IPv6", "Host: ::1\r\n"),
+        ("unclosed IPv6", "Host: [::1\r\n"),
+        ("junk after IPv6", "Host: [::1]x\r\n"),
+        ("bad percent", "Host: a%zz.test\r\n"),
+        ("userinfo", "Host: user@a.test\r\n"),
+        ("space inside", "Host: a .test\r\n"),
+        ("dot segments", "Host: ..\r\n"),
+    ];
+    for (what, host_line) in refused {
+        journal.clear();
+        let (responses, _) = converse(
+            server.addr,
+            format!("GET /journal.php?tag=host HTTP/1.1\r\n{host_line}Connection: close\r\n\r\n")
+                .as_bytes(),
+            Duration::from_secs(5),
+        );
+        assert_eq!(responses.first().map(|r| r.status), Some(400), "{what}");
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(journal.lines().is_empty(), "{what}: {:?}", journal.lines());
+    }
+    // Valid values, and HTTP/1.0 without Host, are served with the name they give.
+    for (host_line, name) in [
+        ("Host: a.test:8080\r\n", "a.test"),
+        ("Host: [::1]:8080\r\n", "[::1]"),
+        ("Host: 127.0.0.1\r\n", "127.0.0.1"),
+        ("Host: under_score.test\r\n", "under_score.test"),
+    ] {
+        let (status, v) = server_vars(&server, "/server.php", host_line);
+        assert_eq!(status, 200, "{host_line:?}");
+        assert_eq!(v["SERVER_NAME"], name, "{host_line:?}");
+    }
+    let (responses, _) = converse(
+        server.addr,
+        b"GET /journal.php?tag=old HTTP/1.0\r\n\r\n",
+        Duration::from_secs(5),
+    );
+    assert_eq!(responses.first().map(|r| r.status), Some(200));
+    assert_eq!(journal.with_tag("old").len(), 1);
+    // HTTP/2 names the host in :authority and sends no Host: served.
+    let mut h2 = H2::connect(server.addr, &[]);
+    h2.get(1, "/hello.php").unwrap();
+    let out = h2.collect(Duration::from_secs(5), |o| o.ended.contains(&1));
+    assert!(out.ok(1), "{out:?}");
+    server.assert_alive();
+}
+
+#[test]
 fn absolute_form_target_names_the_host() {
     let (server, journal) = start(&[]);
     // RFC 9112 §3.2.2: the authority of an absolute-form target wins, Host is replaced.
@@ -705,8 +766,12 @@ fn authority_and_asterisk_forms_never_run_php_or_open_a_tunnel() {
             "authority form with GET",
             "GET other.example:80 HTTP/1.1\r\nHost: other.example\r\n\r\n",
         ),
-        ("OPTIONS *", "OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n"),
+        // `*` is a target for OPTIONS only (options_asterisk_describes_the_server...).
         ("GET *", "GET * HTTP/1.1\r\nHost: x\r\n\r\n"),
+        (
+            "POST *",
+            "POST * HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n",
+        ),
     ];
     for (what, head) in cases {
         journal.clear();
@@ -758,6 +823,72 @@ fn authority_and_asterisk_forms_never_run_php_or_open_a_tunnel() {
         );
         server.assert_alive();
     }
+}
+
+#[test]
+fn options_asterisk_describes_the_server_without_running_php() {
+    // RFC 9110 §9.3.7: `OPTIONS *` asks about the server, not a resource: 200, the methods
+    // the server routes, no body, and no PHP (the document root's index is never run).
+    let (server, journal) = start(&[]);
+    for version in ["HTTP/1.1", "HTTP/1.0"] {
+        journal.clear();
+        let (responses, _) = converse(
+            server.addr,
+            format!("OPTIONS * {version}\r\nHost: x\r\n\r\n{NEXT}").as_bytes(),
+            Duration::from_millis(700),
+        );
+        let r = responses.first().expect("OPTIONS * answered");
+        assert_eq!(r.status, 200, "{version}: {:?}", r.text());
+        assert_eq!(
+            r.header("allow"),
+            Some("GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"),
+            "{version}"
+        );
+        assert_eq!(r.header("content-length"), Some("0"), "{version}");
+        assert!(r.body.is_empty(), "{version}");
+        std::thread::sleep(Duration::from_millis(100));
+        if version == "HTTP/1.1" {
+            // The connection goes on: the pipelined request after it runs, once.
+            assert_eq!(responses.len(), 2, "{responses:?}");
+            assert!(responses[1].text().starts_with("journal next"));
+            assert_eq!(journal.lines(), journal.with_tag("next"));
+            assert_eq!(journal.lines().len(), 1);
+        } else {
+            assert!(journal.with_tag("next").len() <= 1);
+        }
+    }
+    // Still HTTP/1.1: without a Host it is refused like any other request.
+    let (responses, _) = converse(
+        server.addr,
+        b"OPTIONS * HTTP/1.1\r\n\r\n",
+        Duration::from_millis(700),
+    );
+    assert_eq!(responses.first().map(|r| r.status), Some(400));
+    // OPTIONS on a path is an ordinary request: PHP answers it.
+    journal.clear();
+    let (responses, _) = converse(
+        server.addr,
+        b"OPTIONS /journal.php?tag=opt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        Duration::from_millis(700),
+    );
+    assert_eq!(responses.first().map(|r| r.status), Some(200));
+    assert_eq!(journal.with_tag("opt").len(), 1, "{:?}", journal.lines());
+    // Over HTTP/2 (`:path *`), the same answer.
+    journal.clear();
+    let mut h2 = H2::connect(server.addr, &[]);
+    // :method OPTIONS (literal), :scheme http (6), :authority (1), :path (4).
+    let mut block = Vec::new();
+    hpack_indexed_name(&mut block, 2, "OPTIONS");
+    block.push(0x86);
+    hpack_indexed_name(&mut block, 1, "localhost");
+    hpack_indexed_name(&mut block, 4, "*");
+    h2.send(&frame(HEADERS, END_STREAM | END_HEADERS, 1, &block))
+        .unwrap();
+    let out = h2.collect(Duration::from_secs(5), |o| o.ended.contains(&1));
+    assert!(out.ok(1), "{out:?}");
+    assert!(out.body.get(&1).is_none_or(|b| b.is_empty()), "{out:?}");
+    assert!(journal.lines().is_empty(), "{:?}", journal.lines());
+    server.assert_alive();
 }
 
 // ---------------------------------------------------------------------------------------

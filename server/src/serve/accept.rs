@@ -1,10 +1,24 @@
-//! The listening socket and the accept loop: each accepted connection takes a slot of
-//! `--max-connections` (or is closed at once), then runs on its own task
-//! ([`connection::serve_tcp`]); the loop ends when `stop` resolves.
+//! The listening socket, the accept loop and the file descriptors it lives on.
+//!
+//! Each accepted connection takes a slot of `--max-connections` (or is closed at once),
+//! then runs on its own task ([`connection::serve_tcp`]); the loop ends when `stop`
+//! resolves.
+//!
+//! File descriptors: every connection is one, so `--max-connections` is only as good as
+//! the process's `RLIMIT_NOFILE`. At start-up [`raise_fd_limit`] raises the soft limit to
+//! the hard one (as Go's runtime does, and nginx's `worker_rlimit_nofile`), and once PHP
+//! runs [`fit_to_fd_limit`] lowers the effective connection limit, with one warning, if
+//! the connections and a reserve for PHP and the server's own files do not fit in it.
+//! Should descriptors still run out (PHP opening more than its reserve), `accept` fails
+//! with EMFILE while the connection waits in the listen backlog: the loop then backs off
+//! ([`ACCEPT_BACKOFF`]) instead of retrying at once (the listener stays readable, so
+//! retrying at once spins a core), keeps serving the connections it has, and accepts the
+//! waiting ones when descriptors free up.
 
 use std::future::Future;
+use std::io;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
@@ -12,6 +26,20 @@ use tokio::sync::Semaphore;
 
 use super::connection::{self, Connections};
 use crate::config::ServeConfig;
+
+/// The pause after an accept that failed for want of descriptors or memory: connections
+/// wait in the kernel's listen backlog meanwhile. nginx disables accepting for 500 ms in
+/// that case; shorter here, so a connection waits little once descriptors are back.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
+
+/// Descriptors kept for each PHP thread beyond what is open at start-up: the script and
+/// its includes while they compile, a session file, an upload, a database or cache
+/// socket, a curl handle.
+const FDS_PER_PHP_THREAD: u64 = 16;
+
+/// Descriptors kept for the server itself beyond what is open at start-up: static files
+/// being read, X-Sendfile files, the moment a refused connection is open, metrics pushes.
+const FDS_SERVER_HEADROOM: u64 = 64;
 
 /// The socket a `--supervise` parent passed down, or a new one on `--listen`.
 pub(super) async fn listen(
@@ -26,6 +54,152 @@ pub(super) async fn listen(
     }
 }
 
+/// Raises the soft `RLIMIT_NOFILE` to the hard limit, logs the result, and returns the
+/// limit now in force (None if it cannot be read). Called first thing, before PHP starts.
+pub(super) fn raise_fd_limit() -> Option<u64> {
+    match raise_nofile_limit() {
+        Ok(raised) => {
+            if raised.before < raised.soft {
+                tracing::info!(
+                    "file descriptor limit raised from {} to {} (the hard limit)",
+                    raised.before,
+                    raised.soft
+                );
+            } else {
+                tracing::info!(
+                    "file descriptor limit {} (hard limit {})",
+                    raised.soft,
+                    display_limit(raised.hard)
+                );
+            }
+            Some(raised.soft)
+        }
+        Err(e) => {
+            tracing::warn!("cannot read the file descriptor limit: {e}");
+            None
+        }
+    }
+}
+
+/// The connection limit that fits in the file descriptor `limit`: `configured`, or fewer
+/// (with a warning saying why and how to raise the limit) when `configured` connections,
+/// the descriptors open now and a reserve for `php_threads` PHP threads and the server's
+/// own files would not fit. Called once PHP has started and the listener is open, so
+/// both are among the descriptors open now.
+pub(super) fn fit_to_fd_limit(limit: Option<u64>, configured: usize, php_threads: usize) -> usize {
+    let Some(limit) = limit else {
+        return configured;
+    };
+    let open = open_descriptors().unwrap_or(FDS_SERVER_HEADROOM);
+    let budget = connection_budget(limit, open, php_threads as u64);
+    if (configured as u64) <= budget.connections {
+        return configured;
+    }
+    let fit = usize::try_from(budget.connections).unwrap_or(usize::MAX);
+    tracing::warn!(
+        "--max-connections {configured} does not fit the file descriptor limit {limit} \
+         ({open} open now, {} kept for {php_threads} PHP threads and the server's files): \
+         serving at most {fit} connections at once; raise the limit to serve more \
+         (ulimit -n, systemd LimitNOFILE=, docker run --ulimit nofile=N:N)",
+        budget.reserve
+    );
+    fit
+}
+
+/// The soft limit before and after [`raise_nofile_limit`], and the hard limit.
+struct NofileLimit {
+    before: u64,
+    soft: u64,
+    hard: u64,
+}
+
+/// Sets the soft `RLIMIT_NOFILE` to the hard limit (capped at what the kernel allows a
+/// process, `fs.nr_open`, when the hard limit is unlimited).
+fn raise_nofile_limit() -> io::Result<NofileLimit> {
+    let mut rl = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes one rlimit through a valid, exclusive pointer.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let before: u64 = rl.rlim_cur;
+    let hard: u64 = rl.rlim_max;
+    let target = if rl.rlim_max == libc::RLIM_INFINITY {
+        std::fs::read_to_string("/proc/sys/fs/nr_open")
+            .ok()
+            .and_then(|s| s.trim().parse::<u64>().ok())
+            .unwrap_or(1 << 20)
+    } else {
+        hard
+    };
+    if before >= target {
+        return Ok(NofileLimit {
+            before,
+            soft: before,
+            hard,
+        });
+    }
+    let raised = libc::rlimit {
+        rlim_cur: target as libc::rlim_t,
+        rlim_max: rl.rlim_max,
+    };
+    // SAFETY: setrlimit reads one rlimit through a valid pointer.
+    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } != 0 {
+        let e = io::Error::last_os_error();
+        tracing::warn!("cannot raise the file descriptor limit from {before} to {target}: {e}");
+        return Ok(NofileLimit {
+            before,
+            soft: before,
+            hard,
+        });
+    }
+    Ok(NofileLimit {
+        before,
+        soft: target,
+        hard,
+    })
+}
+
+fn display_limit(limit: u64) -> String {
+    if limit == libc::RLIM_INFINITY {
+        "unlimited".into()
+    } else {
+        limit.to_string()
+    }
+}
+
+/// The process's open descriptors (Linux), not counting the one that lists them.
+fn open_descriptors() -> Option<u64> {
+    let entries = std::fs::read_dir("/proc/self/fd").ok()?;
+    Some((entries.count() as u64).saturating_sub(1))
+}
+
+/// How `limit` descriptors divide between connections and the rest.
+#[derive(Debug, PartialEq)]
+struct Budget {
+    /// Connections that fit (at least 1).
+    connections: u64,
+    /// Descriptors kept for PHP and the server's own files.
+    reserve: u64,
+}
+
+/// With `open` descriptors in use, keeps [`FDS_PER_PHP_THREAD`] per PHP thread plus
+/// [`FDS_SERVER_HEADROOM`] out of the free ones (but never more than half of them, so a
+/// small limit still leaves connections), and gives the rest to connections.
+fn connection_budget(limit: u64, open: u64, php_threads: u64) -> Budget {
+    let free = limit.saturating_sub(open);
+    let wanted = php_threads
+        .saturating_mul(FDS_PER_PHP_THREAD)
+        .saturating_add(FDS_SERVER_HEADROOM);
+    let reserve = wanted.min(free / 2);
+    Budget {
+        connections: free.saturating_sub(reserve).max(1),
+        reserve,
+    }
+}
+
 /// Accepts connections until `stop` resolves. Each connection is watched by `graceful`
 /// from the moment it is accepted.
 pub(super) async fn accept_until(
@@ -35,21 +209,50 @@ pub(super) async fn accept_until(
     shared: Arc<Connections>,
     graceful: &GracefulShutdown,
 ) {
-    let connection_slots = Arc::new(Semaphore::new(max_connections));
+    let connection_slots = Arc::new(Semaphore::new(max_connections.min(Semaphore::MAX_PERMITS)));
     let mut stop = std::pin::pin!(stop);
+    // Since when, and how many times, accept has failed for want of resources.
+    let mut starved: Option<(Instant, u64)> = None;
     loop {
         let (stream, remote) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(pair) => pair,
-                Err(e) => {
-                    // EMFILE and friends: back off instead of spinning.
-                    tracing::warn!("accept failed: {e}");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
+                Err(e) if is_connection_error(&e) => {
+                    // That one connection is gone (reset while in the backlog): not ours
+                    // to wait for, the next one may be there already.
+                    tracing::debug!("accept: {e}");
                     continue;
+                }
+                Err(e) => {
+                    match &mut starved {
+                        Some((_, failures)) => *failures += 1,
+                        None => {
+                            tracing::warn!(
+                                "accept failed: {e}; new connections wait in the listen \
+                                 backlog, retrying every {} ms (connections open now are \
+                                 served); if this is EMFILE, raise the file descriptor \
+                                 limit or lower --max-connections",
+                                ACCEPT_BACKOFF.as_millis()
+                            );
+                            starved = Some((Instant::now(), 1));
+                        }
+                    }
+                    // The listener stays readable while the connection waits: retrying at
+                    // once would spin. Shutdown is still heard while backing off.
+                    tokio::select! {
+                        _ = tokio::time::sleep(ACCEPT_BACKOFF) => continue,
+                        _ = &mut stop => break,
+                    }
                 }
             },
             _ = &mut stop => break,
         };
+        if let Some((since, failures)) = starved.take() {
+            tracing::info!(
+                "accepting again after {failures} failed attempts over {} ms",
+                since.elapsed().as_millis()
+            );
+        }
         // Refused connections are closed at once rather than left in the backlog: the
         // client learns now, and a flood of idle sockets cannot grow memory or fds
         // without bound.
@@ -65,5 +268,48 @@ pub(super) async fn accept_until(
             connection::serve_tcp(stream, remote, &shared, watcher).await;
             drop(slot);
         });
+    }
+}
+
+/// Errors of one connection that ended before it was accepted, as opposed to the
+/// listener's own trouble (EMFILE, ENFILE, ENOBUFS, ENOMEM...).
+fn is_connection_error(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::ConnectionAborted
+            | io::ErrorKind::ConnectionReset
+            | io::ErrorKind::ConnectionRefused
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn budget_keeps_a_reserve_for_php_and_gives_the_rest_to_connections() {
+        // A common soft limit: 1024 - 20 open - (4 threads x 16 + 64) = 876.
+        assert_eq!(
+            connection_budget(1024, 20, 4),
+            Budget {
+                connections: 876,
+                reserve: 128
+            }
+        );
+        // A raised limit leaves the reserve as it is.
+        assert_eq!(
+            connection_budget(1 << 20, 20, 4).connections,
+            (1 << 20) - 148
+        );
+        // A small limit: at most half the free descriptors are kept.
+        assert_eq!(
+            connection_budget(64, 24, 2),
+            Budget {
+                connections: 20,
+                reserve: 20
+            }
+        );
+        // Nothing free: one connection still, never zero (a semaphore of 0 serves none).
+        assert_eq!(connection_budget(20, 30, 2).connections, 1);
     }
 }

@@ -52,6 +52,9 @@ pub(super) struct App {
     pub(super) workers: WorkerRouter,
     pub(super) php: PhpRunner,
     pub(super) access_log: bool,
+    /// The PHP threads the pools may run at most (their ceilings, classic and workers):
+    /// what the file descriptor reserve is sized for.
+    pub(super) php_threads: usize,
 }
 
 /// What outlives the app's requests and ends after PHP shuts down.
@@ -140,6 +143,10 @@ pub(super) async fn build(
     .map_err(|e| e.to_string())?;
     // Sized to each pool's ceiling, so autoscaling has requests to grow for.
     let permits = crate::php_bridge::PoolPermits::for_engine(&engine, worker_count);
+    let php_threads = engine.max_threads(worker::Target::Classic)
+        + (0..worker_count)
+            .map(|i| engine.max_threads(worker::Target::Worker(i)))
+            .sum::<usize>();
     let control = engine.control();
     workers::restart_on_sigusr1(control.clone());
     let watcher = if config.watch.is_empty() {
@@ -194,6 +201,7 @@ pub(super) async fn build(
         dev_router: dev.and_then(|d| d.router.clone()),
         workers: worker_router,
         access_log: config.access_log,
+        php_threads,
     };
     let at_exit = AtExit {
         _watcher: watcher,

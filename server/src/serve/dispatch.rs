@@ -1,7 +1,8 @@
 //! One request's way to its answer: the checks every request passes (Host and
-//! `:authority`, CONNECT and odd transfer codings), routing to a static file, a PHP
-//! script (classic or worker) or an error, the development server's routing (`php -S`),
-//! and the metrics and access log of each response.
+//! `:authority`, CONNECT and odd transfer codings), `OPTIONS *` (answered here, it asks
+//! about the server, not a resource), routing to a static file, a PHP script (classic or
+//! worker) or an error, the development server's routing (`php -S`), and the metrics
+//! and access log of each response.
 
 use std::time::Instant;
 
@@ -48,6 +49,9 @@ async fn dispatch(
     }
     if let Some(refusal) = refuse_tunnel_or_odd_framing(&req) {
         return refusal;
+    }
+    if is_options_asterisk(&req) {
+        return server_options();
     }
     if app.dev {
         return dev_dispatch(app, req, conn, mode).await;
@@ -227,6 +231,28 @@ async fn non_php_route<B>(route: Route, req: &Request<B>) -> Response<ResponseBo
     }
 }
 
+/// The methods the server routes (to PHP; static files take GET and HEAD and answer 405
+/// with their own `Allow` to the others): what `OPTIONS *` and a refused CONNECT list.
+const ROUTED_METHODS: &str = "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS";
+
+/// `OPTIONS *` (the asterisk form, RFC 9112 §3.2.4): the only method the asterisk target
+/// is defined for. Any other method with `*` goes on to routing, which refuses it (400).
+fn is_options_asterisk<B>(req: &Request<B>) -> bool {
+    req.method() == http::Method::OPTIONS && req.uri().path() == "*"
+}
+
+/// The answer to `OPTIONS *`. RFC 9110 §9.3.7: it asks about the server in general
+/// (a "ping" proxies and monitoring send), not about a resource, so no PHP script or
+/// file is involved: 200 with the methods the server routes and an empty body.
+fn server_options() -> Response<ResponseBody> {
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(http::header::ALLOW, ROUTED_METHODS)
+        .header(http::header::CONTENT_LENGTH, 0)
+        .body(body::empty())
+        .expect("valid static response")
+}
+
 /// HTTP/2 and HTTP/3 carry the target's host in `:authority`; RFC 9113 §8.3.1 says a
 /// recipient must not use a Host header to find the target when `:authority` is present,
 /// and should treat a request whose Host names another entity as malformed. Like nginx
@@ -287,7 +313,7 @@ fn refuse_tunnel_or_odd_framing<B>(req: &Request<B>) -> Option<Response<Response
         let mut r = body::text_response(StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed");
         r.headers_mut().insert(
             http::header::ALLOW,
-            http::HeaderValue::from_static("GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"),
+            http::HeaderValue::from_static(ROUTED_METHODS),
         );
         r
     } else {
@@ -312,8 +338,9 @@ fn refuse_tunnel_or_odd_framing<B>(req: &Request<B>) -> Option<Response<Response
 }
 
 /// RFC 9112 §3.2: an HTTP/1.1 request needs exactly one Host header (unless the target is
-/// in absolute form). Its value becomes SERVER_NAME, which applications use in paths and
-/// URLs, so like nginx we also refuse values that are not a plain host[:port].
+/// in absolute form), and a request with several, or with an invalid value, gets 400. Its
+/// value becomes SERVER_NAME, which applications use in paths and URLs, so like nginx we
+/// also refuse dot segments in it.
 fn check_host<B>(req: &Request<B>) -> Result<(), &'static str> {
     let mut hosts = req.headers().get_all(http::header::HOST).iter();
     let host = hosts.next();
@@ -327,12 +354,116 @@ fn check_host<B>(req: &Request<B>) -> Result<(), &'static str> {
         return Ok(());
     };
     let host = host.as_bytes();
-    let allowed = |b: &u8| b.is_ascii_alphanumeric() || b"-._~:[]%!$&'()*+,;=".contains(b);
-    if !host.iter().all(allowed)
-        || host.windows(2).any(|w| w == b"..")
-        || host.first() == Some(&b'.')
+    if !is_host_and_port(host) || host.windows(2).any(|w| w == b"..") || host.first() == Some(&b'.')
     {
         return Err("invalid Host header");
     }
     Ok(())
+}
+
+/// `Host = uri-host [ ":" port ]` (RFC 9110 §7.2 with RFC 3986 §3.2.2): an IP literal in
+/// brackets (IPv6, or IPvFuture), or a name or IPv4 address made of unreserved
+/// characters, sub-delims and `%XX`; a port of digits only. The empty value is valid (a
+/// target URI without authority).
+fn is_host_and_port(value: &[u8]) -> bool {
+    let unreserved_or_sub_delim =
+        |b: u8| b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=".contains(&b);
+    let (host_ok, rest) = if value.first() == Some(&b'[') {
+        let Some(end) = value.iter().position(|&b| b == b']') else {
+            return false;
+        };
+        let literal = &value[1..end];
+        let ok = match literal {
+            [b'v' | b'V', future @ ..] => {
+                future.iter().position(|&b| b == b'.').is_some_and(|dot| {
+                    dot > 0
+                        && future[..dot].iter().all(u8::is_ascii_hexdigit)
+                        && future.len() > dot + 1
+                        && future[dot + 1..]
+                            .iter()
+                            .all(|&b| unreserved_or_sub_delim(b) || b == b':')
+                })
+            }
+            _ => {
+                literal.contains(&b':')
+                    && literal
+                        .iter()
+                        .all(|&b| b.is_ascii_hexdigit() || b == b':' || b == b'.')
+            }
+        };
+        (ok, &value[end + 1..])
+    } else {
+        let end = value.iter().position(|&b| b == b':').unwrap_or(value.len());
+        let name = &value[..end];
+        let mut ok = true;
+        let mut i = 0;
+        while ok && i < name.len() {
+            if name[i] == b'%' {
+                ok = name.len() > i + 2
+                    && name[i + 1].is_ascii_hexdigit()
+                    && name[i + 2].is_ascii_hexdigit();
+                i += 3;
+            } else {
+                ok = unreserved_or_sub_delim(name[i]);
+                i += 1;
+            }
+        }
+        (ok, &value[end..])
+    };
+    host_ok
+        && match rest {
+            [] => true,
+            [b':', port @ ..] => port.iter().all(u8::is_ascii_digit),
+            _ => false,
+        }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_host_and_port;
+
+    #[test]
+    fn host_values_follow_the_grammar() {
+        for ok in [
+            "",
+            "localhost",
+            "example.test:8080",
+            "a.test:",
+            "127.0.0.1",
+            "127.0.0.1:80",
+            "xn--bcher-kva.example",
+            "under_score.test",
+            "caf%C3%A9.test",
+            "[::1]",
+            "[::1]:8080",
+            "[2001:db8::192.0.2.1]:443",
+            "[v1.fe80::a+en1]",
+        ] {
+            assert!(is_host_and_port(ok.as_bytes()), "{ok:?} refused");
+        }
+        for bad in [
+            "a.test:80:90",
+            "a.test:http",
+            "a.test:-1",
+            "::1",
+            "[::1",
+            "[::1]x",
+            "[::1]:80:90",
+            "[]",
+            "[localhost]",
+            "[v1]",
+            "[v.x]",
+            "a b",
+            "a/b",
+            "a\\b",
+            "a@b",
+            "a%zz",
+            "a%2",
+            "a\tb",
+            "a]",
+            "a[b",
+        ] {
+            assert!(!is_host_and_port(bad.as_bytes()), "{bad:?} accepted");
+        }
+    }
 }

@@ -4,7 +4,9 @@
 //!
 //! - `app`: building the `App` all requests share (router, workers, the PHP
 //!   engine and its permits, admin listener, metrics push, session sweeper);
-//! - `accept`: the listener and the accept loop (connection cap, a task per connection);
+//! - `accept`: the listener, the file descriptor limit (raised, and the connection cap
+//!   fitted into it) and the accept loop (connection cap, a task per connection, backing
+//!   off when descriptors run out);
 //! - `connection`: one connection, plain or TLS on one path (hyper's builder, timeouts,
 //!   idle tracking, Early Hints, graceful-shutdown watcher);
 //! - `dispatch`: one request (checks, routing, static file, PHP, `php -S` routing);
@@ -133,6 +135,8 @@ async fn serve(
     inherited: Option<std::net::TcpListener>,
     dev: Option<DevMode>,
 ) -> Result<(), String> {
+    // Before anything opens descriptors: connections, PHP and its files share them.
+    let fd_limit = accept::raise_fd_limit();
     let router = app::router(&config, dev.is_some())?;
     let tls = match &config.tls {
         Some((cert, key)) => Some(tls::acceptor(cert, key)?),
@@ -143,6 +147,9 @@ async fn serve(
     let local = listener.local_addr().map_err(|e| e.to_string())?;
     let (app, at_exit) = app::build(&config, router, dev.as_ref()).await?;
     let app = Arc::new(app);
+    // Now that PHP and the listener hold their descriptors.
+    let max_connections =
+        accept::fit_to_fd_limit(fd_limit, config.max_connections, app.php_threads);
 
     let scheme = if tls.is_some() { "https" } else { "http" };
     tracing::info!(
@@ -174,7 +181,7 @@ async fn serve(
     accept::accept_until(
         &listener,
         shutdown::signal(),
-        config.max_connections,
+        max_connections,
         connections,
         &graceful,
     )
