@@ -186,7 +186,7 @@ fn start_engine(args: &Args) -> Option<Engine> {
         ini_defaults: Vec::new(),
         workers: Vec::new(),
         log_target: LogTarget::Stderr,
-        cli: true,
+        sapi_name: worker::SapiName::Cli,
         ..EngineConfig::default()
     }) {
         Ok(e) => Some(e),

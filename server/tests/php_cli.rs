@@ -327,11 +327,12 @@ fn dev_server_runs_the_router_and_serves_what_it_declines() {
     let server = DevServer::start(&["router.php"], &[]);
     let (head, body) = server.get("/missing.txt?x=1");
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
-    // PHP_SAPI is ferrophp's server SAPI, not php -S's "cli-server". SCRIPT_FILENAME is
-    // the router when the path names no file, else the file php -S resolved (a path
-    // without a dot falls back to the nearest index.php).
-    assert_eq!(body, "router /missing.txt ferrophp router.php");
-    assert_eq!(server.get("/a/b").1, "router /a/b ferrophp index.php");
+    // PHP_SAPI is "cli-server", as under php -S (front controllers test for it to let
+    // static files through). SCRIPT_FILENAME is the router when the path names no file,
+    // else the file php -S resolved (a path without a dot falls back to the nearest
+    // index.php).
+    assert_eq!(body, "router /missing.txt cli-server router.php");
+    assert_eq!(server.get("/a/b").1, "router /a/b cli-server index.php");
     // The router returns false: the static file, or the script in the same request.
     let (head, body) = server.get("/static.txt");
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
@@ -342,6 +343,15 @@ fn dev_server_runs_the_router_and_serves_what_it_declines() {
     for _ in 0..3 {
         assert!(server.get("/").1.starts_with("router / "));
     }
+}
+
+// The usual `php -S` front-controller idiom (`PHP_SAPI === 'cli-server' && is_file(...)`
+// → `return false`) only lets static files through under PHP's own SAPI name.
+#[test]
+fn dev_server_front_controllers_see_the_cli_server_sapi() {
+    let server = DevServer::start(&["front.php"], &[]);
+    assert_eq!(server.get("/static.txt").1, "static file\n");
+    assert_eq!(server.get("/blog/42?x").1, "app /blog/42?x");
 }
 
 #[test]

@@ -42,7 +42,7 @@ pub use request::{
     env_list, BufferSink, CgiRequest, Disconnected, ResponseHead, ResponseSink, ScriptOutcome,
     ScriptRequest,
 };
-pub use sapi::{LogTarget, CLI_SAPI_NAME, SAPI_NAME};
+pub use sapi::{LogTarget, SapiName};
 pub use spawn::DEFAULT_PHP_STACK_SIZE;
 pub use worker_mode::{MemoryGrowth, WorkerConfig};
 
@@ -79,10 +79,9 @@ pub struct EngineConfig {
     /// Worker scripts, each with its own PHP threads (in addition to `threads`).
     pub workers: Vec<WorkerConfig>,
     pub log_target: LogTarget,
-    /// Run as PHP's command-line SAPI: `PHP_SAPI` is "cli" (`ferrophp php-cli`), so tools
-    /// that insist on the CLI run (Symfony Console, artisan, MediaWiki maintenance), and
-    /// `opcache.enable_cli` applies as with `php`. Otherwise the SAPI is "ferrophp".
-    pub cli: bool,
+    /// The SAPI name scripts see: "ferrophp", or "cli" / "cli-server" when ferrophp stands
+    /// in for `php` / `php -S` ([`SapiName`]).
+    pub sapi_name: SapiName,
     /// Stack size of every PHP thread, in bytes: bounds how deep recursion through C
     /// frames may go before memory_limit stops it (docs/operating.md).
     pub php_stack_size: usize,
@@ -100,7 +99,7 @@ impl Default for EngineConfig {
             ini_defaults: Vec::new(),
             workers: Vec::new(),
             log_target: LogTarget::Tracing,
-            cli: false,
+            sapi_name: SapiName::Server,
             php_stack_size: spawn::DEFAULT_PHP_STACK_SIZE,
         }
     }
@@ -219,7 +218,7 @@ impl Engine {
             no_php_ini: config.no_php_ini,
             ini_defaults: config.ini_defaults.clone(),
             log_target: config.log_target,
-            cli: config.cli,
+            sapi_name: config.sapi_name,
         };
         let threads = config.threads.max(1);
         // Before the first PHP thread (php-main) is spawned; the engine starts once.

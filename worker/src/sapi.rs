@@ -20,11 +20,32 @@ use crate::php;
 use crate::request::{CgiRequest, ResponseHead, ResponseSink, ScriptOutcome, ScriptRequest};
 use crate::server_vars;
 
-/// Our SAPI name: `php_sapi_name()` and `PHP_SAPI`. OPcache only runs under SAPI names on
-/// its allow-list; scripts/build-php.sh adds this one.
-pub const SAPI_NAME: &CStr = c"ferrophp";
-/// The SAPI name under `ferrophp php-cli` (see `EngineConfig::cli`).
-pub const CLI_SAPI_NAME: &CStr = c"cli";
+/// Which SAPI the engine presents to scripts (`PHP_SAPI`, `php_sapi_name()`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SapiName {
+    /// "ferrophp", the application server. OPcache only runs under SAPI names on its
+    /// allow-list; scripts/build-php.sh adds this one.
+    #[default]
+    Server,
+    /// "cli", as `php` (`ferrophp php-cli`): tools that insist on the CLI run (Symfony
+    /// Console, artisan, MediaWiki maintenance), `opcache.enable_cli` and `apc.enable_cli`
+    /// apply as with `php`, and phpinfo() prints text.
+    Cli,
+    /// "cli-server", as `php -S` (`ferrophp php-cli -S`): front controllers commonly let
+    /// static files through with `if (PHP_SAPI === 'cli-server' && is_file(...)) return
+    /// false;`, which only works under this name. On OPcache's own allow-list.
+    DevServer,
+}
+
+impl SapiName {
+    pub fn as_cstr(self) -> &'static CStr {
+        match self {
+            SapiName::Server => c"ferrophp",
+            SapiName::Cli => c"cli",
+            SapiName::DevServer => c"cli-server",
+        }
+    }
+}
 const SAPI_PRETTY_NAME: &CStr = c"ferrophp PHP application server";
 
 /// Where PHP's log lines (errors with `log_errors=1`, `error_log()`) go.
@@ -47,8 +68,7 @@ pub(crate) struct ModuleSettings {
     /// Defaults php.ini may override.
     pub ini_defaults: Vec<(String, String)>,
     pub log_target: LogTarget,
-    /// PHP's "cli" SAPI name instead of ours.
-    pub cli: bool,
+    pub sapi_name: SapiName,
 }
 
 static LOG_TARGET: std::sync::OnceLock<LogTarget> = std::sync::OnceLock::new();
@@ -68,11 +88,7 @@ pub(crate) fn engine_startup(settings: &ModuleSettings) -> Result<StartedModule,
     let mut defaults = crate::layout::ini_defaults();
     defaults.extend(settings.ini_defaults.iter().cloned());
     let _ = INI_DEFAULTS.set(defaults);
-    let name = if settings.cli {
-        CLI_SAPI_NAME
-    } else {
-        SAPI_NAME
-    };
+    let name = settings.sapi_name.as_cstr();
     let module: &'static mut sys::sapi_module_struct = Box::leak(Box::new(sapi_module(name)));
     let ini = CString::new(settings.ini_entries.clone())
         .map_err(|_| "ini entries contain a NUL byte".to_owned())?;
@@ -101,7 +117,7 @@ pub(crate) fn engine_startup(settings: &ModuleSettings) -> Result<StartedModule,
     }
     module.php_ini_ignore = c_int::from(settings.no_php_ini);
     // phpinfo() prints text under the CLI (as sapi/cli sets it), HTML for HTTP.
-    module.phpinfo_as_text = c_int::from(settings.cli);
+    module.phpinfo_as_text = c_int::from(settings.sapi_name == SapiName::Cli);
     module.php_ini_ignore_cwd = 1;
     // PHP looks for php.ini next to its binary (after -c and PHPRC): ours, wherever the
     // release tree was moved.

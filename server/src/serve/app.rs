@@ -137,11 +137,16 @@ pub(super) async fn build(
         no_php_ini: dev.is_some_and(|d| d.no_php_ini),
         workers: worker_configs,
         log_target: LogTarget::Tracing,
-        cli: false,
+        // `php-cli -S` stands in for `php -S`, whose scripts test for "cli-server".
+        sapi_name: if dev.is_some() {
+            worker::SapiName::DevServer
+        } else {
+            worker::SapiName::Server
+        },
         php_stack_size: config.php_stack_size,
     })
     .map_err(|e| e.to_string())?;
-    // Sized to each pool's ceiling, so autoscaling has requests to grow for.
+    // Sized to each pool's ceiling (twice), so autoscaling has requests to grow for.
     let permits = crate::php_bridge::PoolPermits::for_engine(&engine, worker_count);
     let php_threads = engine.max_threads(worker::Target::Classic)
         + (0..worker_count)
