@@ -140,6 +140,11 @@ bool ferrophp_worker_output_release(void);
 bool ferrophp_worker_request_startup(void);
 bool ferrophp_worker_request_shutdown(void);
 bool ferrophp_worker_request_finish(void);
+/* A worker request leaves its max_execution_time timer running for the next one
+ * (worker_request.c explains when that is safe). Stop disarms it before the worker script
+ * runs on outside a request; forget drops what this thread knew of it (a new boot). */
+void ferrophp_worker_timer_stop(void);
+void ferrophp_worker_timer_forget(void);
 
 /* locale.c: setlocale() per PHP thread. */
 /* Points PHP's setlocale() at the per-thread one (module start-up). */

@@ -27,6 +27,7 @@ for _ in $(seq 100); do curl -fs -o /dev/null "$url" && break; sleep 0.1; done
 wrk -t2 -c32 -d1s "$url" >/dev/null
 events=context-switches,syscalls:sys_enter_futex,syscalls:sys_enter_epoll_wait
 events+=,syscalls:sys_enter_recvfrom,syscalls:sys_enter_writev,syscalls:sys_enter_mincore
+events+=,syscalls:sys_enter_timer_settime
 perf stat -x, -e "$events" -p "$server" -o "$root/stat.csv" -- sleep 4 &
 stat=$!
 sleep 0.3

@@ -785,6 +785,43 @@ fn max_execution_time_limits_each_request_not_the_idle_worker() {
     assert_ne!(next, first, "a timed-out worker must reboot");
 }
 
+/// A worker request leaves its max_execution_time timer running for the next one (one
+/// syscall saved each way). When it fires between requests, neither the next request nor
+/// the worker script's own code after its loop (here on an admin restart) may be ended by
+/// it.
+#[test]
+fn a_timer_left_running_by_a_request_never_ends_the_worker_outside_one() {
+    let server = serve_worker(
+        "timer.php",
+        1,
+        &["-d", "max_execution_time=1", "--admin", "127.0.0.1:0"],
+    );
+    for _ in 0..20 {
+        assert_eq!(server.get("/timer.php").text(), "served");
+    }
+    // Past the limit while idle: the timer fires between requests.
+    std::thread::sleep(Duration::from_millis(1300));
+    assert_eq!(server.get("/timer.php").text(), "served");
+    std::thread::sleep(Duration::from_millis(1300));
+    let admin = server.admin_addr().unwrap();
+    let r = common::client()
+        .post(format!("http://{admin}/workers/restart"))
+        .send()
+        .unwrap();
+    assert!(r.status().is_success(), "{}", r.status());
+    assert!(
+        server.wait_for_stderr("timer.php: loop ended cleanly", Duration::from_secs(10)),
+        "{}",
+        server.stderr()
+    );
+    assert!(
+        !server.stderr().contains("Maximum execution time"),
+        "{}",
+        server.stderr()
+    );
+    assert_eq!(server.get("/timer.php").text(), "served");
+}
+
 /// The server-wide env (`--env`, `[env]`) reaches the worker's requests but not its boot,
 /// where applications read their configuration (a Symfony kernel reads APP_ENV there).
 #[test]

@@ -234,6 +234,8 @@ impl Role for Worker {
             // script may still call ignore_user_abort(false) itself.
             // SAFETY: this thread is attached to PHP; PG is its own, and no request runs yet.
             unsafe { (*sys::ferrophp_core_globals()).ignore_user_abort = true };
+            // SAFETY: on this PHP thread; only resets thread-local bookkeeping.
+            unsafe { sys::ferrophp_worker_timer_forget() };
             let outcome = sapi::run_script(boot_request(config), &boot_arena);
             CURRENT.with(|c| c.set(std::ptr::null()));
             // The script's whole run, boot included: always worth the check.
@@ -637,6 +639,9 @@ pub unsafe extern "C" fn ferrophp_fn_handle_request(
         }
         match worker.next_job() {
             None => {
+                // The script runs on outside any request: no client's timer may end it.
+                // SAFETY: on this worker's PHP thread, inside its boot request.
+                unsafe { sys::ferrophp_worker_timer_stop() };
                 // SAFETY: return_value is this call's return slot.
                 unsafe { sys::ferrophp_zval_bool(return_value, false) };
                 return;
