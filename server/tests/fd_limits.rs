@@ -211,14 +211,10 @@ fn max_connections_is_fitted_into_a_small_limit_and_refused_connections_cost_not
     }
     // Their slots come back once the server has seen them close.
     drop(again);
-    assert!(common::wait_until(Duration::from_secs(3), || {
-        common::exchange(
-            server.addr,
-            b"GET /hello.php HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
-            Duration::from_secs(2),
-        )
-        .is_ok_and(|b| b.ends_with(b"Hello, World!"))
-    }));
+    assert!(common::serves_hello_again(
+        server.addr,
+        Duration::from_secs(3)
+    ));
 }
 
 /// Reads from `stream` until `needle` appears (or `timeout`); what was read.

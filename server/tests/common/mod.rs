@@ -438,6 +438,19 @@ pub fn encode(value: &str) -> String {
 }
 
 /// Polls `cond` every 20 ms until it holds or `timeout` passes.
+/// True once a fresh connection to `addr` gets `/hello.php`'s answer within `timeout`: the
+/// server serves new connections again (after a limit or a fault freed their slots).
+pub fn serves_hello_again(addr: SocketAddr, timeout: Duration) -> bool {
+    wait_until(timeout, || {
+        exchange(
+            addr,
+            b"GET /hello.php HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+            Duration::from_secs(2),
+        )
+        .is_ok_and(|b| b.ends_with(b"Hello, World!"))
+    })
+}
+
 pub fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + timeout;
     loop {
