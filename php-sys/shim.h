@@ -78,6 +78,15 @@ zend_string *ferrophp_permanent_string(const char *str, size_t len);
 void ferrophp_hash_update_stringl(HashTable *ht, zend_string *key, const char *val, size_t len);
 /* Z_ARRVAL_P(zv). */
 HashTable *ferrophp_array(zval *zv);
+/* A $_SERVER start shared by every request with the same environment: a persistent
+ * array of permanent interned strings, sized for `capacity` entries (the request's own
+ * variables are added to each copy), sealed immutable once filled; then each request's
+ * $_SERVER begins as one block copy of it. */
+HashTable *ferrophp_server_template_new(uint32_t capacity);
+void ferrophp_server_template_add(HashTable *ht, zend_string *key, zend_string *value);
+void ferrophp_server_template_seal(HashTable *ht);
+/* Replaces the (empty) array in track_vars with a request copy of the template. */
+void ferrophp_server_start_from(zval *track_vars, HashTable *template);
 /* sapi_module.input_filter, which frees and replaces *val. */
 unsigned int ferrophp_input_filter(int arg, const char *var, char **val, size_t len, size_t *new_len);
 

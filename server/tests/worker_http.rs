@@ -785,6 +785,43 @@ fn max_execution_time_limits_each_request_not_the_idle_worker() {
     assert_ne!(next, first, "a timed-out worker must reboot");
 }
 
+/// `$_SERVER` starts from one shared copy of the environment (a template per distinct
+/// environment): a request that changes its `$_SERVER` changes only its own, on any
+/// thread; and with an input filter the environment still goes through it.
+#[test]
+fn each_request_gets_the_environment_as_configured_whatever_earlier_ones_changed() {
+    let spec = format!("{},2", script("server_env.php"));
+    let start = |extra: &[&str]| {
+        let mut args = vec![
+            "--threads",
+            "1",
+            "--worker",
+            spec.as_str(),
+            "-e",
+            "CONFIGURED=yes",
+        ];
+        args.extend_from_slice(extra);
+        Server::start_with_env(&worker_root(), &args, &[("FERRO_TEMPLATE_VAR", "a<b")])
+    };
+    let server = start(&[]);
+    for i in 0..20 {
+        let v = json(&server.get(&format!("/server_env.php?n={i}")));
+        assert_eq!(v["template_var"], "a<b", "request {i}: {v}");
+        assert_eq!(v["configured"], "yes", "request {i}: {v}");
+        assert_eq!(v["added"], Value::Null, "request {i}: {v}");
+        assert_eq!(v["has_path"], true, "request {i}: {v}");
+        assert_eq!(v["uri"], format!("/server_env.php?n={i}"));
+    }
+    drop(server);
+    // A filter sees each value: no template, the same result as PHP's own registration.
+    let server = start(&["-d", "filter.default=special_chars"]);
+    for _ in 0..3 {
+        let v = json(&server.get("/server_env.php"));
+        assert_eq!(v["template_var"], "a&#60;b", "{v}");
+        assert_eq!(v["configured"], "yes", "{v}");
+    }
+}
+
 /// A worker request leaves its max_execution_time timer running for the next one (one
 /// syscall saved each way). When it fires between requests, neither the next request nor
 /// the worker script's own code after its loop (here on an admin restart) may be ended by

@@ -12,6 +12,13 @@
 //! value is copied into PHP request memory exactly once, because PHP frees it and worker
 //! code may keep it.
 //!
+//! The environment is the same for every request of a server, and as FrankenPHP does we
+//! put all of it in `$_SERVER` (dozens of variables, hundreds under Kubernetes): inserting
+//! it variable by variable was a third of a worker request's `$_SERVER` build (callgrind).
+//! So each distinct environment becomes a [`Template`] once, a persistent array of
+//! permanent strings, and a request's `$_SERVER` starts as one block copy of it; only the
+//! request's own variables are inserted one by one.
+//!
 //! The naive reference path the benchmark measures this one against, and the switch
 //! between them, live in `diagnostics.rs`, compiled only with the `bench-fixtures`
 //! feature: a production build has neither nor any per-request check for them.
@@ -376,11 +383,39 @@ pub(crate) fn register_with_arena(
         table: std::ptr::null_mut(),
     };
     // SAFETY: track_vars is the array PHP passed to register_server_variables.
+    let template = if out.keys.raw_filter {
+        with_thread_env(&cgi.env, |env| env.template)
+    } else {
+        // A filter sees each value as it is registered: no copies of unfiltered ones.
+        None
+    };
+    if let Some(template) = template {
+        // SAFETY: track_vars is the empty array PHP just made for $_SERVER (PHP reads the
+        // array back from the zval after this callback); the template is sealed.
+        unsafe { sys::ferrophp_server_start_from(track_vars, template.0) };
+    }
+    // SAFETY: track_vars is the array PHP passed to register_server_variables (or the
+    // copy that replaced it).
     out.table = unsafe { sys::ferrophp_array(track_vars) };
-    let expected = cgi.env.len() + cgi.headers.keys_len() + CGI_NAMES.len();
-    // SAFETY: sizing a live array once up front so it never rehashes.
-    unsafe { sys::zend_hash_extend(out.table, expected as u32, false) };
+    if template.is_none() {
+        let expected = cgi.env.len() + cgi.headers.keys_len() + CGI_NAMES.len();
+        // SAFETY: sizing a live array once up front so it never rehashes.
+        unsafe { sys::zend_hash_extend(out.table, expected as u32, false) };
+        register_env(&mut out, cgi);
+    }
     fill(&mut out, cgi, script_filename);
+}
+
+/// The environment one variable at a time (no template: a filter, or names PHP mangles).
+fn register_env(out: &mut Registrar<'_>, cgi: &CgiRequest) {
+    with_thread_env(&cgi.env, |env| {
+        for ((name, value), key) in cgi.env.iter().zip(&env.keys) {
+            match key {
+                Some(key) if out.keys.raw_filter => out.insert(*key, value.as_bytes()),
+                _ => out.by_name(name.to_str().unwrap_or_default(), value.as_bytes()),
+            }
+        }
+    });
 }
 
 /// Where the fast path writes: the table, the known keys, and the arena for bytes.
@@ -489,26 +524,8 @@ impl<'a> Registrar<'a> {
     }
 }
 
+/// Everything but the environment: the request headers, then the CGI variables.
 fn fill(out: &mut Registrar<'_>, cgi: &CgiRequest, script_filename: &[u8]) {
-    THREAD_ENV_KEYS.with(|cache| {
-        let mut cache = cache.borrow_mut();
-        let keys = match &mut *cache {
-            Some((env, keys)) if Arc::ptr_eq(env, &cgi.env) => &*keys,
-            // Another Arc with the same names (a caller that builds the list per request):
-            // the same keys, and still no allocation.
-            Some((env, keys)) if same_names(env, &cgi.env) => {
-                *env = cgi.env.clone();
-                &*keys
-            }
-            _ => &cache.insert((cgi.env.clone(), env_keys(&cgi.env))).1,
-        };
-        for ((name, value), key) in cgi.env.iter().zip(keys) {
-            match key {
-                Some(key) if out.keys.raw_filter => out.insert(*key, value.as_bytes()),
-                _ => out.by_name(name.to_str().unwrap_or_default(), value.as_bytes()),
-            }
-        }
-    });
     if cgi.headers.len() == cgi.headers.keys_len() {
         // No header repeats (the usual case): one pass over the values, no lookups.
         for (header, value) in cgi.headers.iter() {
@@ -612,13 +629,101 @@ const ENV_KEY_LIMIT: usize = 1024;
 static ENV_KEYS: Mutex<Option<HashMap<Vec<u8>, Key>>> = Mutex::new(None);
 
 thread_local! {
-    /// The keys of the last environment this thread registered (compared by pointer, as
-    /// the server shares one `Arc` between requests, else by names), so a steady
-    /// configuration costs no lookup in the shared map and no allocation.
-    static THREAD_ENV_KEYS: RefCell<Option<EnvKeys>> = const { RefCell::new(None) };
+    /// The keys and template of the last environment this thread registered (compared by
+    /// pointer, as the server shares one `Arc` between requests, else by content), so a
+    /// steady configuration costs no lookup in the shared maps and no allocation.
+    static THREAD_ENV: RefCell<Option<ThreadEnv>> = const { RefCell::new(None) };
 }
 
-type EnvKeys = (Arc<[(CString, CString)]>, Vec<Option<Key>>);
+struct ThreadEnv {
+    env: Arc<[(CString, CString)]>,
+    keys: Vec<Option<Key>>,
+    template: Option<Template>,
+}
+
+/// Runs `f` with this thread's keys and template for `env`, making them if `env` is not
+/// the environment it served last.
+fn with_thread_env<R>(env: &Arc<[(CString, CString)]>, f: impl FnOnce(&ThreadEnv) -> R) -> R {
+    THREAD_ENV.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        match &mut *cache {
+            Some(known) if Arc::ptr_eq(&known.env, env) => {}
+            // Another Arc with the same names (a caller that builds the list per request):
+            // the same keys, and the same template unless the values changed.
+            Some(known) if same_names(&known.env, env) => {
+                if known.env[..] != env[..] {
+                    known.template = env_template(env, &known.keys);
+                }
+                known.env = env.clone();
+            }
+            _ => {
+                let keys = env_keys(env);
+                let template = env_template(env, &keys);
+                *cache = Some(ThreadEnv {
+                    env: env.clone(),
+                    keys,
+                    template,
+                });
+            }
+        }
+        f(cache.as_ref().expect("set above"))
+    })
+}
+
+/// A sealed persistent array holding one environment as `$_SERVER` starts with it.
+#[derive(Clone, Copy)]
+struct Template(*mut sys::HashTable);
+
+// SAFETY: sealed (immutable) once built, before any thread sees it, and made only of
+// permanent interned strings, which no copy or refcount ever writes to.
+unsafe impl Send for Template {}
+unsafe impl Sync for Template {}
+
+/// Distinct environments given a template, at most; like keys, templates are never freed
+/// (request copies and worker scripts share their strings).
+const ENV_TEMPLATE_LIMIT: usize = 16;
+
+/// Room a template leaves for a request's own variables (the CGI set and its headers), so
+/// that the copy takes them without growing.
+const TEMPLATE_REQUEST_ROOM: usize = CGI_NAMES.len() + 32;
+
+/// Every environment's template, shared by every thread.
+static ENV_TEMPLATES: Mutex<Vec<(Arc<[(CString, CString)]>, Template)>> = Mutex::new(Vec::new());
+
+/// The template of `env`, made on first use; None when some name has no permanent key
+/// (PHP's own path must mangle it) or the limit is reached.
+fn env_template(env: &Arc<[(CString, CString)]>, keys: &[Option<Key>]) -> Option<Template> {
+    if keys.iter().any(Option::is_none) {
+        return None;
+    }
+    let mut templates = ENV_TEMPLATES.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, template)) = templates
+        .iter()
+        .find(|(known, _)| Arc::ptr_eq(known, env) || known[..] == env[..])
+    {
+        return Some(*template);
+    }
+    if templates.len() >= ENV_TEMPLATE_LIMIT {
+        return None;
+    }
+    let capacity = env.len() + TEMPLATE_REQUEST_ROOM;
+    // SAFETY: on a PHP thread of a started engine; a persistent array nobody else sees
+    // until it is sealed and published below.
+    let table = unsafe { sys::ferrophp_server_template_new(capacity as u32) };
+    for ((_, value), key) in env.iter().zip(keys.iter().flatten()) {
+        let value = value.to_bytes();
+        // SAFETY: creates a permanent string (never freed: copies share it); the key is
+        // permanent too.
+        unsafe {
+            let value = sys::ferrophp_permanent_string(value.as_ptr().cast(), value.len());
+            sys::ferrophp_server_template_add(table, key.0, value);
+        }
+    }
+    // SAFETY: filled; no write after this.
+    unsafe { sys::ferrophp_server_template_seal(table) };
+    templates.push((env.clone(), Template(table)));
+    Some(Template(table))
+}
 
 fn same_names(a: &[(CString, CString)], b: &[(CString, CString)]) -> bool {
     a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.0 == y.0)
