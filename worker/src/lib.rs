@@ -38,8 +38,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 
 pub use request::{
-    env_list, BufferSink, CgiRequest, Disconnected, ResponseHead, ResponseSink, ScriptOutcome,
-    ScriptRequest,
+    env_list, BufferSink, CgiRequest, Disconnected, RequestTarget, ResponseHead, ResponseSink,
+    ScriptOutcome, ScriptRequest, ServerName,
 };
 pub use sapi::{LogTarget, CLI_SAPI_NAME, SAPI_NAME};
 pub use spawn::DEFAULT_PHP_STACK_SIZE;

@@ -512,7 +512,7 @@ impl WorkerThread<'_> {
     ) -> bool {
         let Job { mut request, done } = *job;
         match request.cgi.as_ref() {
-            Some(cgi) => self.slot.begin(cgi.method.as_str(), &cgi.request_uri),
+            Some(cgi) => self.slot.begin(cgi.method.as_str(), cgi.request_uri()),
             None => self.slot.begin("RUN", ""),
         }
         if let Some(cgi) = request.cgi.as_mut() {
