@@ -711,7 +711,9 @@ impl ResponseSink for HttpSink {
     fn finish(&mut self) {
         match std::mem::replace(&mut self.state, SinkState::Done) {
             SinkState::Buffering { head, reply } => {
-                let body = ReplyBody::Complete(self.buf.split().freeze());
+                // The buffer itself, not a split of it: a split shares it, which costs
+                // an allocation, and the sink writes nothing more.
+                let body = ReplyBody::Complete(std::mem::take(&mut self.buf).freeze());
                 let _ = reply.send(Reply {
                     head: head.unwrap_or_default(),
                     body,
@@ -719,7 +721,7 @@ impl ResponseSink for HttpSink {
             }
             SinkState::Streaming(tx) => {
                 if !self.buf.is_empty() {
-                    let chunk = self.buf.split().freeze();
+                    let chunk = std::mem::take(&mut self.buf).freeze();
                     if self.send_chunk(&tx, chunk).is_err() {
                         self.mark_stalled();
                     }

@@ -106,6 +106,34 @@ fn header_lines_that_are_not_http_and_a_scripts_content_length() {
 }
 
 #[test]
+fn content_types_as_set_request_after_request() {
+    // Each PHP thread reuses the Content-Type values it sent last (a few of them): more
+    // types than it keeps, in turns, each response still has its own.
+    let s = Server::start(&http_root(), &["--threads", "1"]);
+    let types = [
+        "text/plain",
+        "application/json",
+        "text/css",
+        "image/png",
+        "text/csv",
+        "application/xml",
+    ];
+    for round in 0..3 {
+        for t in types.iter().chain(types.iter().rev()) {
+            let r = s.get(&format!("/content_type.php?t={}", encode(t)));
+            assert_eq!(r.text(), "ok");
+            let sent = r.header("content-type").unwrap_or_default();
+            assert!(
+                sent == *t || sent.starts_with(&format!("{t};")),
+                "round {round}: asked for {t}, got {sent}"
+            );
+        }
+        let r = s.get("/content_type.php");
+        assert_eq!(r.header("content-type"), Some("text/html; charset=UTF-8"));
+    }
+}
+
+#[test]
 fn redirects_carry_location_and_status() {
     let s = server();
     let r = s.get("/redirect.php");

@@ -749,10 +749,8 @@ pub(crate) unsafe fn response_head(headers: &sys::sapi_headers_struct) -> Respon
         .unwrap_or_default();
     // SAFETY: guaranteed by the caller; the list is not changed while we read it.
     for (name, value) in unsafe { header_lines(headers) } {
-        let (Ok(name), Ok(value)) = (
-            http::HeaderName::from_bytes(name),
-            http::HeaderValue::from_bytes(value),
-        ) else {
+        let (Ok(name), Ok(value)) = (http::HeaderName::from_bytes(name), header_value(name, value))
+        else {
             tracing::warn!(
                 header = %String::from_utf8_lossy(name),
                 "dropping a response header PHP set that is not valid HTTP"
@@ -770,6 +768,39 @@ pub(crate) unsafe fn response_head(headers: &sys::sapi_headers_struct) -> Respon
         status,
         headers: map,
     }
+}
+
+/// How many `Content-Type` values a PHP thread keeps for reuse.
+const KNOWN_CONTENT_TYPES: usize = 4;
+
+thread_local! {
+    /// The last few `Content-Type` values this thread sent. Nearly every response has
+    /// one (PHP adds its default) and an application sends few different ones: a clone
+    /// of a known value shares its bytes (a reference count) where a new value would be
+    /// an allocation. A new value costs one more allocation, once (sharing it).
+    static CONTENT_TYPES: RefCell<([Option<http::HeaderValue>; KNOWN_CONTENT_TYPES], usize)> =
+        const { RefCell::new(([None, None, None, None], 0)) };
+}
+
+/// The field value of a header line; a `Content-Type` this thread sent recently is
+/// reused.
+fn header_value(
+    name: &[u8],
+    value: &[u8],
+) -> Result<http::HeaderValue, http::header::InvalidHeaderValue> {
+    if !name.eq_ignore_ascii_case(b"content-type") {
+        return http::HeaderValue::from_bytes(value);
+    }
+    CONTENT_TYPES.with(|known| {
+        let (slots, next) = &mut *known.borrow_mut();
+        if let Some(found) = slots.iter().flatten().find(|v| v.as_bytes() == value) {
+            return Ok(found.clone());
+        }
+        let made = http::HeaderValue::from_bytes(value)?;
+        slots[*next] = Some(made.clone());
+        *next = (*next + 1) % KNOWN_CONTENT_TYPES;
+        Ok(made)
+    })
 }
 
 /// PHP's header lines as `(name, value)`, split at the first colon and trimmed, in the
