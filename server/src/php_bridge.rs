@@ -432,7 +432,11 @@ impl BodyState {
     }
 
     fn get(&self) -> BodyFailure {
-        match self.0.as_ref().map_or(0, |state| state.load(Ordering::Acquire)) {
+        match self
+            .0
+            .as_ref()
+            .map_or(0, |state| state.load(Ordering::Acquire))
+        {
             0 => BodyFailure::None,
             1 => BodyFailure::TooLarge,
             3 => BodyFailure::TimedOut,

@@ -749,8 +749,10 @@ pub(crate) unsafe fn response_head(headers: &sys::sapi_headers_struct) -> Respon
         .unwrap_or_default();
     // SAFETY: guaranteed by the caller; the list is not changed while we read it.
     for (name, value) in unsafe { header_lines(headers) } {
-        let (Ok(name), Ok(value)) = (http::HeaderName::from_bytes(name), header_value(name, value))
-        else {
+        let (Ok(name), Ok(value)) = (
+            http::HeaderName::from_bytes(name),
+            header_value(name, value),
+        ) else {
             tracing::warn!(
                 header = %String::from_utf8_lossy(name),
                 "dropping a response header PHP set that is not valid HTTP"
@@ -758,9 +760,7 @@ pub(crate) unsafe fn response_head(headers: &sys::sapi_headers_struct) -> Respon
             continue;
         };
         if map.len() >= MAX_HEADER_LINES || map.try_append(name, value).is_err() {
-            tracing::warn!(
-                "dropping response headers PHP set past the first {MAX_HEADER_LINES}"
-            );
+            tracing::warn!("dropping response headers PHP set past the first {MAX_HEADER_LINES}");
             break;
         }
     }
