@@ -49,24 +49,11 @@ impl Hints {
                 };
                 let mut response = http::Response::new(());
                 *response.status_mut() = status;
-                for (name, value) in &head.headers {
-                    if let Some((name, value)) = field(name, value) {
-                        response.headers_mut().append(name, value);
-                    }
-                }
+                *response.headers_mut() = head.headers.clone();
                 send(response);
             }
         }
     }
-}
-
-/// A header of the head as an HTTP field, or None when it is not a valid one: the same
-/// rules as the final head (no line breaks may sneak in); invalid ones are dropped.
-fn field(name: &str, value: &[u8]) -> Option<(http::HeaderName, http::HeaderValue)> {
-    Some((
-        http::HeaderName::from_bytes(name.as_bytes()).ok()?,
-        http::HeaderValue::from_bytes(value).ok()?,
-    ))
 }
 
 /// The 1xx responses waiting to be written on one connection. The common case (nothing
@@ -89,13 +76,11 @@ impl Interim {
             .and_then(|s| s.canonical_reason())
             .unwrap_or("Informational");
         bytes.extend_from_slice(format!("HTTP/1.1 {} {reason}\r\n", head.status).as_bytes());
+        // Valid fields only: the worker dropped the others when it made the head.
         for (name, value) in &head.headers {
-            if field(name, value).is_none() {
-                continue;
-            }
-            bytes.extend_from_slice(name.as_bytes());
+            bytes.extend_from_slice(name.as_str().as_bytes());
             bytes.extend_from_slice(b": ");
-            bytes.extend_from_slice(value);
+            bytes.extend_from_slice(value.as_bytes());
             bytes.extend_from_slice(b"\r\n");
         }
         bytes.extend_from_slice(b"\r\n");

@@ -20,7 +20,8 @@ use http_body_util::{BodyExt, StreamBody};
 use hyper::body::{Frame, Incoming};
 use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
 use worker::{
-    CgiRequest, Disconnected, Engine, Placement, ResponseHead, ResponseSink, ScriptRequest, Target,
+    CgiRequest, Disconnected, Engine, Placement, ResponseHead, ResponseSink, ScriptRequest,
+    ServerName, Target,
 };
 
 use crate::body::{self, ResponseBody};
@@ -46,7 +47,7 @@ pub struct PhpRunner {
     pub send_timeout: Duration,
     pub document_root: Arc<str>,
     pub env: Arc<[(std::ffi::CString, std::ffi::CString)]>,
-    pub server_name: Option<String>,
+    pub server_name: Option<Arc<str>>,
     /// `--sendfile-dir`: PHP may answer with a file from there (X-Sendfile).
     pub sendfile: Option<crate::sendfile::Sendfile>,
 }
@@ -174,7 +175,7 @@ impl PhpRunner {
         // Set when the body breaks off (malformed chunk, reset stream, client gone) or a
         // body without Content-Length turns out to exceed the limit: PHP then saw a
         // truncated body, so the response must not look like a normal one.
-        let body_state = Arc::new(BodyState::default());
+        let mut body_state = BodyState::default();
         // Not only Content-Length/Transfer-Encoding: an HTTP/2 body may come as DATA
         // frames with neither header, and only the stream's end says there is none.
         let has_body = declared_length.is_some_and(|n| n > 0)
@@ -187,7 +188,7 @@ impl PhpRunner {
                 tx,
                 self.max_body_size,
                 self.body_timeout,
-                body_state.clone(),
+                body_state.share(),
             ));
             Box::new(BodyReader {
                 rx,
@@ -203,25 +204,16 @@ impl PhpRunner {
             .sendfile
             .as_ref()
             .map(|s| (s, s.prepare_request(&parts.method, &mut parts.headers)));
-        let request_uri = parts
-            .uri
-            .path_and_query()
-            .map_or("/", |pq| pq.as_str())
-            .to_owned();
-        let query_string = parts.uri.query().unwrap_or("").to_owned();
-        let server_name = parts
-            .headers
-            .get(http::header::HOST)
-            .and_then(|h| h.to_str().ok())
-            .map(strip_port)
-            .or(parts.uri.host())
-            .map(str::to_owned)
-            .or_else(|| self.server_name.clone())
-            .unwrap_or_else(|| conn.local_addr.ip().to_string());
+        let server_name = server_name(
+            &parts.headers,
+            &parts.uri,
+            self.server_name.as_ref(),
+            conn.local_addr,
+        );
         let cgi = CgiRequest {
             method: parts.method,
-            request_uri,
-            query_string,
+            // Moved, not copied: REQUEST_URI and QUERY_STRING are read from it in place.
+            target: parts.uri.into(),
             version: parts.version,
             headers: parts.headers,
             remote_addr: conn.remote_addr,
@@ -243,7 +235,7 @@ impl PhpRunner {
             },
             buf: BytesMut::new(),
             interim,
-            stalled: Arc::new(AtomicBool::new(false)),
+            stalled: None,
             on_stall,
             send_timeout: self.send_timeout,
             runtime: tokio::runtime::Handle::current(),
@@ -323,6 +315,26 @@ fn all_threads_busy() -> Response<ResponseBody> {
     resp
 }
 
+/// `SERVER_NAME`: the Host header without its port (sharing the header's bytes), else
+/// the URI's host (an absolute-form target), the configured name, or the local address.
+fn server_name(
+    headers: &http::HeaderMap,
+    uri: &http::Uri,
+    configured: Option<&Arc<str>>,
+    local_addr: SocketAddr,
+) -> ServerName {
+    if let Some(host) = headers.get(http::header::HOST) {
+        if let Ok(text) = host.to_str() {
+            return ServerName::host_prefix(host.clone(), strip_port(text).len());
+        }
+    }
+    match (uri.host(), configured) {
+        (Some(host), _) => ServerName::from(host),
+        (None, Some(name)) => ServerName::from(name.clone()),
+        (None, None) => ServerName::from(local_addr.ip().to_string()),
+    }
+}
+
 /// `example.com:8080` → `example.com`; `[::1]:80` → `[::1]`.
 pub(crate) fn strip_port(host: &str) -> &str {
     match host.rfind(':') {
@@ -348,7 +360,7 @@ enum ReplyBody {
     Declined,
 }
 
-fn build_response(reply: Reply, body_state: Arc<BodyState>) -> Response<ResponseBody> {
+fn build_response(reply: Reply, body_state: BodyState) -> Response<ResponseBody> {
     let complete = matches!(reply.body, ReplyBody::Complete(_));
     let body = match reply.body {
         ReplyBody::Complete(bytes) => body::full(bytes),
@@ -361,23 +373,34 @@ fn build_response(reply: Reply, body_state: Arc<BodyState>) -> Response<Response
     let mut response = Response::new(body);
     *response.status_mut() =
         StatusCode::from_u16(reply.head.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let headers = response.headers_mut();
-    for (name, value) in reply.head.headers {
-        let (Ok(name), Ok(value)) = (
-            HeaderName::from_bytes(name.as_bytes()),
-            HeaderValue::from_bytes(&value),
-        ) else {
-            tracing::warn!(header = %name, "dropping a response header PHP set that is not valid HTTP");
-            continue;
-        };
-        // With the whole body at hand, hyper computes the length; a script's own value
-        // could only disagree with it.
-        if complete && name == http::header::CONTENT_LENGTH {
-            continue;
-        }
-        headers.append(name, value);
+    // Made on the PHP thread (invalid lines already dropped there): taken as it is.
+    let mut headers = reply.head.headers;
+    // With the whole body at hand, hyper computes the length; a script's own value
+    // could only disagree with it.
+    if complete && headers.contains_key(http::header::CONTENT_LENGTH) {
+        headers = without(headers, &http::header::CONTENT_LENGTH);
     }
+    *response.headers_mut() = headers;
     response
+}
+
+/// `headers` without `name`, the others in their order (`HeaderMap::remove` would move
+/// the last header into the removed one's place).
+fn without(headers: http::HeaderMap, name: &HeaderName) -> http::HeaderMap {
+    let mut kept = http::HeaderMap::with_capacity(headers.keys_len());
+    let mut current = None;
+    for (next, value) in headers {
+        if let Some(next) = next {
+            current = Some(next);
+        }
+        match &current {
+            Some(current) if current != name => {
+                kept.append(current.clone(), value);
+            }
+            _ => {}
+        }
+    }
+    kept
 }
 
 /// Adapts the chunk receiver into the `Stream` of frames `StreamBody` wants. If the
@@ -386,7 +409,7 @@ fn build_response(reply: Reply, body_state: Arc<BodyState>) -> Response<Response
 /// error (the connection or stream is cut) instead of looking complete.
 fn futures_stream(
     mut rx: mpsc::Receiver<Bytes>,
-    body_state: Arc<BodyState>,
+    body_state: BodyState,
     stalled: Arc<AtomicBool>,
 ) -> impl futures_core::Stream<Item = Result<Frame<Bytes>, io::Error>> + Send + Sync + 'static {
     futures_util::stream::poll_fn(move |cx| {
@@ -406,8 +429,10 @@ fn futures_stream(
 }
 
 /// How a request body ended, shared by the task feeding it and the request's handler.
+/// Shared state is only allocated for a request that has a body ([`BodyState::share`]):
+/// without one nothing can fail, and the handler's state stays `None`.
 #[derive(Default)]
-struct BodyState(AtomicU8);
+struct BodyState(Option<Arc<AtomicU8>>);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
@@ -421,12 +446,23 @@ enum BodyFailure {
 }
 
 impl BodyState {
+    /// A handle on the same state, for the task feeding the body.
+    fn share(&mut self) -> BodyState {
+        BodyState(Some(self.0.get_or_insert_with(Default::default).clone()))
+    }
+
     fn set(&self, failure: BodyFailure) {
-        self.0.store(failure as u8, Ordering::Release);
+        if let Some(state) = &self.0 {
+            state.store(failure as u8, Ordering::Release);
+        }
     }
 
     fn get(&self) -> BodyFailure {
-        match self.0.load(Ordering::Acquire) {
+        match self
+            .0
+            .as_ref()
+            .map_or(0, |state| state.load(Ordering::Acquire))
+        {
             0 => BodyFailure::None,
             1 => BodyFailure::TooLarge,
             3 => BodyFailure::TimedOut,
@@ -472,7 +508,7 @@ async fn feed_body(
     tx: mpsc::Sender<io::Result<Bytes>>,
     limit: u64,
     idle: Duration,
-    state: Arc<BodyState>,
+    state: BodyState,
 ) {
     let mut total = 0u64;
     loop {
@@ -558,8 +594,9 @@ struct HttpSink {
     buf: BytesMut,
     /// Where 1xx responses go (HTTP/1.1 and HTTP/2 requests; see `interim.rs`).
     interim: Option<crate::interim::Hints>,
-    /// Shared with the response stream: set when `send_timeout` ran out.
-    stalled: Arc<AtomicBool>,
+    /// Shared with the response stream once it streams: set when `send_timeout` ran
+    /// out. A response sent whole never needs it (and costs no allocation for it).
+    stalled: Option<Arc<AtomicBool>>,
     on_stall: Option<OnStall>,
     send_timeout: Duration,
     /// For a timed wait on the stream channel from this (non-tokio) thread.
@@ -591,14 +628,12 @@ impl HttpSink {
                 unreachable!()
             };
             let (tx, rx) = mpsc::channel(STREAM_DEPTH);
-            let head = head.unwrap_or_else(default_head);
+            let head = head.unwrap_or_default();
+            let stalled = self.stalled.get_or_insert_with(Default::default).clone();
             reply
                 .send(Reply {
                     head,
-                    body: ReplyBody::Streaming {
-                        rx,
-                        stalled: self.stalled.clone(),
-                    },
+                    body: ReplyBody::Streaming { rx, stalled },
                 })
                 .map_err(|_| Disconnected)?;
             self.state = SinkState::Streaming(tx);
@@ -623,7 +658,9 @@ impl HttpSink {
     }
 
     fn mark_stalled(&self) {
-        self.stalled.store(true, Ordering::Release);
+        if let Some(stalled) = &self.stalled {
+            stalled.store(true, Ordering::Release);
+        }
         if let Some(OnStall(hook)) = &self.on_stall {
             hook();
         }
@@ -651,13 +688,6 @@ impl HttpSink {
                 Err(())
             }
         }
-    }
-}
-
-fn default_head() -> ResponseHead {
-    ResponseHead {
-        status: 200,
-        headers: Vec::new(),
     }
 }
 
@@ -711,15 +741,17 @@ impl ResponseSink for HttpSink {
     fn finish(&mut self) {
         match std::mem::replace(&mut self.state, SinkState::Done) {
             SinkState::Buffering { head, reply } => {
-                let body = ReplyBody::Complete(self.buf.split().freeze());
+                // The buffer itself, not a split of it: a split shares it, which costs
+                // an allocation, and the sink writes nothing more.
+                let body = ReplyBody::Complete(std::mem::take(&mut self.buf).freeze());
                 let _ = reply.send(Reply {
-                    head: head.unwrap_or_else(default_head),
+                    head: head.unwrap_or_default(),
                     body,
                 });
             }
             SinkState::Streaming(tx) => {
                 if !self.buf.is_empty() {
-                    let chunk = self.buf.split().freeze();
+                    let chunk = std::mem::take(&mut self.buf).freeze();
                     if self.send_chunk(&tx, chunk).is_err() {
                         self.mark_stalled();
                     }
@@ -739,7 +771,7 @@ impl ResponseSink for HttpSink {
             std::mem::replace(&mut self.state, SinkState::Declined)
         {
             let _ = reply.send(Reply {
-                head: default_head(),
+                head: ResponseHead::default(),
                 body: ReplyBody::Declined,
             });
         }

@@ -370,6 +370,44 @@ fn slowloris_dribbling_bytes_is_cut_off() {
 }
 
 #[test]
+fn header_timeout_restarts_for_each_request_on_a_connection() {
+    // hyper keeps one header timer per connection and resets it for each head (our
+    // third_party patch): a request that runs past the timeout must not leave it
+    // expired for the next head on the same connection, and a later idle wait is still
+    // cut at the timeout.
+    let server = Server::start(&http_root(), &["--header-timeout-ms", "800"]);
+    let stream = connect(server.addr);
+    let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
+    let mut writer = stream;
+    for (path, body) in [
+        ("/sleep.php?ms=1200", "slept 1200"),
+        ("/hello.php", "Hello, World!"),
+        ("/sleep.php?ms=1000", "slept 1000"),
+    ] {
+        writer
+            .write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes())
+            .unwrap();
+        let r = common::read_response(&mut reader, false).unwrap();
+        assert_eq!((r.status, r.text().as_str()), (200, body), "{path}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // A head in two writes, well within the timeout.
+    writer.write_all(b"GET /hello.php HTTP/1.1\r\n").unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    writer.write_all(b"Host: x\r\n\r\n").unwrap();
+    let r = common::read_response(&mut reader, false).unwrap();
+    assert_eq!(r.status, 200);
+    let started = Instant::now();
+    let mut rest = Vec::new();
+    let _ = reader.read_to_end(&mut rest);
+    let closed = started.elapsed();
+    assert!(
+        closed < Duration::from_secs(2),
+        "idle keep-alive closed after {closed:?}"
+    );
+}
+
+#[test]
 fn idle_connections_are_closed_after_the_header_timeout() {
     let server = Server::start(&http_root(), &["--header-timeout-ms", "500"]);
     // Connected, nothing sent (before protocol detection).

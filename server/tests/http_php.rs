@@ -51,6 +51,89 @@ fn status_and_headers_exactly_as_set() {
 }
 
 #[test]
+fn header_lines_that_are_not_http_and_a_scripts_content_length() {
+    let s = server();
+    let ours = |r: &RawResponse| -> Vec<(String, String)> {
+        r.headers
+            .iter()
+            .filter(|(n, _)| n.starts_with("x-") || n == "set-cookie" || n == "content-type")
+            .cloned()
+            .collect()
+    };
+    let pairs = |list: &[(&str, &str)]| -> Vec<(String, String)> {
+        list.iter()
+            .map(|(n, v)| (n.to_string(), v.to_string()))
+            .collect()
+    };
+    // Invalid lines are dropped, the others keep their order (a repeated name lists its
+    // values together, at its first place); the body is complete, so its real length
+    // replaces the script's.
+    let r = s.get("/header_edges.php");
+    assert_eq!(r.status, 200);
+    assert_eq!(r.text(), "complete");
+    assert_eq!(
+        ours(&r),
+        pairs(&[
+            ("x-first", "1"),
+            ("set-cookie", "a=1"),
+            ("set-cookie", "b=2"),
+            ("x-middle", "m"),
+            ("x-last", "z"),
+            ("content-type", "text/plain;charset=UTF-8"),
+        ]),
+        "{:?}",
+        r.headers
+    );
+    assert_eq!(r.headers_all("content-length"), ["8"], "{:?}", r.headers);
+    assert!(r.header("bad name").is_none() && r.header("x-bad-value").is_none());
+    // Streamed: the script's own Content-Length frames the body.
+    let r = s.get("/header_edges.php?stream=1");
+    assert_eq!(r.status, 200);
+    assert_eq!(r.text(), "streamed");
+    assert_eq!(r.headers_all("content-length"), ["8"], "{:?}", r.headers);
+    assert!(r.header("transfer-encoding").is_none(), "{:?}", r.headers);
+    // More lines than a response takes (16384): the rest are dropped, the response still
+    // goes out (hyper can add its own headers, `connection: close` here), the server
+    // lives on.
+    let r = s.get("/header_edges.php?many=40000");
+    assert_eq!(r.status, 200);
+    assert_eq!(r.text(), "many");
+    assert_eq!(r.header("x-n0"), Some("v"));
+    assert_eq!(r.header("x-n16383"), Some("v"));
+    assert!(r.header("x-n16384").is_none());
+    assert_eq!(r.header("connection"), Some("close"));
+    s.assert_alive();
+}
+
+#[test]
+fn content_types_as_set_request_after_request() {
+    // Each PHP thread reuses the Content-Type values it sent last (a few of them): more
+    // types than it keeps, in turns, each response still has its own.
+    let s = Server::start(&http_root(), &["--threads", "1"]);
+    let types = [
+        "text/plain",
+        "application/json",
+        "text/css",
+        "image/png",
+        "text/csv",
+        "application/xml",
+    ];
+    for round in 0..3 {
+        for t in types.iter().chain(types.iter().rev()) {
+            let r = s.get(&format!("/content_type.php?t={}", encode(t)));
+            assert_eq!(r.text(), "ok");
+            let sent = r.header("content-type").unwrap_or_default();
+            assert!(
+                sent == *t || sent.starts_with(&format!("{t};")),
+                "round {round}: asked for {t}, got {sent}"
+            );
+        }
+        let r = s.get("/content_type.php");
+        assert_eq!(r.header("content-type"), Some("text/html; charset=UTF-8"));
+    }
+}
+
+#[test]
 fn redirects_carry_location_and_status() {
     let s = server();
     let r = s.get("/redirect.php");

@@ -37,7 +37,7 @@ impl Role for Classic {
                     let job = *job;
                     let _ = state.take_job();
                     match job.request.cgi.as_ref() {
-                        Some(cgi) => slot.begin(cgi.method.as_str(), &cgi.request_uri),
+                        Some(cgi) => slot.begin(cgi.method.as_str(), cgi.request_uri()),
                         None => slot.begin("RUN", &job.request.script_filename.to_string_lossy()),
                     }
                     let outcome = sapi::run_script(job.request, &arena);

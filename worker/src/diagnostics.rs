@@ -126,10 +126,10 @@ fn register_naive(cgi: &CgiRequest, script_filename: &[u8], track_vars: *mut sys
         "PHP_SELF",
         format!("{}{}", cgi.script_name, cgi.path_info).as_bytes(),
     );
-    add("REQUEST_URI", cgi.request_uri.as_bytes());
+    add("REQUEST_URI", cgi.request_uri().as_bytes());
     add("DOCUMENT_URI", cgi.document_uri.as_bytes());
     add("DOCUMENT_ROOT", cgi.document_root.as_bytes());
-    add("QUERY_STRING", cgi.query_string.as_bytes());
+    add("QUERY_STRING", cgi.query_string().as_bytes());
     add("REQUEST_METHOD", cgi.method.as_str().as_bytes());
     add("SERVER_PROTOCOL", protocol(cgi.version).as_bytes());
     add("GATEWAY_INTERFACE", b"CGI/1.1");
@@ -233,8 +233,7 @@ pub fn browser_request(document_root: &str, script_name: &str) -> CgiRequest {
     .collect();
     CgiRequest {
         method: http::Method::GET,
-        request_uri: format!("{script_name}?foo=bar&baz=qux"),
-        query_string: "foo=bar&baz=qux".into(),
+        target: format!("{script_name}?foo=bar&baz=qux").into(),
         version: http::Version::HTTP_11,
         headers,
         remote_addr: "127.0.0.1:51234".parse().unwrap(),

@@ -7,7 +7,7 @@ use std::ffi::c_int;
 use php_sys as sys;
 
 use crate::php;
-use crate::sapi::{current_request, response_head};
+use crate::sapi::{current_request, header_lines, response_head};
 
 /// `fastcgi_finish_request(): bool`: send everything so far and end the response; the
 /// script goes on without a client.
@@ -90,21 +90,26 @@ pub unsafe extern "C" fn ferrophp_fn_response_headers(
     if !unsafe { no_arguments(execute_data) } {
         return;
     }
-    // SAFETY: SG(sapi_headers) is this thread's live header list.
-    let head = unsafe { response_head(&(*php::sapi_globals().as_ptr()).sapi_headers) };
+    // SAFETY: SG(sapi_headers) is this thread's live header list, unchanged meanwhile.
+    let headers = unsafe { &(*php::sapi_globals().as_ptr()).sapi_headers };
     // SAFETY: return_value is this call's return slot.
-    unsafe { sys::ferrophp_zval_array(return_value, head.headers.len() as u32) };
-    let mut merged: Vec<(String, Vec<u8>)> = Vec::with_capacity(head.headers.len());
-    for (name, value) in head.headers {
+    unsafe { sys::ferrophp_zval_array(return_value, headers.headers.count as u32) };
+    // Names as the script spelled them (not lower-cased as in the HTTP response), and
+    // every line PHP keeps, valid HTTP or not.
+    let mut merged: Vec<(std::borrow::Cow<str>, Vec<u8>)> =
+        Vec::with_capacity(headers.headers.count);
+    // SAFETY: as above.
+    for (name, value) in unsafe { header_lines(headers) } {
+        let name = String::from_utf8_lossy(name);
         match merged
             .iter_mut()
             .find(|(n, _)| n.eq_ignore_ascii_case(&name))
         {
             Some((_, v)) => {
                 v.extend_from_slice(b", ");
-                v.extend_from_slice(&value);
+                v.extend_from_slice(value);
             }
-            None => merged.push((name, value)),
+            None => merged.push((name, value.to_vec())),
         }
     }
     for (name, value) in merged {

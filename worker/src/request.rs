@@ -60,10 +60,8 @@ impl ScriptRequest {
 #[derive(Debug, Clone)]
 pub struct CgiRequest {
     pub method: http::Method,
-    /// The request target exactly as received (path and query), for `REQUEST_URI`.
-    pub request_uri: String,
-    /// The part after `?`, as received; empty when there is none.
-    pub query_string: String,
+    /// The request target as received: `REQUEST_URI` and `QUERY_STRING`.
+    pub target: RequestTarget,
     pub version: http::Version,
     pub headers: http::HeaderMap,
     pub remote_addr: SocketAddr,
@@ -71,7 +69,7 @@ pub struct CgiRequest {
     /// The connection is TLS (`HTTPS=on`, `REQUEST_SCHEME=https`).
     pub https: bool,
     /// `SERVER_NAME`: the Host header without port, else the configured name.
-    pub server_name: String,
+    pub server_name: ServerName,
     pub document_root: Arc<str>,
     /// URL path of the script (`/index.php`).
     pub script_name: String,
@@ -81,6 +79,114 @@ pub struct CgiRequest {
     pub document_uri: String,
     /// Configured environment variables, added to `$_SERVER` and visible to `getenv()`.
     pub env: Arc<[(CString, CString)]>,
+}
+
+impl CgiRequest {
+    /// `REQUEST_URI`: the request target exactly as received (path and query).
+    pub fn request_uri(&self) -> &str {
+        self.target.request_uri()
+    }
+
+    /// `QUERY_STRING`: the part after `?`, as received; empty when there is none.
+    pub fn query_string(&self) -> &str {
+        self.target.query_string()
+    }
+}
+
+/// A request's target (path and query). An HTTP request's `Uri` is kept as it came, so
+/// passing it on copies nothing; other callers (tests, fixtures) may give any text,
+/// including bytes a `Uri` refuses.
+#[derive(Debug, Clone)]
+pub struct RequestTarget(TargetRepr);
+
+#[derive(Debug, Clone)]
+enum TargetRepr {
+    Uri(http::Uri),
+    Text(String),
+}
+
+impl RequestTarget {
+    /// The path and query of `uri` (`/` when it has none, as for `OPTIONS *`).
+    pub fn request_uri(&self) -> &str {
+        match &self.0 {
+            TargetRepr::Uri(uri) => uri.path_and_query().map_or("/", |pq| pq.as_str()),
+            TargetRepr::Text(text) => text,
+        }
+    }
+
+    /// The part after the first `?`; empty when there is none.
+    pub fn query_string(&self) -> &str {
+        match &self.0 {
+            TargetRepr::Uri(uri) => uri.query().unwrap_or(""),
+            TargetRepr::Text(text) => text.split_once('?').map_or("", |(_, q)| q),
+        }
+    }
+}
+
+impl From<http::Uri> for RequestTarget {
+    fn from(uri: http::Uri) -> Self {
+        RequestTarget(TargetRepr::Uri(uri))
+    }
+}
+
+/// `path?query` as given, for requests that did not come as an HTTP `Uri`.
+impl From<String> for RequestTarget {
+    fn from(text: String) -> Self {
+        RequestTarget(TargetRepr::Text(text))
+    }
+}
+
+impl From<&str> for RequestTarget {
+    fn from(text: &str) -> Self {
+        RequestTarget(TargetRepr::Text(text.to_owned()))
+    }
+}
+
+/// `SERVER_NAME`: usually the request's own Host header without its port, shared with
+/// the header map instead of copied; else a name of its own (configured, or the local
+/// address).
+#[derive(Debug, Clone)]
+pub struct ServerName(NameRepr);
+
+#[derive(Debug, Clone)]
+enum NameRepr {
+    /// The first `len` bytes of a header value.
+    Prefix(http::HeaderValue, usize),
+    Name(Arc<str>),
+}
+
+impl ServerName {
+    /// The first `len` bytes of `value` (a Host header without its `:port`); all of it
+    /// when `len` is longer.
+    pub fn host_prefix(value: http::HeaderValue, len: usize) -> Self {
+        let len = len.min(value.len());
+        ServerName(NameRepr::Prefix(value, len))
+    }
+
+    pub fn as_bytes(&self) -> &[u8] {
+        match &self.0 {
+            NameRepr::Prefix(value, len) => &value.as_bytes()[..*len],
+            NameRepr::Name(name) => name.as_bytes(),
+        }
+    }
+}
+
+impl From<Arc<str>> for ServerName {
+    fn from(name: Arc<str>) -> Self {
+        ServerName(NameRepr::Name(name))
+    }
+}
+
+impl From<&str> for ServerName {
+    fn from(name: &str) -> Self {
+        ServerName(NameRepr::Name(name.into()))
+    }
+}
+
+impl From<String> for ServerName {
+    fn from(name: String) -> Self {
+        ServerName(NameRepr::Name(name.into()))
+    }
 }
 
 /// Environment variables as the C strings `$_SERVER` and `getenv()` need, shared by
@@ -96,12 +202,26 @@ pub fn env_list(vars: &[(String, String)]) -> Arc<[(CString, CString)]> {
         .collect()
 }
 
-/// Status line and headers exactly as the script set them.
+/// Status line and headers exactly as the script set them, as HTTP fields: made on the
+/// PHP thread, so the response takes them as they are. Header lines that are not valid
+/// HTTP (a name with a space, a value with a control character) were dropped, with a
+/// warning, when the head was read from PHP.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResponseHead {
     pub status: u16,
-    /// Header lines split at the first colon, in the order PHP keeps them.
-    pub headers: Vec<(String, Vec<u8>)>,
+    /// In the order PHP keeps them; a repeated name (`Set-Cookie`) keeps every value, in
+    /// order, listed with the first one (`HeaderMap`'s order, which the response has).
+    pub headers: http::HeaderMap,
+}
+
+impl Default for ResponseHead {
+    /// 200 and no header: what a script that set nothing answers.
+    fn default() -> Self {
+        ResponseHead {
+            status: 200,
+            headers: http::HeaderMap::new(),
+        }
+    }
 }
 
 /// The client went away: output can no longer be delivered.

@@ -564,10 +564,10 @@ fn fill(out: &mut Registrar<'_>, cgi: &CgiRequest, script_filename: &[u8]) {
     }
     let php_self = out.concat(&[cgi.script_name.as_bytes(), cgi.path_info.as_bytes()]);
     out.cgi(Cgi::PhpSelf, php_self);
-    out.cgi(Cgi::RequestUri, cgi.request_uri.as_bytes());
+    out.cgi(Cgi::RequestUri, cgi.request_uri().as_bytes());
     out.cgi(Cgi::DocumentUri, cgi.document_uri.as_bytes());
     out.cgi(Cgi::DocumentRoot, cgi.document_root.as_bytes());
-    out.cgi(Cgi::QueryString, cgi.query_string.as_bytes());
+    out.cgi(Cgi::QueryString, cgi.query_string().as_bytes());
     out.cgi(Cgi::RequestMethod, cgi.method.as_str().as_bytes());
     out.cgi(Cgi::ServerProtocol, protocol(cgi.version).as_bytes());
     out.cgi(Cgi::GatewayInterface, b"CGI/1.1");

@@ -517,7 +517,7 @@ impl WorkerThread<'_> {
             mut request, done, ..
         } = *job;
         match request.cgi.as_ref() {
-            Some(cgi) => self.slot.begin(cgi.method.as_str(), &cgi.request_uri),
+            Some(cgi) => self.slot.begin(cgi.method.as_str(), cgi.request_uri()),
             None => self.slot.begin("RUN", ""),
         }
         if let Some(cgi) = request.cgi.as_mut() {

@@ -60,8 +60,7 @@ fn submit(target: Target, request_secs: f64) -> Pending {
         Target::Worker(_) => {
             let root_s = root().to_string_lossy().into_owned();
             let mut cgi = browser_request(&root_s, "/stress_worker.php");
-            cgi.query_string = format!("secs={request_secs}");
-            cgi.request_uri = format!("/stress_worker.php?{}", cgi.query_string);
+            cgi.target = format!("/stress_worker.php?secs={request_secs}").into();
             cgi.headers.remove("cookie");
             let mut r =
                 ScriptRequest::new(root().join("stress_worker.php"), Box::new(sink.clone()));

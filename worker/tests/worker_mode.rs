@@ -55,9 +55,8 @@ impl Reply {
     fn header(&self, name: &str) -> Option<String> {
         self.head
             .headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| String::from_utf8_lossy(v).into_owned())
+            .get(name)
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
     }
 }
 
@@ -74,8 +73,7 @@ fn request_with_body(
 ) -> Reply {
     let sink = Arc::new(Mutex::new(BufferSink::default()));
     let mut cgi = browser_request(&root(), &format!("/{script}"));
-    cgi.request_uri = format!("/{script}?{query}");
-    cgi.query_string = query.to_string();
+    cgi.target = format!("/{script}?{query}").into();
     cgi.headers.remove("cookie");
     for (name, value) in headers {
         cgi.headers.append(

@@ -198,7 +198,7 @@ pub(super) async fn build(
             send_timeout: config.send_timeout,
             document_root,
             env,
-            server_name: config.server_name.clone(),
+            server_name: config.server_name.as_deref().map(Arc::from),
             sendfile,
         },
         router,

@@ -65,8 +65,7 @@ pub fn dump_input(engine: &Engine, cookies: &[String], query: &str, php_parser: 
             http::HeaderValue::from_bytes(c.as_bytes()).expect("header value"),
         );
     }
-    cgi.query_string = query.to_string();
-    cgi.request_uri = format!("/dump_input.php?{query}");
+    cgi.target = format!("/dump_input.php?{query}").into();
     let sink = Arc::new(Mutex::new(BufferSink::default()));
     let mut req = ScriptRequest::new(format!("{root}/dump_input.php"), Box::new(sink.clone()));
     req.cgi = Some(cgi);

@@ -276,10 +276,13 @@ where
             }
         };
 
+        // ferrophp: the timer is kept (not dropped) for the next head, which resets it
+        // instead of allocating a new one per request. Until then nothing polls it; if
+        // its deadline passes meanwhile it wakes the connection once, which finds
+        // nothing to do.
         #[cfg(feature = "server")]
         {
             self.state.h1_header_read_timeout_running = false;
-            self.state.h1_header_read_timeout_fut = None;
         }
 
         // Note: don't deconstruct `msg` into local variables, it appears
