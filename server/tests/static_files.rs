@@ -539,7 +539,7 @@ fn cached_file_over_h2c_and_tls() {
 
 #[test]
 fn cache_bounds_and_disabled() {
-    // 4 MiB in all: files up to 1 MiB are cached, a larger one streams as before.
+    // `--static-cache-mb 4`: 4 MiB in all: files up to 1 MiB are cached, a larger one streams as before.
     let small = pattern(MIB - 100, 50);
     let large = pattern(MIB + MIB / 2, 51);
     let many: Vec<Vec<u8>> = (0..8).map(|i| pattern(MIB / 2, 60 + i)).collect();
@@ -553,7 +553,11 @@ fn cache_bounds_and_disabled() {
     let named: Vec<(&str, &[u8])> = files.iter().map(|(n, b)| (n.as_str(), *b)).collect();
     let tmp = root_with(&named);
     let bounded = Server::start(tmp.path(), &["--static-cache-mb", "4"]);
-    let off = Server::start(tmp.path(), &["--static-cache-mb", "0"]);
+    // Off through the config file (TOML `static_cache_mb`), the flag's twin.
+    let conf = tempfile::tempdir().unwrap();
+    let toml = conf.path().join("ferrophp.toml");
+    std::fs::write(&toml, "static_cache_mb = 0\n").unwrap();
+    let off = Server::start(tmp.path(), &["--config", toml.to_str().unwrap()]);
     std::thread::sleep(SETTLE);
 
     let mut conn = KeepAlive::connect(bounded.addr).unwrap();
