@@ -16,20 +16,26 @@
 //! That holds only if two versions of a file can never share a ctime. The kernel stamps
 //! ctime from a clock that advances in ticks (a few ms; a whole second on filesystems
 //! with second granularity, two on FAT), so a second write in the same tick as the one
-//! we cached would go unseen. Hence [`admit`] refuses a file whose ctime is not at
-//! least [`SETTLE`] older than the clock read before its stat: any later write is then
-//! stamped with a later ctime. A file changed that recently is served by the streaming
-//! path, as it would be without the cache; it is cached once it has settled. The bytes
-//! are read between two stats of the open handle and cached only if both agree, so a
-//! write during the read is not cached either.
+//! we cached would go unseen. (Linux 6.13+ stamps a fine-grained ctime after a stat on
+//! ext4, xfs, btrfs and tmpfs, which closes this, but not older kernels or other
+//! filesystems.) Hence [`StaticCache::admit`] refuses a file whose ctime is not at least
+//! [`SETTLE`] older than the clock read before its stat: any later write is then stamped
+//! with a later ctime. A file changed that recently is served by the streaming path, as
+//! it would be without the cache; it is cached once it has settled. The bytes are read
+//! between two stats of the open handle and cached only if both agree, so a write during
+//! the read is not cached either.
 //!
 //! # Bounds
 //!
 //! Total bytes (`--static-cache-mb`, [`DEFAULT_MB`]) and one file's bytes (a quarter of
 //! the total, at most [`MAX_FILE`]): larger files stream as before. The map is
-//! `quick_cache` (sharded, CLOCK-Pro eviction weighted by bytes, reads take a shard's
-//! read lock and write nothing shared). It refuses an entry heavier than 97% of a
-//! shard, so the shard count is chosen to keep each shard above the per-file maximum.
+//! `quick_cache`: sharded, a scan-resistant Clock-PRO variant weighted by bytes (a burst
+//! of one-off files does not flush the hot ones), a hit costs a shard's read lock and
+//! bumps the entry's small use counter until it saturates; no background work, and
+//! three crates new to the lock file (moka's expiry, listeners and per-read bookkeeping
+//! queues are unused here and cost more crates). It refuses an entry heavier than 97%
+//! of a shard, so the shard count is chosen to keep each shard above the per-file
+//! maximum.
 
 use std::fs::Metadata;
 use std::os::unix::fs::MetadataExt;
