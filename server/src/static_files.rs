@@ -30,7 +30,7 @@
 //! described above. A cached body is a snapshot in our own memory, so truncating the
 //! file cannot hurt a response in flight: it completes with the bytes of the version it
 //! started with, and the next request sees the change. In `compare --only static-1mb`
-//! (wrk, 32 connections) the server's CPU per request went from 330-450 us (cache off)
+//! (wrk, 32 connections) the server's CPU per request went from 310-450 us (cache off)
 //! to 190-230 us, level with nginx's sendfile (210-240 us), at 1.03-1.96x its req/s
 //! (medians of four 3-round runs on the shared machine) and a lower p99.
 //!
