@@ -135,6 +135,11 @@ pub struct ServeArgs {
     /// 0 resolves every request afresh [default: 1000]
     #[arg(long, env = "FERROPHP_ROUTE_CACHE_MS", value_name = "MS")]
     pub route_cache_ms: Option<u64>,
+    /// Memory for whole static files kept in memory, in MiB; a file up to a quarter of it
+    /// (at most 4 MiB) is cached once unchanged for 2 s, revalidated by a stat on every
+    /// request. 0 disables it [default: 64]
+    #[arg(long, env = "FERROPHP_STATIC_CACHE_MB", value_name = "MIB")]
+    pub static_cache_mb: Option<u64>,
     /// Admin listener (GET /healthz, /readyz, /metrics, /threads; POST /workers/restart);
     /// off unless set. A bare port (`2019` or `:2019`) binds 127.0.0.1 only; another
     /// interface must be named (`0.0.0.0:2019`).
@@ -274,6 +279,7 @@ pub struct FileConfig {
     worker_memory_growth: Option<String>,
     watch: Option<Vec<String>>,
     route_cache_ms: Option<u64>,
+    static_cache_mb: Option<u64>,
     #[serde(default, deserialize_with = "deserialize_admin")]
     admin: Option<SocketAddr>,
     no_php_dirs: Option<Vec<PathBuf>>,
@@ -320,6 +326,8 @@ pub struct ServeConfig {
     pub workers: Vec<WorkerSpec>,
     pub watch: Vec<String>,
     pub route_cache: Duration,
+    /// Static file content cache, MiB (0: off).
+    pub static_cache_mb: u64,
     pub admin: Option<SocketAddr>,
     pub no_php_dirs: Vec<PathBuf>,
     pub sendfile_dir: Option<PathBuf>,
@@ -503,6 +511,13 @@ impl ServeConfig {
         if max_connections == 0 {
             return Err("max connections must be at least 1".into());
         }
+        let static_cache_mb = args
+            .static_cache_mb
+            .or(file.static_cache_mb)
+            .unwrap_or(crate::static_cache::DEFAULT_MB);
+        // The cache is process-wide and read by the static file path; a process serves
+        // the configuration it resolves (the first, should there be several).
+        crate::static_cache::configure(static_cache_mb);
         let session_gc_interval_ms = args
             .session_gc_interval_ms
             .or(file.session_gc_interval_ms)
@@ -519,6 +534,7 @@ impl ServeConfig {
             route_cache: Duration::from_millis(
                 args.route_cache_ms.or(file.route_cache_ms).unwrap_or(1000),
             ),
+            static_cache_mb,
             admin: args.admin.or(file.admin),
             metrics,
             metrics_push,
