@@ -515,9 +515,6 @@ impl ServeConfig {
             .static_cache_mb
             .or(file.static_cache_mb)
             .unwrap_or(crate::static_cache::DEFAULT_MB);
-        // The cache is process-wide and read by the static file path; a process serves
-        // the configuration it resolves (the first, should there be several).
-        crate::static_cache::configure(static_cache_mb);
         let session_gc_interval_ms = args
             .session_gc_interval_ms
             .or(file.session_gc_interval_ms)

@@ -91,6 +91,8 @@ pub(super) async fn build(
     let worker_router = WorkerRouter::new(&worker_configs, &config.workers)?;
     let worker_count = worker_configs.len();
     crate::metrics::configure(config.metrics);
+    // Process-wide, read by the static file path: the configuration this process serves.
+    crate::static_cache::configure(config.static_cache_mb);
     // The development server keeps PHP's own session defaults (files in the temporary
     // directory), as php -S does: several of them then share sessions.
     let session_ini = match dev {
