@@ -39,8 +39,8 @@ use std::thread::JoinHandle;
 
 pub use queue::{Placement, Ticket};
 pub use request::{
-    env_list, BufferSink, CgiRequest, Disconnected, RequestTarget, ResponseHead, ResponseSink,
-    ScriptOutcome, ScriptRequest, ServerName,
+    env_list, BufferSink, CgiRequest, Disconnected, EnvList, RequestTarget, ResponseHead,
+    ResponseSink, ScriptOutcome, ScriptRequest, ServerName,
 };
 pub use sapi::{LogTarget, SapiName};
 pub use spawn::DEFAULT_PHP_STACK_SIZE;

@@ -78,7 +78,7 @@ pub struct CgiRequest {
     /// Decoded, normalised request path (nginx's `$uri`).
     pub document_uri: String,
     /// Configured environment variables, added to `$_SERVER` and visible to `getenv()`.
-    pub env: Arc<[(CString, CString)]>,
+    pub env: EnvList,
 }
 
 impl CgiRequest {
@@ -189,9 +189,13 @@ impl From<String> for ServerName {
     }
 }
 
-/// Environment variables as the C strings `$_SERVER` and `getenv()` need, shared by
-/// every request. Entries containing a NUL byte cannot be expressed and are dropped.
-pub fn env_list(vars: &[(String, String)]) -> Arc<[(CString, CString)]> {
+/// Configured environment variables as the C strings `$_SERVER` and `getenv()` need,
+/// shared by every request.
+pub type EnvList = Arc<[(CString, CString)]>;
+
+/// An [`EnvList`] from names and values. Entries containing a NUL byte cannot be
+/// expressed and are dropped.
+pub fn env_list(vars: &[(String, String)]) -> EnvList {
     vars.iter()
         .filter_map(|(k, v)| {
             Some((

@@ -33,7 +33,7 @@ use bumpalo::Bump;
 use php_sys as sys;
 
 use crate::php;
-use crate::request::CgiRequest;
+use crate::request::{CgiRequest, EnvList};
 
 /// Request headers whose `HTTP_*` keys are made once at start-up, found through
 /// [`HeaderTable`]. Sorted (kept so for review). `proxy` is absent on purpose (see httpoxy
@@ -636,14 +636,14 @@ thread_local! {
 }
 
 struct ThreadEnv {
-    env: Arc<[(CString, CString)]>,
+    env: EnvList,
     keys: Vec<Option<Key>>,
     template: Option<Template>,
 }
 
 /// Runs `f` with this thread's keys and template for `env`, making them if `env` is not
 /// the environment it served last.
-fn with_thread_env<R>(env: &Arc<[(CString, CString)]>, f: impl FnOnce(&ThreadEnv) -> R) -> R {
+fn with_thread_env<R>(env: &EnvList, f: impl FnOnce(&ThreadEnv) -> R) -> R {
     THREAD_ENV.with(|cache| {
         let mut cache = cache.borrow_mut();
         match &mut *cache {
@@ -688,11 +688,11 @@ const ENV_TEMPLATE_LIMIT: usize = 16;
 const TEMPLATE_REQUEST_ROOM: usize = CGI_NAMES.len() + 32;
 
 /// Every environment's template, shared by every thread.
-static ENV_TEMPLATES: Mutex<Vec<(Arc<[(CString, CString)]>, Template)>> = Mutex::new(Vec::new());
+static ENV_TEMPLATES: Mutex<Vec<(EnvList, Template)>> = Mutex::new(Vec::new());
 
 /// The template of `env`, made on first use; None when some name has no permanent key
 /// (PHP's own path must mangle it) or the limit is reached.
-fn env_template(env: &Arc<[(CString, CString)]>, keys: &[Option<Key>]) -> Option<Template> {
+fn env_template(env: &EnvList, keys: &[Option<Key>]) -> Option<Template> {
     if keys.iter().any(Option::is_none) {
         return None;
     }

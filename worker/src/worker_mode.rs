@@ -18,7 +18,6 @@
 //! pool is `pool.rs`'s, its spawning `spawn.rs`'s.
 
 use std::cell::{Cell, RefCell};
-use std::ffi::CString;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -33,7 +32,7 @@ use crate::php;
 use crate::pool::{Exit, Pool, Role};
 use crate::queue::{Next, OnClose};
 use crate::request::{
-    CgiRequest, Disconnected, ResponseHead, ResponseSink, ScriptOutcome, ScriptRequest,
+    CgiRequest, Disconnected, EnvList, ResponseHead, ResponseSink, ScriptOutcome, ScriptRequest,
 };
 use crate::sapi::{self, PreparedRequest};
 use crate::scale::Scaling;
@@ -145,9 +144,6 @@ enum RunEnd {
     /// The script ended by itself or crashed: exit(), a fatal error, or it returned.
     Ended,
 }
-
-/// An environment list as `CgiRequest::env` holds it.
-type EnvList = Arc<[(CString, CString)]>;
 
 /// The role of a worker script's threads: what they share.
 pub(crate) struct Worker {
