@@ -52,7 +52,7 @@ pub struct PhpRunner {
     pub sendfile: Option<crate::sendfile::Sendfile>,
 }
 
-/// What may be in each pool at once ([`Engine::max_in_flight`]: about two requests per
+/// What may be in each pool at once ([`Engine::max_in_flight`]: about three requests per
 /// thread its ceiling allows; requests past the threads running now wait in the engine's
 /// queue, which is what makes an autoscaling pool grow), for the classic pool and each
 /// worker.

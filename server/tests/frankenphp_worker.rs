@@ -266,7 +266,7 @@ fn requests_waiting_too_long_for_a_worker_thread_get_503() {
     assert_eq!(server.get("/sleep.php").text(), "slept");
 }
 
-// Not in FrankenPHP: requests queue in the worker pool behind a busy thread (about two
+// Not in FrankenPHP: requests queue in the worker pool behind a busy thread (about three
 // per thread are let in). One still queued at its max_wait deadline is taken back (503) and
 // never runs later; one a thread takes before its deadline is served.
 #[test]

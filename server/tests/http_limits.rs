@@ -159,7 +159,7 @@ fn all_threads_busy_gives_503_after_max_wait() {
     server.assert_alive();
 }
 
-/// Requests wait in the pool's queue behind busy threads (the HTTP side lets about two
+/// Requests wait in the pool's queue behind busy threads (the HTTP side lets about three
 /// per thread in). One still queued at its `--max-wait-ms` deadline is taken back: it gets
 /// the 503 and must never run later, when the thread frees up. One that a thread takes
 /// before its deadline is served. (The worker pool's twin is in frankenphp_worker.rs.)

@@ -148,7 +148,8 @@ pub(super) async fn build(
         php_stack_size: config.php_stack_size,
     })
     .map_err(|e| e.to_string())?;
-    // Sized to each pool's ceiling (twice), so autoscaling has requests to grow for.
+    // Sized to each pool's ceiling (three per thread), so autoscaling has requests to
+    // grow for.
     let permits = crate::php_bridge::PoolPermits::for_engine(&engine, worker_count);
     let php_threads = engine.max_threads(worker::Target::Classic)
         + (0..worker_count)
