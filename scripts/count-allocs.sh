@@ -52,20 +52,9 @@ for f in "${functions[@]}"; do
   perf probe -q -x "$libc" -a "$group:$f=$f"
 done
 
-cp -r test-data/compare/. "$root"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-args=(serve --no-access-log --log warn --listen "127.0.0.1:$port" --root "$root" --threads 4 "$@")
-if [[ $mode == worker ]]; then
-  args+=(--worker "$root/worker.php,4")
-  url="http://127.0.0.1:$port/worker.php/hello"
-else
-  url="http://127.0.0.1:$port/hello.php"
-fi
-"$bin" "${args[@]}" >/dev/null 2>&1 &
-server=$!
-for _ in $(seq 100); do curl -fs -o /dev/null "$url" && break; sleep 0.1; done
-# Warm-up: connections, thread caches and buffers reach their steady state first.
-wrk -t2 -c32 -d1s "$url" >/dev/null
+# shellcheck source=scripts/lib/hello-server.sh
+. scripts/lib/hello-server.sh
+start_hello_server "$mode" "$bin" "$@"
 
 events=$(printf "$group:%s," "${functions[@]}")
 events=${events%,}

@@ -11,20 +11,11 @@ mode=${1:-worker}
 bin=${2:-target/release/ferrophp}
 shift $(($# < 2 ? $# : 2))
 root=$(mktemp -d)
-cp -r test-data/compare/. "$root"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-args=(serve --no-access-log --log warn --listen "127.0.0.1:$port" --root "$root" --threads 4 "$@")
-if [[ $mode == worker ]]; then
-  args+=(--worker "$root/worker.php,4")
-  url="http://127.0.0.1:$port/worker.php/hello"
-else
-  url="http://127.0.0.1:$port/hello.php"
-fi
-"$bin" "${args[@]}" >/dev/null 2>&1 &
-server=$!
-trap 'kill "$server" 2>/dev/null; wait "$server" 2>/dev/null; rm -rf "$root"' EXIT
-for _ in $(seq 100); do curl -fs -o /dev/null "$url" && break; sleep 0.1; done
-wrk -t2 -c32 -d1s "$url" >/dev/null
+server=
+trap '[[ -n $server ]] && { kill "$server" 2>/dev/null; wait "$server" 2>/dev/null; }; rm -rf "$root"' EXIT
+# shellcheck source=scripts/lib/hello-server.sh
+. scripts/lib/hello-server.sh
+start_hello_server "$mode" "$bin" "$@"
 events=context-switches,syscalls:sys_enter_futex,syscalls:sys_enter_epoll_wait
 events+=,syscalls:sys_enter_recvfrom,syscalls:sys_enter_writev,syscalls:sys_enter_mincore
 events+=,syscalls:sys_enter_timer_settime
