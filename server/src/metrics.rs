@@ -205,6 +205,37 @@ fn render_server(out: &mut String) {
         REJECTED.load(Ordering::Relaxed)
     );
 
+    if let Some(cache) = crate::static_cache::cache() {
+        let stats = cache.stats();
+        header(
+            out,
+            "ferrophp_static_cache_lookups_total",
+            "counter",
+            "Static file cache lookups: hit, miss (not cached), stale (the file changed).",
+        );
+        let _ = writeln!(
+            out,
+            "ferrophp_static_cache_lookups_total{{result=\"hit\"}} {}\n\
+             ferrophp_static_cache_lookups_total{{result=\"miss\"}} {}\n\
+             ferrophp_static_cache_lookups_total{{result=\"stale\"}} {}",
+            stats.hits, stats.misses, stats.stale
+        );
+        header(
+            out,
+            "ferrophp_static_cache_entries",
+            "gauge",
+            "Files in the static file cache.",
+        );
+        let _ = writeln!(out, "ferrophp_static_cache_entries {}", stats.entries);
+        header(
+            out,
+            "ferrophp_static_cache_bytes",
+            "gauge",
+            "Bytes the static file cache holds (bodies plus a small overhead each).",
+        );
+        let _ = writeln!(out, "ferrophp_static_cache_bytes {}", stats.bytes);
+    }
+
     let (mut threads, mut busy) = (0, 0);
     for p in &pools {
         threads += p.threads;

@@ -40,6 +40,7 @@
 use std::fs::Metadata;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, SystemTime};
 
@@ -104,10 +105,26 @@ impl quick_cache::Weighter<PathBuf, Entry> for Weigher {
     }
 }
 
-/// The bounded map and its per-file limit.
+/// The bounded map, its per-file limit, and how its lookups went.
 pub struct StaticCache {
     map: quick_cache::sync::Cache<PathBuf, Entry, Weigher>,
     max_file: u64,
+    hits: AtomicU64,
+    misses: AtomicU64,
+    stale: AtomicU64,
+}
+
+/// What the cache holds and how its lookups went since start (the `/metrics` figures).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stats {
+    pub hits: u64,
+    /// Lookups that found no entry for the path.
+    pub misses: u64,
+    /// Lookups that found an entry for a file that has changed since.
+    pub stale: u64,
+    pub entries: u64,
+    /// What the entries weigh: their bodies plus a small overhead each.
+    pub bytes: u64,
 }
 
 impl StaticCache {
@@ -137,15 +154,35 @@ impl StaticCache {
             Default::default(),
             Default::default(),
         );
-        Some(StaticCache { map, max_file })
+        Some(StaticCache {
+            map,
+            max_file,
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+            stale: AtomicU64::new(0),
+        })
     }
 
     /// The cached body of `path` if it was read with exactly the identity `meta` shows now.
     pub fn lookup(&self, path: &Path, meta: &Metadata) -> Lookup {
-        match self.map.get(path) {
-            None => Lookup::Absent,
-            Some(entry) if entry.identity == Identity::of(meta) => Lookup::Hit(entry.bytes),
-            Some(_) => Lookup::Stale,
+        let (lookup, counter) = match self.map.get(path) {
+            None => (Lookup::Absent, &self.misses),
+            Some(entry) if entry.identity == Identity::of(meta) => {
+                (Lookup::Hit(entry.bytes), &self.hits)
+            }
+            Some(_) => (Lookup::Stale, &self.stale),
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        lookup
+    }
+
+    pub fn stats(&self) -> Stats {
+        Stats {
+            hits: self.hits.load(Ordering::Relaxed),
+            misses: self.misses.load(Ordering::Relaxed),
+            stale: self.stale.load(Ordering::Relaxed),
+            entries: self.map.len() as u64,
+            bytes: self.map.weight(),
         }
     }
 
@@ -181,7 +218,7 @@ impl StaticCache {
 
     #[cfg(test)]
     pub fn weight(&self) -> u64 {
-        self.map.weight()
+        self.stats().bytes
     }
 
     #[cfg(test)]

@@ -299,6 +299,22 @@ fn read_while_serving(
 
 /// Rewrites `path` in place (no truncation, same inode), as a tool writing into the
 /// existing file does.
+/// A sample of the server's `/metrics` (admin listener), 0 when absent.
+fn metric(server: &Server, sample: &str) -> u64 {
+    let admin = server.admin_addr().expect("admin listener");
+    let body = client_builder()
+        .build()
+        .unwrap()
+        .get(format!("http://{admin}/metrics"))
+        .send()
+        .unwrap()
+        .text()
+        .unwrap();
+    body.lines()
+        .find_map(|l| l.strip_prefix(sample)?.strip_prefix(' '))
+        .map_or(0, |v| v.parse().unwrap())
+}
+
 fn rewrite_in_place(path: &Path, bytes: &[u8]) {
     let mut file = std::fs::OpenOptions::new().write(true).open(path).unwrap();
     file.write_all(bytes).unwrap();
@@ -316,7 +332,7 @@ fn cached_file_is_served_without_reading_it_and_revalidated_every_request() {
         ("c.bin", &three),
         ("gone.bin", &one),
     ]);
-    let server = Server::start(tmp.path(), &[]);
+    let server = Server::start(tmp.path(), &["--admin", "127.0.0.1:0"]);
     std::thread::sleep(SETTLE);
     let mut conn = KeepAlive::connect(server.addr).unwrap();
 
@@ -328,12 +344,28 @@ fn cached_file_is_served_without_reading_it_and_revalidated_every_request() {
     );
     let hits = read_while_serving(&server, &mut conn, "/a.bin", 10, &one);
     assert!(hits < MIB as u64 / 4, "cache hits read {hits} bytes");
+    // The metrics say the same.
+    let lookups = |result: &str| {
+        metric(
+            &server,
+            &format!("ferrophp_static_cache_lookups_total{{result=\"{result}\"}}"),
+        )
+    };
+    assert_eq!(
+        (lookups("hit"), lookups("miss"), lookups("stale")),
+        (10, 1, 0)
+    );
+    assert_eq!(metric(&server, "ferrophp_static_cache_entries"), 1);
+    assert!(metric(&server, "ferrophp_static_cache_bytes") >= MIB as u64);
 
     // Rewritten in place with the same size: the new bytes at once.
     read_while_serving(&server, &mut conn, "/b.bin", 2, &two);
     let new_two = pattern(MIB, 21);
     rewrite_in_place(&tmp.path().join("b.bin"), &new_two);
     read_while_serving(&server, &mut conn, "/b.bin", 2, &new_two);
+    // Both requests after the rewrite find the old entry changed (the new bytes are too
+    // fresh to be cached until they settle).
+    assert_eq!(lookups("stale"), 2, "the rewrite was not seen as a change");
 
     // The same, with mtime set back to what it was (`touch -r`, `cp -p`): ctime tells.
     let c = tmp.path().join("c.bin");
