@@ -382,40 +382,31 @@ pub(crate) fn register_with_arena(
         track_vars,
         table: std::ptr::null_mut(),
     };
-    // SAFETY: track_vars is the array PHP passed to register_server_variables.
-    let template = if out.keys.raw_filter {
-        with_thread_env(&cgi.env, |env| env.template)
-    } else {
-        // A filter sees each value as it is registered: no copies of unfiltered ones.
-        None
-    };
-    if let Some(template) = template {
-        // SAFETY: track_vars is the empty array PHP just made for $_SERVER (PHP reads the
-        // array back from the zval after this callback); the template is sealed.
-        unsafe { sys::ferrophp_server_start_from(track_vars, template.0) };
-    }
-    // SAFETY: track_vars is the array PHP passed to register_server_variables (or the
-    // copy that replaced it).
-    out.table = unsafe { sys::ferrophp_array(track_vars) };
-    if template.is_none() {
-        let expected = cgi.env.len() + cgi.headers.keys_len() + CGI_NAMES.len();
-        // SAFETY: sizing a live array once up front so it never rehashes.
-        unsafe { sys::zend_hash_extend(out.table, expected as u32, false) };
-        register_env(&mut out, cgi);
-    }
-    fill(&mut out, cgi, script_filename);
-}
-
-/// The environment one variable at a time (no template: a filter, or names PHP mangles).
-fn register_env(out: &mut Registrar<'_>, cgi: &CgiRequest) {
     with_thread_env(&cgi.env, |env| {
-        for ((name, value), key) in cgi.env.iter().zip(&env.keys) {
-            match key {
-                Some(key) if out.keys.raw_filter => out.insert(*key, value.as_bytes()),
-                _ => out.by_name(name.to_str().unwrap_or_default(), value.as_bytes()),
+        // A filter sees each value as it is registered: no copies of unfiltered ones.
+        let template = env.template.filter(|_| out.keys.raw_filter);
+        if let Some(template) = template {
+            // SAFETY: track_vars is the empty array PHP just made for $_SERVER (PHP reads
+            // the array back from the zval after this callback); the template is sealed.
+            unsafe { sys::ferrophp_server_start_from(track_vars, template.0) };
+        }
+        // SAFETY: track_vars is the array PHP passed to register_server_variables (or the
+        // copy that replaced it).
+        out.table = unsafe { sys::ferrophp_array(track_vars) };
+        if template.is_none() {
+            // The environment one variable at a time (a filter, or names PHP mangles).
+            let expected = cgi.env.len() + cgi.headers.keys_len() + CGI_NAMES.len();
+            // SAFETY: sizing a live array once up front so it never rehashes.
+            unsafe { sys::zend_hash_extend(out.table, expected as u32, false) };
+            for ((name, value), key) in cgi.env.iter().zip(&env.keys) {
+                match key {
+                    Some(key) if out.keys.raw_filter => out.insert(*key, value.as_bytes()),
+                    _ => out.by_name(name.to_str().unwrap_or_default(), value.as_bytes()),
+                }
             }
         }
     });
+    fill(&mut out, cgi, script_filename);
 }
 
 /// Where the fast path writes: the table, the known keys, and the arena for bytes.
