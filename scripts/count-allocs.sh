@@ -54,18 +54,14 @@ done
 
 # shellcheck source=scripts/lib/hello-server.sh
 . scripts/lib/hello-server.sh
+extra_args=("$@")
 start_hello_server "$mode" "$bin" "$@"
 
 events=$(printf "$group:%s," "${functions[@]}")
 events=${events%,}
 alloc_events=${events%,"$group":free}
 if ((callers == 0)); then
-  perf stat -x, -e "$events" -p "$server" -o "$root/stat.csv" -- sleep 4 &
-  stat=$!
-  sleep 0.3
-  requests=$(wrk -t2 -c32 -d3s "$url" | awk '/requests in/ {print $1}')
-  wait "$stat"
-  echo "$mode $(basename "$bin") $*: $requests requests"
+  count_under_load "$events"
   awk -F, -v n="$requests" -v g="$group:" '$1 ~ /^[0-9]+$/ {
       name = $3; sub(g, "", name)
       printf "  %-16s %8.2f per request\n", name, $1 / n

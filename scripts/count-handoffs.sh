@@ -15,14 +15,10 @@ server=
 trap '[[ -n $server ]] && { kill "$server" 2>/dev/null; wait "$server" 2>/dev/null; }; rm -rf "$root"' EXIT
 # shellcheck source=scripts/lib/hello-server.sh
 . scripts/lib/hello-server.sh
+extra_args=("$@")
 start_hello_server "$mode" "$bin" "$@"
 events=context-switches,syscalls:sys_enter_futex,syscalls:sys_enter_epoll_wait
 events+=,syscalls:sys_enter_recvfrom,syscalls:sys_enter_writev,syscalls:sys_enter_mincore
 events+=,syscalls:sys_enter_timer_settime
-perf stat -x, -e "$events" -p "$server" -o "$root/stat.csv" -- sleep 4 &
-stat=$!
-sleep 0.3
-requests=$(wrk -t2 -c32 -d3s "$url" | awk '/requests in/ {print $1}')
-wait "$stat"
-echo "$mode $(basename "$bin") $*: $requests requests"
+count_under_load "$events"
 awk -F, -v n="$requests" '$1 ~ /^[0-9]+$/ {printf "  %-36s %6.2f per request\n", $3, $1 / n}' "$root/stat.csv"

@@ -1,5 +1,5 @@
 # Sourced by the per-request counting scripts (count-handoffs.sh, count-allocs.sh): the one
-# way they start the server they measure.
+# way they start the server they measure and count events under load.
 #
 # start_hello_server MODE BINARY [extra ferrophp args...]
 #   Serves a copy of test-data/compare in $root (made if unset) with BINARY, 4 PHP threads
@@ -25,4 +25,17 @@ start_hello_server() {
   server=$!
   for _ in $(seq 100); do curl -fs -o /dev/null "$url" && break; sleep 0.1; done
   wrk -t2 -c32 -d1s "$url" >/dev/null
+}
+
+# count_under_load EVENTS
+#   `perf stat` of EVENTS (comma-separated) on $server while wrk loads $url for 3 s;
+#   writes $root/stat.csv (perf's -x, format), sets requests (what wrk completed) and
+#   prints the heading line. Call after start_hello_server.
+count_under_load() {
+  perf stat -x, -e "$1" -p "$server" -o "$root/stat.csv" -- sleep 4 &
+  local stat=$!
+  sleep 0.3
+  requests=$(wrk -t2 -c32 -d3s "$url" | awk '/requests in/ {print $1}')
+  wait "$stat"
+  echo "$mode $(basename "$bin") ${extra_args[*]}: $requests requests"
 }
