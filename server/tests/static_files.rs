@@ -89,16 +89,14 @@ fn multi_mib_file_over_http1_keep_alive() {
     assert_eq!(r.body, b"Hello, World!");
 }
 
-#[test]
-fn multi_mib_file_over_h2c_and_tls() {
-    let len = 3 * MIB + 777;
-    let data = pattern(len, 2);
-    let tmp = root_with(&[("big.bin", &data)]);
+/// A plain and a TLS server of `root` (self-signed; the certificates' directory is kept
+/// with them).
+fn plain_and_tls(root: &Path) -> (Server, Server, tempfile::TempDir) {
     let certs = tempfile::tempdir().unwrap();
     let (cert, key) = common::self_signed(certs.path());
-    let plain = Server::start(tmp.path(), &[]);
+    let plain = Server::start(root, &[]);
     let tls = Server::start(
-        tmp.path(),
+        root,
         &[
             "--tls-cert",
             cert.to_str().unwrap(),
@@ -106,6 +104,15 @@ fn multi_mib_file_over_h2c_and_tls() {
             key.to_str().unwrap(),
         ],
     );
+    (plain, tls, certs)
+}
+
+/// Clients for h2c (prior knowledge), h2 over TLS and HTTP/1.1 over TLS.
+fn protocol_clients() -> (
+    reqwest::blocking::Client,
+    reqwest::blocking::Client,
+    reqwest::blocking::Client,
+) {
     let h2c = client_builder().http2_prior_knowledge().build().unwrap();
     let h2 = client_builder().use_rustls_tls().build().unwrap();
     let tls_h1 = client_builder()
@@ -113,6 +120,16 @@ fn multi_mib_file_over_h2c_and_tls() {
         .http1_only()
         .build()
         .unwrap();
+    (h2c, h2, tls_h1)
+}
+
+#[test]
+fn multi_mib_file_over_h2c_and_tls() {
+    let len = 3 * MIB + 777;
+    let data = pattern(len, 2);
+    let tmp = root_with(&[("big.bin", &data)]);
+    let (plain, tls, _certs) = plain_and_tls(tmp.path());
+    let (h2c, h2, tls_h1) = protocol_clients();
     for (what, client, server, version) in [
         ("h2c", &h2c, &plain, reqwest::Version::HTTP_2),
         ("h2 over TLS", &h2, &tls, reqwest::Version::HTTP_2),
@@ -524,26 +541,9 @@ fn cached_file_over_h2c_and_tls() {
     let len = MIB + 99;
     let data = pattern(len, 40);
     let tmp = root_with(&[("c.bin", &data)]);
-    let certs = tempfile::tempdir().unwrap();
-    let (cert, key) = common::self_signed(certs.path());
-    let plain = Server::start(tmp.path(), &[]);
-    let tls = Server::start(
-        tmp.path(),
-        &[
-            "--tls-cert",
-            cert.to_str().unwrap(),
-            "--tls-key",
-            key.to_str().unwrap(),
-        ],
-    );
+    let (plain, tls, _certs) = plain_and_tls(tmp.path());
     std::thread::sleep(SETTLE);
-    let h2c = client_builder().http2_prior_knowledge().build().unwrap();
-    let h2 = client_builder().use_rustls_tls().build().unwrap();
-    let tls_h1 = client_builder()
-        .use_rustls_tls()
-        .http1_only()
-        .build()
-        .unwrap();
+    let (h2c, h2, tls_h1) = protocol_clients();
     for (what, client, server) in [
         ("h2c", &h2c, &plain),
         ("h2 over TLS", &h2, &tls),
