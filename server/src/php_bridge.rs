@@ -21,7 +21,7 @@ use hyper::body::{Frame, Incoming};
 use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
 use worker::{
     CgiRequest, Disconnected, Engine, Placement, ResponseHead, ResponseSink, ScriptRequest,
-    ServerName, Target,
+    ServerName, Target, STALLED_AFTER,
 };
 
 use crate::body::{self, ResponseBody};
@@ -257,17 +257,26 @@ impl PhpRunner {
         let mut reply_rx = reply_rx;
         let reply = match placement {
             Placement::Running => reply_rx.await,
-            // Queued behind busy threads: the timer is armed only now, and at the deadline
-            // the request leaves the queue unless a thread has taken it meanwhile.
+            // Queued behind busy threads: the timers are armed only now. If it is still
+            // queued after STALLED_AFTER, the pool looks again whether its running threads
+            // stalled (and an idle one should take it); at the deadline the request leaves
+            // the queue unless a thread has taken it meanwhile.
             Placement::Queued(ticket) => {
                 let deadline = wait_started.unwrap_or_else(Instant::now) + self.max_wait;
-                match tokio::time::timeout_at(deadline.into(), &mut reply_rx).await {
+                let nudge_at = (Instant::now() + STALLED_AFTER).min(deadline);
+                match tokio::time::timeout_at(nudge_at.into(), &mut reply_rx).await {
                     Ok(reply) => reply,
-                    Err(_) if self.engine.withdraw(target, ticket) => {
-                        crate::metrics::thread_wait_timed_out();
-                        return Some(all_threads_busy());
+                    Err(_) => {
+                        self.engine.nudge(target);
+                        match tokio::time::timeout_at(deadline.into(), &mut reply_rx).await {
+                            Ok(reply) => reply,
+                            Err(_) if self.engine.withdraw(target, ticket) => {
+                                crate::metrics::thread_wait_timed_out();
+                                return Some(all_threads_busy());
+                            }
+                            Err(_) => reply_rx.await,
+                        }
                     }
-                    Err(_) => reply_rx.await,
                 }
             }
         };

@@ -308,6 +308,20 @@ fn a_queued_worker_request_that_gave_up_never_runs_and_one_taken_in_time_is_serv
     });
 }
 
+// Not in FrankenPHP: the worker pool lets only about as many threads compute at once as
+// there are CPUs and queues the rest for them; threads blocked in usleep must not count.
+// Eight requests sleeping 600 ms on eight worker threads run side by side (the classic
+// twin is in http_limits.rs).
+#[test]
+fn worker_requests_blocked_in_php_run_side_by_side_whatever_the_cpu_count() {
+    let server = worker("sleep.php", 8, &[], &[]);
+    let took = common::side_by_side(8, || server.get("/sleep.php?ms=600"));
+    assert!(
+        took < Duration::from_millis(1100),
+        "8 sleeps of 600 ms on 8 worker threads took {took:?}"
+    );
+}
+
 // Caddy's TestOpcacheReset, scaled to this machine: opcache_reset() from classic pages
 // while worker and classic threads compile and run scripts; every request answers. A real
 // reset crashed the server at the next worker request (OPcache frees the compiled code the

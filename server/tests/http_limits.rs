@@ -475,3 +475,19 @@ fn unread_request_body_is_never_parsed_as_the_next_request() {
     }
     server.assert_alive();
 }
+
+/// A pool lets only about as many threads compute at once as there are CPUs, and queues
+/// the rest for them (worker/src/queue.rs); a thread blocked in `usleep` (or on a
+/// database) must not count. Eight requests sleeping 600 ms on eight threads run side by
+/// side: all answered in well under two sleeps, however few CPUs the machine has.
+/// (The worker pool's twin is in frankenphp_worker.rs.)
+#[test]
+fn requests_blocked_in_php_run_side_by_side_whatever_the_cpu_count() {
+    let server = Server::start(&http_root(), &["--threads", "8"]);
+    let took = common::side_by_side(8, || server.get("/sleep.php?ms=600"));
+    assert!(
+        took < Duration::from_millis(1100),
+        "8 sleeps of 600 ms on 8 threads took {took:?}"
+    );
+    server.assert_alive();
+}

@@ -37,7 +37,7 @@ mod worker_mode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 
-pub use queue::{Placement, Ticket};
+pub use queue::{Placement, Ticket, STALLED_AFTER};
 pub use request::{
     env_list, BufferSink, CgiRequest, Disconnected, EnvList, RequestTarget, ResponseHead,
     ResponseSink, ScriptOutcome, ScriptRequest, ServerName,
@@ -339,6 +339,15 @@ impl Engine {
         self.queue(target)?
             .push(job::Job::new(request, None))
             .ok_or(EngineStopped)
+    }
+
+    /// For a request still queued [`STALLED_AFTER`] after `dispatch`: hands the pool's
+    /// front job to an idle thread if the running threads have stalled since (blocked or
+    /// on long requests), as the next `dispatch` would. Never blocks.
+    pub fn nudge(&self, target: Target) {
+        if let Ok(queue) = self.queue(target) {
+            queue.nudge();
+        }
     }
 
     /// Takes a queued request back before any thread has taken it (its caller stopped

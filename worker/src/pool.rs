@@ -78,7 +78,7 @@ impl<R: Role> Pool<R> {
         let pool = Arc::new_cyclic(|me| Pool {
             me: me.clone(),
             role,
-            queue: JobQueue::new(stats.clone()),
+            queue: JobQueue::new(stats.clone(), scale::cpus()),
             stats,
             scaling,
             members: Mutex::new(Members {

@@ -7,6 +7,16 @@
 //!
 //! Not a spinning channel on purpose: PHP threads outnumber cores, and a receiver that
 //! spins or yields before sleeping steals the CPU from the threads that would feed it.
+//!
+//! For the same reason a job does not always wake an idle thread: while as many threads as
+//! the process has CPUs hold jobs they started less than [`STALLED_AFTER`] ago (they are
+//! computing, not waiting on a database or `sleep`), a new job queues and the next of
+//! them to finish takes it without sleeping. Waking a third thread on two busy CPUs only
+//! preempts the I/O threads that feed the pool, and costs a sleep and a wake per job
+//! (measured in `scripts/count-handoffs.sh`). A job held longer than `STALLED_AFTER` no
+//! longer counts, so slow or blocked requests never hold the others back for more than
+//! that; [`JobQueue::nudge`] applies the same rule when nothing else happens (the HTTP
+//! side calls it for a job still queued after `STALLED_AFTER`).
 //! A waiting thread also wakes for an order to it (`wake_all`: its state changed, see
 //! `thread_state.rs`), for `close` (stop), or when it has been idle long enough to retire.
 //!
@@ -24,11 +34,17 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 use crate::job::Job;
 use crate::observe::PoolStats;
+
+/// How long a thread's job counts as computing against the pool's limit of running
+/// threads; past it the thread is taken to be blocked (I/O, `sleep`, a lock) or on a
+/// heavy request, and another thread may start. Hello world runs in ~5 us, a framework
+/// page in ~50 us: well under it.
+pub const STALLED_AFTER: Duration = Duration::from_micros(250);
 
 pub(crate) struct JobQueue {
     state: Mutex<State>,
@@ -40,6 +56,11 @@ pub(crate) struct JobQueue {
     /// it once, not per job).
     watcher_poked: AtomicBool,
     stats: Arc<PoolStats>,
+    /// How many threads may compute at once before new jobs queue for them instead of
+    /// waking an idle thread: the CPUs this process may use.
+    running_limit: usize,
+    /// [`STALLED_AFTER`] (tests shorten or lengthen it).
+    stalled_after: Duration,
 }
 
 struct State {
@@ -51,6 +72,51 @@ struct State {
     closed: bool,
     /// Threads blocked in `next`, the most recently idle last.
     idle: Vec<Arc<Waiter>>,
+    /// Threads holding a job, each with the moment it got it. Weak: a thread that exits
+    /// holding its job (a crash) is pruned once its waiter is gone.
+    running: Vec<(Weak<Waiter>, Instant)>,
+}
+
+impl State {
+    /// True when a job may go to an idle thread now: fewer than `limit` running threads
+    /// got their job less than `stalled_after` ago.
+    fn may_start_another(&mut self, limit: usize, stalled_after: Duration) -> bool {
+        if self.running.len() < limit {
+            return true;
+        }
+        let now = Instant::now();
+        self.running.retain(|(waiter, _)| waiter.strong_count() > 0);
+        let computing = self
+            .running
+            .iter()
+            .filter(|(_, since)| now.saturating_duration_since(*since) < stalled_after)
+            .count();
+        computing < limit
+    }
+
+    /// Hands `job` to the most recently idle thread, counted as running; gives the job
+    /// back when no thread is idle.
+    fn hand_to_idle(&mut self, job: Box<Job>) -> Result<Arc<Waiter>, Box<Job>> {
+        let Some(waiter) = self.idle.pop() else {
+            return Err(job);
+        };
+        *waiter.handoff.lock().unwrap() = Some(job);
+        self.running.push((Arc::downgrade(&waiter), Instant::now()));
+        Ok(waiter)
+    }
+
+    /// Counts the calling thread as running from now.
+    fn runs(&mut self, me: &Arc<Waiter>) {
+        self.running.push((Arc::downgrade(me), Instant::now()));
+    }
+
+    /// The calling thread is back for its next job: no longer running.
+    fn returned(&mut self, me: &Arc<Waiter>) {
+        let me = Arc::as_ptr(me);
+        if let Some(at) = self.running.iter().position(|(w, _)| w.as_ptr() == me) {
+            self.running.swap_remove(at);
+        }
+    }
 }
 
 /// A thread blocked in `next`: how to wake it, and the job handed to it.
@@ -112,33 +178,52 @@ pub(crate) enum OnClose {
 }
 
 impl JobQueue {
-    pub(crate) fn new(stats: Arc<PoolStats>) -> JobQueue {
+    /// A queue whose jobs wake idle threads while fewer than `running_limit` threads
+    /// compute (see the module doc).
+    pub(crate) fn new(stats: Arc<PoolStats>, running_limit: usize) -> JobQueue {
+        JobQueue::with_stall(stats, running_limit, STALLED_AFTER)
+    }
+
+    fn with_stall(
+        stats: Arc<PoolStats>,
+        running_limit: usize,
+        stalled_after: Duration,
+    ) -> JobQueue {
         JobQueue {
             state: Mutex::new(State {
                 jobs: VecDeque::new(),
                 next_ticket: 1,
                 closed: false,
                 idle: Vec::new(),
+                running: Vec::new(),
             }),
             closed_changed: Condvar::new(),
             watcher: OnceLock::new(),
             watcher_poked: AtomicBool::new(false),
             stats,
+            running_limit: running_limit.max(1),
+            stalled_after,
         }
     }
 
-    /// Hands a job to the most recently idle thread, or queues it when none is idle;
-    /// None when the queue is closed (the job is dropped).
-    pub(crate) fn push(&self, mut job: Box<Job>) -> Option<Placement> {
+    /// Hands a job to the most recently idle thread, or queues it when none is idle or
+    /// the running threads already use every CPU; None when the queue is closed (the job
+    /// is dropped).
+    pub(crate) fn push(&self, job: Box<Job>) -> Option<Placement> {
         let mut state = self.state.lock().unwrap();
         if state.closed {
             return None;
         }
-        if let Some(waiter) = state.idle.pop() {
-            *waiter.handoff.lock().unwrap() = Some(job);
-            drop(state);
-            waiter.wake();
-            return Some(Placement::Running);
+        let mut job = job;
+        if state.may_start_another(self.running_limit, self.stalled_after) {
+            match state.hand_to_idle(job) {
+                Ok(waiter) => {
+                    drop(state);
+                    waiter.wake();
+                    return Some(Placement::Running);
+                }
+                Err(back) => job = back,
+            }
         }
         let ticket = state.next_ticket;
         state.next_ticket += 1;
@@ -146,10 +231,40 @@ impl JobQueue {
         job.queued_at = Some(Instant::now());
         state.jobs.push_back(job);
         self.stats.set_queued(state.jobs.len());
+        let none_idle = state.idle.is_empty();
         drop(state);
         // No idle thread: the autoscaler may want to know.
-        self.poke_watcher();
+        if none_idle {
+            self.poke_watcher();
+        }
         Some(Placement::Queued(Ticket(ticket)))
+    }
+
+    /// Gives the front queued job to an idle thread if the running threads have stalled
+    /// (see [`STALLED_AFTER`]): for a job that stayed queued that long while no push or
+    /// finished job looked again. True when a job was handed over.
+    pub(crate) fn nudge(&self) -> bool {
+        let mut state = self.state.lock().unwrap();
+        if state.jobs.is_empty()
+            || state.idle.is_empty()
+            || !state.may_start_another(self.running_limit, self.stalled_after)
+        {
+            return false;
+        }
+        let Some(job) = self.pop_queued(&mut state) else {
+            return false;
+        };
+        match state.hand_to_idle(job) {
+            Ok(waiter) => {
+                drop(state);
+                waiter.wake();
+                true
+            }
+            Err(job) => {
+                state.jobs.push_front(job);
+                false
+            }
+        }
     }
 
     /// Takes back a queued job no thread has taken yet (its submitter gave up waiting);
@@ -182,14 +297,17 @@ impl JobQueue {
 
     /// Puts back a job a thread took but cannot serve (an order reached it first), ahead
     /// of the others, as it was.
-    pub(crate) fn push_front(&self, mut job: Box<Job>) {
+    pub(crate) fn push_front(&self, job: Box<Job>) {
         let mut state = self.state.lock().unwrap();
-        if let Some(waiter) = state.idle.pop() {
-            *waiter.handoff.lock().unwrap() = Some(job);
-            drop(state);
-            waiter.wake();
-            return;
-        }
+        let job = match state.hand_to_idle(job) {
+            Ok(waiter) => {
+                drop(state);
+                waiter.wake();
+                return;
+            }
+            Err(job) => job,
+        };
+        let mut job = job;
         // Its ticket stays valid: its submitter may still withdraw it.
         job.queued_at = Some(Instant::now());
         state.jobs.push_front(job);
@@ -229,12 +347,15 @@ impl JobQueue {
         let deadline = idle_timeout.map(|t| Instant::now() + t);
         WAITER.with(|me| loop {
             let mut state = self.state.lock().unwrap();
+            state.returned(me);
             // After a wake without a job (an order, a late wake from an earlier round)
             // this thread may still be listed: never twice.
             if let Some(at) = state.idle.iter().position(|w| Arc::ptr_eq(w, me)) {
                 state.idle.remove(at);
             }
             if let Some(job) = me.handoff.lock().unwrap().take() {
+                // Handed over while this thread was listed idle (counted then): it runs.
+                state.runs(me);
                 return Next::Job(job);
             }
             if state.closed && on_close == OnClose::Stop {
@@ -244,6 +365,7 @@ impl JobQueue {
                 return Next::Interrupted;
             }
             if let Some(job) = self.pop_queued(&mut state) {
+                state.runs(me);
                 return Next::Job(job);
             }
             if state.closed {
@@ -322,9 +444,10 @@ impl JobQueue {
 mod tests {
     use super::*;
     use crate::request::{BufferSink, ScriptRequest};
+    use std::sync::mpsc;
 
     fn queue() -> JobQueue {
-        JobQueue::new(PoolStats::register("queue-test".into(), false))
+        JobQueue::new(PoolStats::register("queue-test".into(), false), usize::MAX)
     }
 
     /// A job whose script name says which it is.
@@ -404,5 +527,100 @@ mod tests {
         assert_eq!(waiter.join().unwrap(), "now");
         q.close();
         assert_eq!(q.push(job("late")), None);
+    }
+
+    /// A thread that takes jobs until the queue closes: reports each job's name, then
+    /// holds it until told to go on.
+    fn taker(q: &Arc<JobQueue>) -> (mpsc::Receiver<String>, mpsc::Sender<()>) {
+        let (took, jobs) = mpsc::channel();
+        let (go_on, release) = mpsc::channel::<()>();
+        let q = q.clone();
+        std::thread::spawn(move || {
+            while let Next::Job(job) = q.next(OnClose::Stop, &|| false, None) {
+                took.send(name(&job)).unwrap();
+                if release.recv().is_err() {
+                    return;
+                }
+            }
+        });
+        (jobs, go_on)
+    }
+
+    fn idle_threads(q: &JobQueue) -> usize {
+        q.state.lock().unwrap().idle.len()
+    }
+
+    fn wait_idle(q: &JobQueue, n: usize) {
+        while idle_threads(q) < n {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    #[test]
+    fn while_the_running_threads_compute_a_job_waits_for_them_instead_of_waking_another() {
+        // One CPU's worth of running threads, and jobs never stall.
+        let q = Arc::new(JobQueue::with_stall(
+            PoolStats::register("queue-test".into(), false),
+            1,
+            Duration::from_secs(3600),
+        ));
+        let takers = [taker(&q), taker(&q)];
+        wait_idle(&q, 2);
+        assert_eq!(q.push(job("a")), Some(Placement::Running));
+        let holder = loop {
+            if let Some(at) = takers.iter().position(|(jobs, _)| jobs.try_recv().is_ok()) {
+                break at;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        };
+        let other = 1 - holder;
+        // A thread is idle, but the running one computes: b waits, and a nudge changes
+        // nothing.
+        queued(q.push(job("b")));
+        assert!(!q.nudge());
+        assert_eq!(idle_threads(&q), 1);
+        // The running thread takes it when it is done with a, without the idle one.
+        takers[holder].1.send(()).unwrap();
+        assert_eq!(takers[holder].0.recv().unwrap(), "b");
+        assert!(takers[other].0.try_recv().is_err());
+        assert_eq!(idle_threads(&q), 1);
+        q.close();
+    }
+
+    #[test]
+    fn a_job_held_past_the_stall_time_no_longer_holds_the_queue_back() {
+        let q = Arc::new(JobQueue::with_stall(
+            PoolStats::register("queue-test".into(), false),
+            1,
+            Duration::from_millis(20),
+        ));
+        let (jobs_1, _go_1) = taker(&q);
+        let (jobs_2, _go_2) = taker(&q);
+        wait_idle(&q, 2);
+        let started = Instant::now();
+        assert_eq!(q.push(job("a")), Some(Placement::Running));
+        let ticket = q.push(job("b"));
+        std::thread::sleep(Duration::from_millis(30));
+        match ticket {
+            // Pushed within the stall time (as almost always): queued, and the nudge
+            // after it hands it to the idle thread.
+            Some(Placement::Queued(_)) => assert!(q.nudge(), "a stalled pool was not nudged"),
+            // A machine so slow that a had stalled already: b went to the idle thread.
+            other => {
+                assert_eq!(other, Some(Placement::Running));
+                assert!(started.elapsed() >= Duration::from_millis(20));
+            }
+        }
+        let mut names = vec![
+            jobs_1.recv_timeout(Duration::from_secs(5)).unwrap(),
+            jobs_2.recv_timeout(Duration::from_secs(5)).unwrap(),
+        ];
+        names.sort();
+        assert_eq!(names, ["a", "b"]);
+        // Both held past the stall time: a third job goes straight to a thread... none is
+        // idle, so it queues; nothing to nudge it to.
+        queued(q.push(job("c")));
+        assert!(!q.nudge());
+        q.close();
     }
 }

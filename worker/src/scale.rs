@@ -27,6 +27,11 @@ pub(crate) const MAX_CPU_FOR_SCALING: f64 = 0.8;
 /// How often a saturated pool looks again while its queue stays non-empty.
 const SATURATED_RECHECK: Duration = Duration::from_millis(20);
 
+/// The CPUs this process may use (affinity and cgroup quota included).
+pub(crate) fn cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
 /// How many threads a pool runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Scaling {
@@ -111,7 +116,7 @@ pub(crate) fn watch(pool: Weak<dyn Grow>, name: String) {
         Some(p) => p.queue().set_watcher(),
         None => return,
     }
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cpus = cpus();
     loop {
         std::thread::park_timeout(Duration::from_secs(1));
         let Some(p) = pool.upgrade() else { return };

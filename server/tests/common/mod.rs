@@ -451,6 +451,20 @@ pub fn serves_hello_again(addr: SocketAddr, timeout: Duration) -> bool {
     })
 }
 
+/// Sends `n` requests at once with `request` (each on its own thread) and returns how long
+/// the slowest took; every answer must be a 200.
+pub fn side_by_side(n: usize, request: impl Fn() -> RawResponse + Sync) -> Duration {
+    let started = Instant::now();
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..n).map(|_| s.spawn(&request)).collect();
+        for handle in handles {
+            let r = handle.join().unwrap();
+            assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+        }
+    });
+    started.elapsed()
+}
+
 pub fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + timeout;
     loop {
