@@ -42,9 +42,12 @@ use crate::observe::PoolStats;
 
 /// How long a thread's job counts as computing against the pool's limit of running
 /// threads; past it the thread is taken to be blocked (I/O, `sleep`, a lock) or on a
-/// heavy request, and another thread may start. Hello world runs in ~5 us, a framework
-/// page in ~50 us: well under it.
-pub const STALLED_AFTER: Duration = Duration::from_micros(250);
+/// heavy request, and another thread may start. A job that has run this long pays for
+/// waking another thread (a futex wake and a context switch, 5-10 us on a VM), so only
+/// the shortest requests (hello world: ~5 us of PHP) wait for a running thread. 250 us
+/// also kept pages of ~50 us on the running threads, and made them 5-10% slower
+/// (docs/benchmarks.md).
+pub const STALLED_AFTER: Duration = Duration::from_micros(50);
 
 pub(crate) struct JobQueue {
     state: Mutex<State>,
