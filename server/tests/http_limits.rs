@@ -491,3 +491,49 @@ fn requests_blocked_in_php_run_side_by_side_whatever_the_cpu_count() {
     );
     server.assert_alive();
 }
+
+/// PHP threads run as SCHED_BATCH (no wakeup preemption: a woken PHP thread does not
+/// preempt the I/O thread that handed it a job; see worker/src/spawn.rs), in both modes
+/// and whatever started them; the I/O threads stay in the normal class.
+#[test]
+fn php_threads_are_batch_threads_and_io_threads_are_not() {
+    const SCHED_OTHER: &str = "0";
+    const SCHED_BATCH: &str = "3";
+    let worker = format!(
+        "{},2",
+        http_root().join("../frankenphp/dual/sleep.php").display()
+    );
+    let server = Server::start(&http_root(), &["--worker", worker.as_str()]);
+    let v = json(&server.get("/sched.php").body);
+    assert_eq!(v["policy"], 3, "the classic thread that ran it: {v}");
+    // Every thread by name: classic (php-N), worker (php-worker-N), tokio's.
+    let mut seen = std::collections::BTreeMap::new();
+    for task in std::fs::read_dir(format!("/proc/{}/task", server.pid())).unwrap() {
+        let task = task.unwrap().path();
+        let name = std::fs::read_to_string(task.join("comm")).unwrap_or_default();
+        let stat = std::fs::read_to_string(task.join("stat")).unwrap_or_default();
+        let Some(after) = stat.rfind(')').map(|at| &stat[at + 2..]) else {
+            continue;
+        };
+        let policy = after.split(' ').nth(38).unwrap_or("?").to_string();
+        seen.insert(name.trim().to_string(), policy);
+    }
+    let php: Vec<_> = seen
+        .iter()
+        .filter(|(n, _)| n.starts_with("php-") && *n != "php-main")
+        .collect();
+    assert!(
+        php.iter().any(|(n, _)| n.starts_with("php-worker")),
+        "{seen:?}"
+    );
+    assert!(
+        php.iter().all(|(_, p)| p.as_str() == SCHED_BATCH),
+        "{seen:?}"
+    );
+    assert!(
+        seen.iter()
+            .filter(|(n, _)| n.starts_with("tokio"))
+            .all(|(_, p)| p.as_str() == SCHED_OTHER),
+        "{seen:?}"
+    );
+}

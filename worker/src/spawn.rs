@@ -28,6 +28,32 @@ pub(crate) fn set_php_stack_size(bytes: usize) {
     PHP_STACK_SIZE.store(bytes, Ordering::Relaxed);
 }
 
+/// Puts the calling PHP thread in Linux's `SCHED_BATCH` class: same priority and share
+/// of CPU time, but no wakeup preemption. Programs PHP starts inherit it (the kernel's
+/// reset-on-fork flag only undoes real-time classes), which changes nothing for them but
+/// that same preemption rule.
+///
+/// Why: an I/O thread that hands a job to a sleeping PHP thread wakes it; as a normal
+/// thread the woken one preempted that I/O thread at once on a busy machine, so the I/O
+/// thread stopped feeding the pool and answering clients in the middle of its batch of
+/// events, and the PHP thread, soon out of work, slept again. As a batch thread it runs
+/// when a CPU comes free (at once when one is idle). Measured in docs/benchmarks.md
+/// (tokio threads' preemptions 0.36 -> 0.12 per hello-world request). Failure (a
+/// seccomp profile that forbids it) leaves the thread as it was.
+fn schedule_as_batch() {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: sched_setscheduler reads `param` (a valid, initialised struct that outlives
+    // the call) and changes only the calling thread (pid 0) in the kernel; no memory of
+    // ours is written.
+    let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_BATCH, &param) };
+    if rc != 0 {
+        tracing::debug!(
+            "PHP thread stays in the normal scheduling class: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+}
+
 /// Spawns a PHP thread named `name` in the pool `stats` describes. Its [`Slot`] (state
 /// machine and counters) exists before the thread runs, so the pool can give it orders
 /// at once; `body` runs attached to PHP and registered, and the thread ends in
@@ -44,6 +70,7 @@ pub(crate) fn spawn(
         .spawn({
             let slot = slot.clone();
             move || {
+                schedule_as_batch();
                 sapi::attach_thread();
                 let registered = observe::enter(&slot);
                 body(&slot);
