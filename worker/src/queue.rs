@@ -97,20 +97,16 @@ impl State {
         computing < limit
     }
 
-    /// Hands `job` to the most recently idle thread, counted as running; gives the job
-    /// back when no thread is idle.
-    fn hand_to_idle(&mut self, job: Box<Job>) -> Result<Arc<Waiter>, Box<Job>> {
-        let Some(waiter) = self.idle.pop() else {
-            return Err(job);
-        };
+    /// Hands `job` to `waiter` (just taken off the idle list), counted as running from
+    /// now; the caller wakes it once the lock is released.
+    fn start(&mut self, waiter: &Arc<Waiter>, job: Box<Job>) {
         *waiter.handoff.lock().unwrap() = Some(job);
-        self.running.push((Arc::downgrade(&waiter), Instant::now()));
-        Ok(waiter)
+        self.runs(waiter);
     }
 
-    /// Counts the calling thread as running from now.
-    fn runs(&mut self, me: &Arc<Waiter>) {
-        self.running.push((Arc::downgrade(me), Instant::now()));
+    /// Counts `waiter`'s thread as running from now.
+    fn runs(&mut self, waiter: &Arc<Waiter>) {
+        self.running.push((Arc::downgrade(waiter), Instant::now()));
     }
 
     /// The calling thread is back for its next job: no longer running.
@@ -212,20 +208,17 @@ impl JobQueue {
     /// Hands a job to the most recently idle thread, or queues it when none is idle or
     /// the running threads already use every CPU; None when the queue is closed (the job
     /// is dropped).
-    pub(crate) fn push(&self, job: Box<Job>) -> Option<Placement> {
+    pub(crate) fn push(&self, mut job: Box<Job>) -> Option<Placement> {
         let mut state = self.state.lock().unwrap();
         if state.closed {
             return None;
         }
-        let mut job = job;
         if state.may_start_another(self.running_limit, self.stalled_after) {
-            match state.hand_to_idle(job) {
-                Ok(waiter) => {
-                    drop(state);
-                    waiter.wake();
-                    return Some(Placement::Running);
-                }
-                Err(back) => job = back,
+            if let Some(waiter) = state.idle.pop() {
+                state.start(&waiter, job);
+                drop(state);
+                waiter.wake();
+                return Some(Placement::Running);
             }
         }
         let ticket = state.next_ticket;
@@ -254,20 +247,13 @@ impl JobQueue {
         {
             return false;
         }
-        let Some(job) = self.pop_queued(&mut state) else {
-            return false;
+        let (Some(waiter), Some(job)) = (state.idle.pop(), self.pop_queued(&mut state)) else {
+            unreachable!("both checked non-empty under this lock");
         };
-        match state.hand_to_idle(job) {
-            Ok(waiter) => {
-                drop(state);
-                waiter.wake();
-                true
-            }
-            Err(job) => {
-                state.jobs.push_front(job);
-                false
-            }
-        }
+        state.start(&waiter, job);
+        drop(state);
+        waiter.wake();
+        true
     }
 
     /// Takes back a queued job no thread has taken yet (its submitter gave up waiting);
@@ -300,17 +286,14 @@ impl JobQueue {
 
     /// Puts back a job a thread took but cannot serve (an order reached it first), ahead
     /// of the others, as it was.
-    pub(crate) fn push_front(&self, job: Box<Job>) {
+    pub(crate) fn push_front(&self, mut job: Box<Job>) {
         let mut state = self.state.lock().unwrap();
-        let job = match state.hand_to_idle(job) {
-            Ok(waiter) => {
-                drop(state);
-                waiter.wake();
-                return;
-            }
-            Err(job) => job,
-        };
-        let mut job = job;
+        if let Some(waiter) = state.idle.pop() {
+            state.start(&waiter, job);
+            drop(state);
+            waiter.wake();
+            return;
+        }
         // Its ticket stays valid: its submitter may still withdraw it.
         job.queued_at = Some(Instant::now());
         state.jobs.push_front(job);
