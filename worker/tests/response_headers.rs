@@ -9,27 +9,26 @@
 //! `USE_ZEND_ALLOC=0 valgrind --error-exitcode=99 --suppressions=test-data/valgrind/php.supp
 //!  target/debug/deps/response_headers-*`
 
+mod common;
+
 use std::ffi::CString;
 use std::sync::{Arc, Mutex};
+
+use common::Rng;
 
 use worker::{diagnostics, BufferSink, Engine, EngineConfig, LogTarget, ScriptRequest};
 
 /// `sapi::response_head`'s cap on the lines taken from PHP.
 const CAP: usize = 16 * 1024;
 
-/// xorshift64*: reproducible inputs from one seed.
-struct Rng(u64);
+/// The shapes of input this test draws.
+trait HeaderInputs {
+    fn token(&mut self, len: usize) -> Vec<u8>;
+    fn value(&mut self, len: usize) -> Vec<u8>;
+    fn line(&mut self, i: usize, only_valid: bool) -> Vec<u8>;
+}
 
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
+impl HeaderInputs for Rng {
     fn token(&mut self, len: usize) -> Vec<u8> {
         const CHARS: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_";
         (0..len).map(|_| CHARS[self.below(CHARS.len())]).collect()

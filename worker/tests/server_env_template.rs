@@ -11,25 +11,23 @@
 //! `USE_ZEND_ALLOC=0 valgrind --error-exitcode=99 --suppressions=test-data/valgrind/php.supp
 //!  target/debug/deps/server_env_template-*`
 
+mod common;
+
 use std::ffi::CString;
 use std::sync::{Arc, Mutex};
+
+use common::Rng;
 
 use worker::diagnostics;
 use worker::{BufferSink, CgiRequest, Engine, EngineConfig, LogTarget, ScriptRequest};
 
-/// xorshift64*: reproducible inputs from one seed.
-struct Rng(u64);
+/// The shapes of input this test draws.
+trait EnvInputs {
+    fn name(&mut self, prefix: &str) -> String;
+    fn value(&mut self) -> Vec<u8>;
+}
 
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
+impl EnvInputs for Rng {
     fn name(&mut self, prefix: &str) -> String {
         const CHARS: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_";
         let len = 1 + self.below(24);

@@ -9,6 +9,23 @@ use worker::{BufferSink, Engine, EngineConfig, LogTarget, ScriptOutcome, ScriptR
 
 pub const THREADS: usize = 4;
 
+/// xorshift64*: reproducible inputs from one seed, for the randomised tests (each adds
+/// the shapes of input it needs through a trait of its own).
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
 pub fn test_script(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../test-data/cli")
