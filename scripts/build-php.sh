@@ -38,8 +38,9 @@ CONFIGURE_FLAGS=(
   --with-bz2 --enable-ftp --with-gettext --with-xsl --enable-soap --enable-shmop
   --enable-sysvmsg --enable-sysvsem --enable-sysvshm --with-libedit
 )
-# Our patches are part of the key: OPcache's SAPI allow-list, per-thread dtoa freelists.
-PATCH_ID=opcache-sapi-ferrophp-v1+dtoa-tls-v2
+# Our patches are part of the key: OPcache's SAPI allow-list, per-thread dtoa freelists,
+# Debian's built-in include_path.
+PATCH_ID=opcache-sapi-ferrophp-v1+dtoa-tls-v2+include-path-usr-share-php
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 CACHE_ROOT=${FERROPHP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ferrophp}
@@ -113,6 +114,13 @@ log "configuring into $PREFIX"
 ./configure --prefix="$PREFIX" --with-config-file-path="$PREFIX/etc" \
   --with-config-file-scan-dir="$PREFIX/etc/conf.d" "${CONFIGURE_FLAGS[@]}" >"$SRC/configure.log" 2>&1 \
   || { tail -30 "$SRC/configure.log" >&2; exit 1; }
+# Debian's PHP is built with PEAR's directory at /usr/share/php, so its compiled-in
+# include_path (what `php -n` shows) is ".:/usr/share/php", and Debian-packaged apps load
+# their libraries (Twig, Symfony, ...) from there. Configure offers that only through
+# --with-pear, whose install step downloads PEAR; set the one define instead.
+sed -i 's|^#define PHP_INCLUDE_PATH.*|#define PHP_INCLUDE_PATH\t".:/usr/share/php"|' main/build-defs.h
+grep -q '^#define PHP_INCLUDE_PATH.*"\.:/usr/share/php"' main/build-defs.h \
+  || { log "include_path patch failed (main/build-defs.h)"; exit 1; }
 log "compiling (make -j$(nproc)); a few minutes"
 make -j"$(nproc)" >"$SRC/make.log" 2>&1 || { tail -40 "$SRC/make.log" >&2; exit 1; }
 make install >"$SRC/install.log" 2>&1 || { tail -20 "$SRC/install.log" >&2; exit 1; }
