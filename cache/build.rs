@@ -52,4 +52,7 @@ fn main() {
     if let Ok(libdir) = env::var("DEP_PHP_LIBDIR") {
         println!("cargo:rustc-link-arg=-Wl,-rpath,{libdir}");
     }
+    if env::var("DEP_PHP_LINK").as_deref() == Ok("static") {
+        println!("cargo:rustc-link-arg=-Wl,--export-dynamic");
+    }
 }

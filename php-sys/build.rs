@@ -13,6 +13,7 @@ use std::process::Command;
 fn main() {
     println!("cargo:rerun-if-env-changed=PHP_CONFIG");
     println!("cargo:rerun-if-env-changed=FERROPHP_CACHE");
+    println!("cargo:rerun-if-env-changed=FERROPHP_PHP_LINK");
     for f in [
         "wrapper.h",
         "shim.h",
@@ -39,7 +40,8 @@ fn main() {
     features.require_usable(&php_config);
 
     let libdir = prefix.join("lib");
-    if !libdir.join("libphp.so").exists() {
+    let link = LinkMode::from_env();
+    if link == LinkMode::Shared && !libdir.join("libphp.so").exists() {
         fail(&format!(
             "{} has no lib/libphp.so: PHP was built without `--enable-embed=shared`. \
              ferrophp embeds libphp; rebuild PHP with `--enable-zts --enable-embed` \
@@ -71,13 +73,78 @@ fn main() {
     println!("cargo:include={}", joined.to_string_lossy());
 
     println!("cargo:rustc-link-search=native={}", libdir.display());
-    println!("cargo:rustc-link-lib=dylib=php");
+    match link {
+        LinkMode::Shared => println!("cargo:rustc-link-lib=dylib=php"),
+        LinkMode::Static => link_static(&php_config, &libdir),
+    }
+    // Dependents' build scripts read it (DEP_PHP_LINK): a binary with the engine linked in
+    // must export its symbols for the extensions PHP loads with dlopen (OPcache, APCu...).
+    println!("cargo:link={}", link.name());
     println!("cargo:rustc-link-arg=-Wl,-rpath,{}", libdir.display());
+    // PHP's CLI SAPI (sapi/cli, with its main() renamed php_cli_main): `ferrophp php-cli`.
+    // Only binaries that call php_cli_main pull its objects out of the archive.
+    if libdir.join("libphp-cli.a").exists() {
+        println!("cargo:rustc-link-lib=static=php-cli");
+        println!("cargo:rustc-cfg=php_cli_sapi");
+        // For dependents (DEP_PHP_CLI_SAPI): the worker crate offers the CLI only then.
+        println!("cargo:cli_sapi=1");
+    }
+    println!("cargo:rustc-check-cfg=cfg(php_cli_sapi)");
     println!("cargo:rustc-env=FERROPHP_PHP_PREFIX={}", prefix.display());
     println!("cargo:rustc-env=FERROPHP_PHP_VERSION={}", features.version);
 
-    compile_shim(&includes);
+    compile_shim(&includes, link);
     generate_bindings(&includes);
+}
+
+/// How libphp is linked: `FERROPHP_PHP_LINK=shared` (the default: libphp.so, quick to
+/// link into the many test binaries) or `static` (libphp.a inside the binary: no PLT
+/// between engine functions, thread-local globals at a fixed offset; what the release
+/// ships and the benchmarks measure).
+#[derive(Clone, Copy, PartialEq)]
+enum LinkMode {
+    Shared,
+    Static,
+}
+
+impl LinkMode {
+    fn from_env() -> Self {
+        match env::var("FERROPHP_PHP_LINK").as_deref() {
+            Err(_) | Ok("") | Ok("shared") => LinkMode::Shared,
+            Ok("static") => LinkMode::Static,
+            Ok(other) => fail(&format!(
+                "FERROPHP_PHP_LINK={other}: expected `shared` or `static`"
+            )),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            LinkMode::Shared => "shared",
+            LinkMode::Static => "static",
+        }
+    }
+}
+
+/// libphp.a whole (every extension registers itself from its object, nothing references
+/// those objects by name), then the system libraries PHP was configured with.
+fn link_static(php_config: &Path, libdir: &Path) {
+    if !libdir.join("libphp.a").exists() {
+        fail(&format!(
+            "FERROPHP_PHP_LINK=static but {} has no libphp.a: scripts/build-php.sh makes \
+             one; a PHP_CONFIG build needs `--enable-embed=static`",
+            libdir.display()
+        ));
+    }
+    println!("cargo:rustc-link-lib=static:+whole-archive,-bundle=php");
+    let mut seen = std::collections::HashSet::new();
+    for flag in php_config_query(php_config, "--libs").split_whitespace() {
+        if let Some(lib) = flag.strip_prefix("-l") {
+            if seen.insert(lib.to_owned()) {
+                println!("cargo:rustc-link-lib=dylib={lib}");
+            }
+        }
+    }
 }
 
 fn locate_php_config() -> PathBuf {
@@ -176,7 +243,7 @@ fn read_header(path: &Path) -> String {
         .unwrap_or_else(|e| fail(&format!("cannot read {}: {e}", path.display())))
 }
 
-fn compile_shim(includes: &[String]) {
+fn compile_shim(includes: &[String], link: LinkMode) {
     let mut build = cc::Build::new();
     build
         .file("shim.c")
@@ -193,6 +260,9 @@ fn compile_shim(includes: &[String]) {
     }
     if bench_fixtures() {
         build.define("FERROPHP_BENCH_FIXTURES", None);
+    }
+    if link == LinkMode::Static {
+        build.define("FERROPHP_PHP_STATIC", None);
     }
     // ext/libxml/php_libxml.h includes libxml2's headers, which live outside PHP's include
     // dirs; the shim resets libxml state between worker requests with it (and compiles
@@ -225,14 +295,14 @@ fn generate_bindings(includes: &[String]) {
         .clang_args(bench_fixtures().then_some("-DFERROPHP_BENCH_FIXTURES"))
         .parse_callbacks(Box::new(bindgen::CargoCallbacks::new()))
         .allowlist_function("ferrophp_.*")
-        .allowlist_function("php_(header|handle_auth_data|tsrm_startup|module_startup|module_shutdown|request_startup|request_shutdown|execute_script|register_variable.*|handle_aborted_connection|output_.*|header|get_module_initialized|hash_environment)")
+        .allowlist_function("php_(header|handle_auth_data|tsrm_startup|module_startup|module_shutdown|request_startup|request_shutdown|execute_script|register_variable.*|handle_aborted_connection|output_.*|header|get_module_initialized|hash_environment|register_internal_extensions)")
         .allowlist_function("sapi_(startup|shutdown|send_headers|flush|header_op|add_header_ex|handle_post|activate|deactivate|get_default_content_type|register_.*)")
         .allowlist_function("ts_resource_ex|ts_free_thread|tsrm_shutdown|tsrm_get_ls_cache")
         .allowlist_function("zend_(is_auto_global_str|set_memory_limit|memory_reset_peak_usage|ini_long|is_unwind_exit|is_graceful_exit|stream_init_filename|destroy_file_handle|alter_ini_entry_chars|update_current_locale|error|hash_.*|string_.*|eval_string.*|set_timeout|unset_timeout|register_.*|parse_parameters|wrong_parameters_.*|call_function|fcall_info_.*|is_callable.*|throw_exception.*|throw_error|clear_exception|ini_.*|strtod|new_interned_string|interned_strings_.*|llist_.*|get_executed_.*|update_class_constants)")
         .allowlist_function("_?(e|pe)?(malloc|free|realloc|strndup|strdup)|_e(malloc|free|realloc|strndup|strdup)|_safe_emalloc|_emalloc_.*|_efree_.*")
         .allowlist_function("_php_stream_.*|php_stream_.*|php_log_err_with_severity|php_printf|php_write|php_get_uname|php_info_print_table_.*|display_ini_entries")
         .allowlist_function("zval_.*|_zval_.*|rc_dtor_func|array_init_size|add_assoc_.*|add_next_index_.*|add_index_.*|_array_init|object_init_ex|convert_to_.*")
-        .allowlist_var("ferrophp_.*|php_import_environment_variables|sapi_module|zend_ce_.*|zend_empty_string|zend_one_char_string|zend_known_strings|zend_new_interned_string|zend_string_init_interned")
+        .allowlist_var("ferrophp_.*|php_import_environment_variables|php_register_internal_extensions_func|sapi_module|zend_ce_.*|zend_empty_string|zend_one_char_string|zend_known_strings|zend_new_interned_string|zend_string_init_interned")
         .allowlist_var("(sapi|core|executor|compiler)_globals_offset")
         // The shared cache (ferrophp-cache): values, objects and errors.
         .allowlist_function("object_init_ex|object_properties_load|_zend_new_array|zend_new_array|zend_array_destroy|zend_array_count|zend_lookup_class|zend_enum_get_case|zend_std_get_properties|zend_type_error|zend_value_error|zend_argument_(type|value)_error|zend_throw_error")

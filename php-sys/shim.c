@@ -16,8 +16,13 @@
 #include "ext/spl/spl_exceptions.h"
 
 /* The calling thread's TSRM pointer, shared by every shim file compiled with
- * ZEND_ENABLE_STATIC_TSRMLS_CACHE (zend.h declares it extern for them). */
+ * ZEND_ENABLE_STATIC_TSRMLS_CACHE (zend.h declares it extern for them), and by PHP's CLI
+ * SAPI (libphp-cli.a). libphp.so keeps its own hidden, so with it the shim defines one,
+ * set when a PHP thread starts; with libphp.a linked in (FERROPHP_PHP_STATIC) the engine's
+ * own (Zend/zend.c) is visible and is the one TSRM keeps up to date. */
+#ifndef FERROPHP_PHP_STATIC
 ZEND_TSRMLS_CACHE_DEFINE()
+#endif
 
 void ferrophp_thread_started(void) { ZEND_TSRMLS_CACHE_UPDATE(); }
 
@@ -122,6 +127,16 @@ void ferrophp_ini_default(HashTable *configuration_hash, const char *name, size_
     zval tmp;
     ZVAL_NEW_STR(&tmp, zend_string_init(value, value_len, 1));
     zend_hash_str_update(configuration_hash, name, name_len, &tmp);
+}
+
+void ferrophp_ini_startup_default(const char *name, size_t name_len, const char *value,
+                                  size_t value_len) {
+    if (cfg_get_entry(name, name_len)) {
+        return; /* php.ini or -d set it */
+    }
+    zend_string *key = zend_string_init(name, name_len, 0);
+    zend_alter_ini_entry_chars(key, value, value_len, ZEND_INI_SYSTEM, ZEND_INI_STAGE_STARTUP);
+    zend_string_release(key);
 }
 
 zif_handler ferrophp_replace_function_handler(const char *name, size_t len, zif_handler handler) {

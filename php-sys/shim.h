@@ -17,6 +17,7 @@
 #include "php.h"
 #include "SAPI.h"
 #include "php_main.h"
+#include "php_ini.h"
 
 /* ZTS globals: pointers into the calling thread's TSRM storage (SG, EG, PG). */
 sapi_globals_struct *ferrophp_sapi_globals(void);
@@ -47,6 +48,11 @@ void ferrophp_fn_handle_request(zend_execute_data *execute_data, zval *return_va
 void ferrophp_fn_log(zend_execute_data *execute_data, zval *return_value);
 extern const zend_function_entry ferrophp_sapi_functions[];
 
+/* An ini default set during module start-up, after the ini entries were registered
+ * (where sapi_module.ini_defaults is not ours to set: PHP's CLI), unless php.ini or -d
+ * configured the entry. */
+void ferrophp_ini_startup_default(const char *name, size_t name_len, const char *value,
+                                  size_t value_len);
 /* ini defaults that php.ini may override (sapi_module.ini_defaults). */
 void ferrophp_ini_default(HashTable *configuration_hash, const char *name, size_t name_len,
                           const char *value, size_t value_len);

@@ -16,6 +16,9 @@ DEB_VERSION=8.2.32-1~deb12u1
 ORIG_SHA256=e02aa173c236c12791696254d607da680e6d5516f8f5c2339642de7c4f944bd2
 
 log() { echo "build-php: $*" >&2; }
+SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=lib/progress.sh
+source "$SCRIPT_DIR/lib/progress.sh"
 
 if [[ -n "${PHP_CONFIG:-}" ]]; then
   "$PHP_CONFIG" --prefix
@@ -39,18 +42,40 @@ CONFIGURE_FLAGS=(
   --enable-sysvmsg --enable-sysvsem --enable-sysvshm --with-libedit
 )
 # Our patches are part of the key: OPcache's SAPI allow-list, per-thread dtoa freelists,
-# Debian's built-in include_path.
-PATCH_ID=opcache-sapi-ferrophp-v1+dtoa-tls-v2+include-path-usr-share-php
+# Debian's built-in include_path, the CLI SAPI's TSRM cache (for libphp-cli.a).
+PATCH_ID=opcache-sapi-ferrophp-v1+dtoa-tls-v2+include-path-usr-share-php+cli-tsrm-cache-v1
+# Compiler flags, part of the key too. -fno-semantic-interposition: libphp.so exports the
+# engine's API (ZEND_API/PHPAPI), and without this flag GCC must assume another library
+# may replace any exported function, so calls between engine functions go through the
+# PLT and are never inlined across them; a static PHP binary (and Debian's php-fpm) has
+# no such cost. Nothing replaces libphp's functions (ferrophp's shim calls them).
+PHP_CFLAGS="-g -O2 -fno-semantic-interposition"
 
-SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 CACHE_ROOT=${FERROPHP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ferrophp}
-KEY=$(printf '%s\n' "$PHP_VERSION" "$PATCH_ID" "${CONFIGURE_FLAGS[@]}" | sha256sum | cut -c1-12)
+KEY=$(printf '%s\n' "$PHP_VERSION" "$PATCH_ID" "$PHP_CFLAGS" "${CONFIGURE_FLAGS[@]}" | sha256sum | cut -c1-12)
 PREFIX="$CACHE_ROOT/php-$PHP_VERSION-zts-$KEY"
 
 if [[ -f "$PREFIX/.complete" ]]; then
   echo "$PREFIX"
   exit 0
 fi
+
+# One build per key at a time: a second clone (or cargo's build script and a person at a
+# terminal) waits for the first instead of compiling into the same directory.
+mkdir -p "$CACHE_ROOT"
+exec 9>"$CACHE_ROOT/.build-$KEY.lock"
+if ! flock -n 9; then
+  log "another build of $PREFIX is running; waiting for it"
+  flock 9
+fi
+if [[ -f "$PREFIX/.complete" ]]; then
+  echo "$PREFIX"
+  exit 0
+fi
+
+progress_init build-php 5
+log "building PHP $PHP_VERSION (ZTS + embed) once into $PREFIX; later runs reuse it"
+progress_step "build dependencies (Debian packages)"
 
 BUILD_DEPS=(build-essential bison re2c pkg-config autoconf libxml2-dev libsqlite3-dev zlib1g-dev
   libonig-dev libssl-dev libcurl4-openssl-dev libicu-dev dpkg-dev xz-utils ca-certificates
@@ -68,8 +93,11 @@ if ((${#missing[@]})); then
   log "installing build dependencies: ${missing[*]}"
   apt-get update -qq >&2
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >&2
+else
+  log "build dependencies present"
 fi
 
+progress_step "PHP $PHP_VERSION source (Debian's php8.2 source package)"
 WORK="$CACHE_ROOT/src"
 mkdir -p "$WORK"
 TARBALL="$WORK/php8.2_$PHP_VERSION.orig.tar.xz"
@@ -110,10 +138,20 @@ sed -i 's/tsrm_mutex_lock(dtoa_mutex);/\/* ferrophp: per-thread freelist *\//; s
 grep -q 'ZEND_TLS Bigint \*freelist' Zend/zend_strtod.c && grep -q 'define Omit_Private_Memory' Zend/zend_strtod_int.h \
   && ! grep -q 'tsrm_mutex_lock(dtoa_mutex)' Zend/zend_strtod_int.h || { log "dtoa patch failed"; exit 1; }
 
-log "configuring into $PREFIX"
-./configure --prefix="$PREFIX" --with-config-file-path="$PREFIX/etc" \
-  --with-config-file-scan-dir="$PREFIX/etc/conf.d" "${CONFIGURE_FLAGS[@]}" >"$SRC/configure.log" 2>&1 \
-  || { tail -30 "$SRC/configure.log" >&2; exit 1; }
+# PHP's CLI SAPI becomes `ferrophp php-cli` (libphp-cli.a below). Outside Windows its
+# main() relies on sharing libphp's own TSRM cache variable, which libphp.so keeps
+# hidden; make it set the cache it sees (ferrophp's shim defines it) after TSRM start-up,
+# as it already does on Windows, where the same sharing is impossible.
+perl -0pi -e 's/(\tphp_tsrm_startup\(\);\n)# ifdef PHP_WIN32\n(\tZEND_TSRMLS_CACHE_UPDATE\(\);\n)# endif\n/$1$2/' sapi/cli/php_cli.c
+grep -Pzq '\tphp_tsrm_startup\(\);\n\tZEND_TSRMLS_CACHE_UPDATE\(\);' sapi/cli/php_cli.c \
+  || { log "CLI TSRM cache patch failed (sapi/cli/php_cli.c)"; exit 1; }
+
+progress_step "configure"
+configure_log="$SRC/configure.log"
+count_checks() { grep -c '^checking ' "$1"; }
+progress_run "$configure_log" 650 count_checks env CFLAGS="$PHP_CFLAGS" ./configure \
+  --prefix="$PREFIX" --with-config-file-path="$PREFIX/etc" \
+  --with-config-file-scan-dir="$PREFIX/etc/conf.d" "${CONFIGURE_FLAGS[@]}" || exit 1
 # Debian's PHP is built with PEAR's directory at /usr/share/php, so its compiled-in
 # include_path (what `php -n` shows) is ".:/usr/share/php", and Debian-packaged apps load
 # their libraries (Twig, Symfony, ...) from there. Configure offers that only through
@@ -121,9 +159,33 @@ log "configuring into $PREFIX"
 sed -i 's|^#define PHP_INCLUDE_PATH.*|#define PHP_INCLUDE_PATH\t".:/usr/share/php"|' main/build-defs.h
 grep -q '^#define PHP_INCLUDE_PATH.*"\.:/usr/share/php"' main/build-defs.h \
   || { log "include_path patch failed (main/build-defs.h)"; exit 1; }
-log "compiling (make -j$(nproc)); a few minutes"
-make -j"$(nproc)" >"$SRC/make.log" 2>&1 || { tail -40 "$SRC/make.log" >&2; exit 1; }
-make install >"$SRC/install.log" 2>&1 || { tail -20 "$SRC/install.log" >&2; exit 1; }
+progress_step "compile PHP (make -j$(nproc), about 10 minutes on 2 cores): C files compiled"
+# Each C file is one libtool compile line in make's output; the Makefile has one rule per
+# object, which is the total (a few rules are never built, so the count ends near it).
+total_objects=$(grep -c '^[^[:space:]]*\.lo: ' Makefile)
+count_compiled() { grep -c -- '--mode=compile' "$1"; }
+progress_run "$SRC/make.log" "$total_objects" count_compiled make -j"$(nproc)" || exit 1
+
+progress_step "install into $PREFIX, archives for static linking and the CLI"
+make install >"$SRC/install.log" 2>&1 || { tail -20 "$SRC/install.log" >&2; log "full log: $SRC/install.log"; exit 1; }
+# libphp.a: the same engine as libphp.so, from the objects make built for bin/php
+# (position-independent-executable code, not shared-library code): linked into ferrophp
+# it needs no PLT between engine functions and reads its thread-local globals at a fixed
+# offset. `php-sys` links it when FERROPHP_PHP_LINK=static (the release build).
+objects_of() { sed -n "s/^$1 = //p" Makefile | tr ' ' '\n' | sed -n 's/\.lo$/.o/p'; }
+mapfile -t engine_objects < <(objects_of PHP_GLOBAL_OBJS; objects_of PHP_SAPI_OBJS)
+ar rcs "$PREFIX/lib/libphp.a" "${engine_objects[@]}"
+# libphp-cli.a: PHP's own CLI SAPI (sapi/cli), so that `ferrophp php-cli` (and ferrophp
+# called as `php`) is PHP's CLI, flag for flag, with its main() renamed for ferrophp to
+# call. It links against either libphp.
+mapfile -t cli_objects < <(objects_of PHP_CLI_OBJS)
+mkdir -p "$SRC/cli-archive"
+cp "${cli_objects[@]}" "$SRC/cli-archive/"
+objcopy --redefine-sym main=php_cli_main "$SRC/cli-archive/php_cli.o"
+ar rcs "$PREFIX/lib/libphp-cli.a" "$SRC"/cli-archive/*.o
+# (grep -c, not -q: an early exit would kill nm with SIGPIPE and fail the pipeline)
+[[ $(nm "$PREFIX/lib/libphp-cli.a" | grep -c ' T php_cli_main$') == 1 ]] \
+  || { log "libphp-cli.a has no php_cli_main"; exit 1; }
 mkdir -p "$PREFIX/etc/conf.d"
 cat >"$PREFIX/etc/conf.d/10-opcache.ini" <<INI
 zend_extension=opcache

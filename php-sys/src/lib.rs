@@ -20,6 +20,14 @@ extern "C" {
     pub static mut php_ini_scanned_files: *mut std::ffi::c_char;
 }
 
+// PHP's CLI SAPI (sapi/cli/php_cli.c's main(), renamed by scripts/build-php.sh when it
+// archives the CLI as libphp-cli.a). No header declares it.
+#[cfg(php_cli_sapi)]
+extern "C" {
+    pub fn php_cli_main(argc: std::ffi::c_int, argv: *mut *mut std::ffi::c_char)
+        -> std::ffi::c_int;
+}
+
 /// Installation prefix of the PHP build these bindings were generated from.
 pub const INSTALL_PREFIX: &str = env!("FERROPHP_PHP_PREFIX");
 /// `PHP_VERSION` of that build.

@@ -17,8 +17,10 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run a PHP script like the `php` command-line interpreter.
-    #[command(name = "php-cli")]
+    /// PHP's command-line interpreter (`php`), with its every option: `ferrophp php-cli
+    /// -h` lists them. ferrophp called through a link named `php`, or with arguments that
+    /// are none of its subcommands (`ferrophp -r 'echo 1;'`), is the same.
+    #[command(name = "php-cli", disable_help_flag = true)]
     PhpCli(php_cli::Args),
     /// Serve a PHP application over HTTP (classic mode: each request runs a script).
     Serve(Box<config::ServeArgs>),
@@ -33,9 +35,14 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let cli = Cli::parse();
+    // `php` through a link, `ferrophp php-cli ...`, or php's arguments: PHP's own CLI.
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if let Some(code) = php_cli::run_if_php(&argv) {
+        std::process::exit(code);
+    }
+    let cli = Cli::parse_from(argv);
     let code = match cli.command {
-        Command::PhpCli(args) => php_cli::run(args),
+        Command::PhpCli(_) => unreachable!("php_cli::run_if_php runs php-cli"),
         // A supervised child (it holds the inherited socket) never supervises again.
         Command::Serve(args) if args.supervise && inherited.is_none() => supervise::run(*args),
         Command::Serve(args) => serve::run(*args, inherited),

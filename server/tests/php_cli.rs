@@ -1,6 +1,4 @@
-//! `ferrophp php-cli` behaves like the `php` CLI: argv, std streams, exit codes, errors on
-//! stderr, `-d` overrides, the script's own options, `-i` and `--ini` (compared with the
-//! PHP build's own `bin/php`), and `-S`, PHP's development server. Runs the real binary.
+//! development server (served by ferrophp). Runs the real binary.
 
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
@@ -43,26 +41,70 @@ fn std_streams_and_exit_code() {
     assert_eq!(out.stderr, b"to-stderr\n");
 }
 
-#[test]
-fn fatal_error_goes_to_stderr_with_status_255() {
-    let out = php_cli(&[&script("fatal.php")], b"");
-    assert_eq!(out.status.code(), Some(255));
-    assert_eq!(out.stdout, b"before\n");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("PHP Fatal error:") && err.contains("undefined_function_call"),
-        "{err}"
+/// The same arguments through the build's own `bin/php`: stdout, stderr, exit status.
+fn build_php_run(args: &[&str]) -> Output {
+    Command::new(build_php())
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("bin/php runs")
+}
+
+/// `ferrophp php-cli` is PHP's CLI: the same bytes on both streams and the same status as
+/// the build's `bin/php` (with no php.ini, the CLI's own display_errors=1 puts errors on
+/// stdout, as `php -n` does).
+fn assert_same_as_build_php(args: &[&str]) -> Output {
+    let ours = php_cli(args, b"");
+    let theirs = build_php_run(args);
+    assert_eq!(
+        (
+            ours.status.code(),
+            String::from_utf8_lossy(&ours.stdout),
+            String::from_utf8_lossy(&ours.stderr)
+        ),
+        (
+            theirs.status.code(),
+            String::from_utf8_lossy(&theirs.stdout),
+            String::from_utf8_lossy(&theirs.stderr)
+        ),
+        "ferrophp php-cli {args:?} differs from bin/php"
     );
+    ours
 }
 
 #[test]
-fn uncaught_exception_goes_to_stderr_with_status_255() {
-    let out = php_cli(&[&script("exception.php")], b"");
+fn fatal_error_exits_255_like_php() {
+    let out = assert_same_as_build_php(&["-n", &script("fatal.php")]);
     assert_eq!(out.status.code(), Some(255));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        err.contains("Uncaught RuntimeException: boom from exception.php"),
-        "{err}"
+        text.starts_with("before\n") && text.contains("undefined_function_call"),
+        "{text}"
+    );
+    // With errors logged instead of shown, they go to stderr (log_errors, no error_log).
+    let out = php_cli(
+        &[
+            "-n",
+            "-d",
+            "display_errors=0",
+            "-d",
+            "log_errors=1",
+            &script("fatal.php"),
+        ],
+        b"",
+    );
+    assert_eq!(out.status.code(), Some(255));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("PHP Fatal error:"));
+}
+
+#[test]
+fn uncaught_exception_exits_255_like_php() {
+    let out = assert_same_as_build_php(&["-n", &script("exception.php")]);
+    assert_eq!(out.status.code(), Some(255));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("Uncaught RuntimeException: boom from exception.php"),
+        "{text}"
     );
 }
 
@@ -83,10 +125,10 @@ fn ini_overrides_with_dash_d() {
 }
 
 #[test]
-fn missing_script_is_an_error() {
-    let out = php_cli(&["/nonexistent/script.php"], b"");
+fn missing_script_is_an_error_like_php() {
+    let out = assert_same_as_build_php(&["-n", "/nonexistent/script.php"]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("Could not open input file"));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Could not open input file"));
 }
 
 #[test]

@@ -10,6 +10,7 @@
 //! roles → pool → scale/queue → job; nothing imports a role or the pool back.
 
 mod classic;
+pub mod cli;
 #[cfg(feature = "bench-fixtures")]
 pub mod diagnostics;
 mod env;

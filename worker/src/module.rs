@@ -18,10 +18,13 @@ const MODULE_NAME: &CStr = c"ferrophp";
 #[no_mangle]
 pub extern "C" fn ferrophp_module_minit(_type: c_int, module_number: c_int) -> sys::zend_result {
     ferrophp_cache::module_startup(module_number, MODULE_NAME);
-    crate::env::install();
-    // SAFETY: MINIT, on the thread that owns the global function table; no PHP thread
-    // has copied it yet.
-    unsafe { sys::ferrophp_locale_install() };
+    // PHP's CLI is one thread, as `php` is: it keeps PHP's own putenv() and setlocale().
+    if !crate::cli::running_cli() {
+        crate::env::install();
+        // SAFETY: MINIT, on the thread that owns the global function table; no PHP thread
+        // has copied it yet.
+        unsafe { sys::ferrophp_locale_install() };
+    }
     crate::metrics::module_startup();
     // frankenphp_log() levels (FrankenPHP's slog levels).
     for (name, value) in [
@@ -65,9 +68,12 @@ pub extern "C" fn ferrophp_module_rshutdown(
     _module_number: c_int,
 ) -> sys::zend_result {
     ferrophp_cache::request_shutdown();
-    crate::env::reset();
-    // SAFETY: a PHP thread at the end of its engine request; only its own locale changes.
-    unsafe { sys::ferrophp_locale_thread_reset() };
+    if !crate::cli::running_cli() {
+        crate::env::reset();
+        // SAFETY: a PHP thread at the end of its engine request; only its own locale
+        // changes.
+        unsafe { sys::ferrophp_locale_thread_reset() };
+    }
     sys::ZEND_RESULT_CODE_SUCCESS
 }
 

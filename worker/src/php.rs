@@ -156,3 +156,18 @@ pub(crate) fn ini_files() -> crate::IniFiles {
         scanned: text(scanned),
     }
 }
+
+/// Sets ini `key` to `value` during module start-up, after the ini entries were
+/// registered, unless php.ini or `-d` configured it.
+pub(crate) fn set_startup_ini_default(key: &str, value: &str) {
+    // SAFETY: called during module start-up on the engine's thread (the CLI's
+    // register-extensions hook); the shim copies both strings.
+    unsafe {
+        sys::ferrophp_ini_startup_default(
+            key.as_ptr().cast(),
+            key.len(),
+            value.as_ptr().cast(),
+            value.len(),
+        )
+    };
+}
