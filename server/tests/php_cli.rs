@@ -1,3 +1,6 @@
+//! `ferrophp php-cli` is the `php` CLI (PHP's own CLI SAPI linked into ferrophp): argv,
+//! std streams, exit codes and errors byte for byte as the PHP build's own `bin/php`,
+//! `-d` overrides, the script's own options, `-i` and `--ini`, and `-S`, PHP's
 //! development server (served by ferrophp). Runs the real binary.
 
 use std::io::Write;
