@@ -6,7 +6,9 @@
 # PostgreSQL, WordPress (with a classic theme) and Adminer for the database tests,
 # redis-server (the shipped phpredis, release.rs), locales (localedef builds the test
 # locale, isolation_faults.rs), openssl (s_client probes the TLS policy) and linux-perf
-# (perf: scripts/count-allocs.sh, count-handoffs.sh and profile-hot-path.sh).
+# (perf: scripts/count-allocs.sh, count-handoffs.sh and profile-hot-path.sh), and the
+# Debian-packaged apps of server/tests/debian_apps.rs: phpMyAdmin, Roundcube (on
+# PostgreSQL, with Dovecot for IMAP) and PostfixAdmin.
 # Idempotent; quick when everything is present. Services are not started here: tests
 # start their own instances on loopback.
 set -euo pipefail
@@ -21,7 +23,8 @@ PACKAGES=(nginx php8.2-fpm php8.2-xml dokuwiki mediawiki wrk valgrind
   php-symfony-event-dispatcher php-symfony-error-handler
   php-symfony-cache composer php-laravel-framework docker-compose
   mariadb-server mariadb-client postgresql wordpress wordpress-theme-twentytwentyone adminer
-  redis-server locales openssl linux-perf)
+  redis-server locales openssl linux-perf
+  phpmyadmin roundcube-core roundcube-pgsql dovecot-imapd postfixadmin)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -40,5 +43,11 @@ if [[ ! -e $policy ]]; then
   printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod +x "$policy" && created_policy=1
 fi
 trap '[[ $created_policy == 1 ]] && rm -f "$policy"' EXIT
+# phpMyAdmin, Roundcube and PostfixAdmin ask whether dbconfig-common should set up their
+# database; no database server runs during the install (the tests start their own), so
+# the answer is no.
+for p in phpmyadmin roundcube-core postfixadmin; do
+  echo "$p $p/dbconfig-install boolean false"
+done | debconf-set-selections
 apt-get update -qq >&2
 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2

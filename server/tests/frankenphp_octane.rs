@@ -33,7 +33,7 @@ fn start(cache: &Path) -> (Server, tempfile::TempDir) {
     std::fs::write(
         &toml,
         format!(
-            "[ini]\ninclude_path = \".:/usr/share/php\"\n\n[env]\n\
+            "[env]\n\
              APP_PACKAGES_CACHE = \"{cache}/packages.php\"\nAPP_SERVICES_CACHE = \"{cache}/services.php\"\n\n\
              [[worker]]\nscript = \"{base}/public/octane-worker.php\"\nthreads = 1\nmatch = \"*\"\n",
             base = octane().display(),

@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod db;
+
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
@@ -594,10 +596,195 @@ pub fn hidden_inputs(html: &str) -> Vec<(String, String)> {
     fields
 }
 
+/// What a browser submits for an HTML form with its defaults left as they are: inputs
+/// with a name (checkboxes and radios only when `checked`; no buttons, no file inputs,
+/// nothing `disabled`), each `select`'s selected options (its first when none is), and each
+/// `textarea`'s text, in document order. `form` is the form's HTML (`form_containing`).
+/// The caller adds what the user types or clicks.
+pub fn form_fields(form: &str) -> Vec<(String, String)> {
+    let mut fields = Vec::new();
+    let mut at = 0;
+    while let Some(i) = form[at..].find('<') {
+        let start = at + i;
+        let end = tag_end(form, start);
+        let tag = &form[start..end];
+        at = end;
+        let kind = tag_name(tag);
+        let attrs = tag_attrs(tag);
+        let get = |n: &str| attrs.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone());
+        let Some(name) = get("name") else { continue };
+        if get("disabled").is_some() {
+            continue;
+        }
+        match kind.as_str() {
+            "input" => {
+                let kind = get("type").unwrap_or_default().to_ascii_lowercase();
+                match kind.as_str() {
+                    "submit" | "button" | "image" | "reset" | "file" => {}
+                    "checkbox" | "radio" => {
+                        if get("checked").is_some() {
+                            fields.push((name, get("value").unwrap_or_else(|| "on".into())));
+                        }
+                    }
+                    _ => fields.push((name, get("value").unwrap_or_default())),
+                }
+            }
+            "select" => {
+                let close = form[at..].find("</select>").map_or(form.len(), |i| at + i);
+                let mut options = Vec::new();
+                let mut o = at;
+                while let Some(i) = form[o..close].find("<option") {
+                    let ostart = o + i;
+                    let oend = tag_end(form, ostart);
+                    let oattrs = tag_attrs(&form[ostart..oend]);
+                    let text_end = form[oend..close].find('<').map_or(close, |i| oend + i);
+                    let value = oattrs
+                        .iter()
+                        .find(|(k, _)| k == "value")
+                        .map(|(_, v)| v.clone())
+                        .unwrap_or_else(|| html_unescape(form[oend..text_end].trim()));
+                    let selected = oattrs.iter().any(|(k, _)| k == "selected");
+                    options.push((value, selected));
+                    o = oend;
+                }
+                let multiple = get("multiple").is_some();
+                let chosen: Vec<String> = options
+                    .iter()
+                    .filter(|(_, s)| *s)
+                    .map(|(v, _)| v.clone())
+                    .collect();
+                if chosen.is_empty() && !multiple {
+                    if let Some((first, _)) = options.first() {
+                        fields.push((name.clone(), first.clone()));
+                    }
+                }
+                fields.extend(chosen.into_iter().map(|v| (name.clone(), v)));
+                at = close;
+            }
+            "textarea" => {
+                let close = form[at..]
+                    .find("</textarea>")
+                    .map_or(form.len(), |i| at + i);
+                // A newline right after the start tag is not part of the value.
+                let text = form[at..close]
+                    .strip_prefix('\n')
+                    .unwrap_or(&form[at..close]);
+                fields.push((name, html_unescape(text)));
+                at = close;
+            }
+            _ => {}
+        }
+    }
+    fields
+}
+
+/// The `<form ...>...</form>` of `html` that contains `needle` (a form's name, id or one of
+/// its fields), or None.
+pub fn form_containing<'a>(html: &'a str, needle: &str) -> Option<&'a str> {
+    let at = html.find(needle)?;
+    let start = html[..=at].rfind("<form")?;
+    let end = html[at..]
+        .find("</form>")
+        .map_or(html.len(), |i| at + i + 7);
+    Some(&html[start..end])
+}
+
+/// An attribute of a form's start tag (`action`, `method`...), entities decoded.
+pub fn form_attr(form: &str, name: &str) -> Option<String> {
+    let tag = &form[..tag_end(form, 0)];
+    tag_attrs(tag)
+        .into_iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v)
+}
+
+/// The end (one past `>`) of the tag starting at `start`, quotes respected.
+fn tag_end(html: &str, start: usize) -> usize {
+    let bytes = html.as_bytes();
+    let mut quote = None;
+    for (i, &b) in bytes.iter().enumerate().skip(start + 1) {
+        match (quote, b) {
+            (None, b'"' | b'\'') => quote = Some(b),
+            (Some(q), _) if b == q => quote = None,
+            (None, b'>') => return i + 1,
+            _ => {}
+        }
+    }
+    html.len()
+}
+
+fn tag_name(tag: &str) -> String {
+    tag.trim_start_matches('<')
+        .split(|c: char| c.is_ascii_whitespace() || c == '>' || c == '/')
+        .next()
+        .unwrap_or("")
+        .to_ascii_lowercase()
+}
+
+/// A start tag's attributes, names lower-cased, values entity-decoded; a bare attribute
+/// (`checked`) has an empty value.
+fn tag_attrs(tag: &str) -> Vec<(String, String)> {
+    let b = tag.as_bytes();
+    let ws = |c: u8| c.is_ascii_whitespace();
+    let mut i = 1;
+    while i < b.len() && !ws(b[i]) && b[i] != b'>' {
+        i += 1;
+    }
+    let mut out = Vec::new();
+    loop {
+        while i < b.len() && (ws(b[i]) || b[i] == b'/') {
+            i += 1;
+        }
+        if i >= b.len() || b[i] == b'>' {
+            break;
+        }
+        let s = i;
+        while i < b.len() && !ws(b[i]) && !b"=/>".contains(&b[i]) {
+            i += 1;
+        }
+        let name = tag[s..i].to_ascii_lowercase();
+        while i < b.len() && ws(b[i]) {
+            i += 1;
+        }
+        let mut value = String::new();
+        if i < b.len() && b[i] == b'=' {
+            i += 1;
+            while i < b.len() && ws(b[i]) {
+                i += 1;
+            }
+            if i < b.len() && (b[i] == b'"' || b[i] == b'\'') {
+                let q = b[i];
+                i += 1;
+                let s = i;
+                while i < b.len() && b[i] != q {
+                    i += 1;
+                }
+                value = html_unescape(&tag[s..i]);
+                i += 1;
+            } else {
+                let s = i;
+                while i < b.len() && !ws(b[i]) && b[i] != b'>' {
+                    i += 1;
+                }
+                value = html_unescape(&tag[s..i]);
+            }
+        }
+        if name.is_empty() {
+            i += 1;
+            continue;
+        }
+        out.push((name, value));
+    }
+    out
+}
+
 /// The few HTML entities form values use.
 pub fn html_unescape(s: &str) -> String {
     s.replace("&quot;", "\"")
         .replace("&#039;", "'")
+        .replace("&#x3F;", "?")
+        .replace("&#x3D;", "=")
+        .replace("&#x25;", "%")
         .replace("&lt;", "<")
         .replace("&gt;", ">")
         .replace("&amp;", "&")
