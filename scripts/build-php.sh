@@ -9,6 +9,14 @@
 # Env:
 #   FERROPHP_CACHE   cache root (default: $XDG_CACHE_HOME/ferrophp or ~/.cache/ferrophp)
 #   PHP_CONFIG       if set, use that build instead: this script only prints its prefix.
+#   FERROPHP_PHP_FLAVOR
+#                    default (unset): the developer build, -O2.
+#                    pgo-gen: instrumented for profile-guided optimisation: a ferrophp
+#                      linked with it writes profile counts into $CACHE_ROOT/pgo-profile-<key>
+#                      (scripts/build-php-pgo.sh trains it on real apps).
+#                    pgo: optimised with those counts; pgo-lto: and link-time optimised
+#                      across the whole engine. Each is a prefix of its own; the profile's
+#                      hash is part of the key of the optimised builds.
 set -euo pipefail
 
 PHP_VERSION=8.2.32
@@ -53,6 +61,43 @@ PHP_CFLAGS="-g -O2 -fno-semantic-interposition"
 
 CACHE_ROOT=${FERROPHP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ferrophp}
 KEY=$(printf '%s\n' "$PHP_VERSION" "$PATCH_ID" "$PHP_CFLAGS" "${CONFIGURE_FLAGS[@]}" | sha256sum | cut -c1-12)
+
+# Profile-guided builds. The instrumented build and the optimised one compile in
+# different directories; -fprofile-prefix-path makes the profile files' names relative
+# to each, so the optimised compile of ext/foo/bar.c finds the counts of the trained one.
+FLAVOR=${FERROPHP_PHP_FLAVOR:-default}
+PROFILE_DIR="$CACHE_ROOT/pgo-profile-$KEY"
+CONFIGURE_ENV=()
+case "$FLAVOR" in
+default) ;;
+pgo-gen)
+  # Atomic counters: PHP threads run concurrently; plain ones would lose counts.
+  PHP_CFLAGS+=" -fprofile-generate=$PROFILE_DIR -fprofile-update=atomic"
+  CONFIGURE_ENV+=(LIBS=-lgcov)
+  KEY+=-pgo-gen
+  ;;
+pgo | pgo-lto)
+  if ! compgen -G "$PROFILE_DIR/*.gcda" >/dev/null; then
+    log "no profile in $PROFILE_DIR: scripts/build-php-pgo.sh trains one"
+    exit 1
+  fi
+  profile_hash=$(cd "$PROFILE_DIR" && find . -name '*.gcda' -print0 | sort -z | xargs -0 sha256sum | sha256sum | cut -c1-8)
+  # partial-training: code the training never ran is still optimised for speed (real
+  # apps reach code no training set does), not for size.
+  PHP_CFLAGS+=" -fprofile-use=$PROFILE_DIR -fprofile-partial-training -Wno-missing-profile"
+  KEY+=-$FLAVOR-$profile_hash
+  if [[ $FLAVOR == pgo-lto ]]; then
+    # Fat objects: the archives stay linkable by linkers without GCC's LTO plugin
+    # (rust-lld); the LTO itself happens once, in the engine object below.
+    PHP_CFLAGS+=" -flto=auto -ffat-lto-objects"
+    CONFIGURE_ENV+=(AR=gcc-ar RANLIB=gcc-ranlib NM=gcc-nm)
+  fi
+  ;;
+*)
+  log "FERROPHP_PHP_FLAVOR=$FLAVOR: expected pgo-gen, pgo or pgo-lto (or unset)"
+  exit 1
+  ;;
+esac
 PREFIX="$CACHE_ROOT/php-$PHP_VERSION-zts-$KEY"
 
 if [[ -f "$PREFIX/.complete" ]]; then
@@ -149,7 +194,10 @@ grep -Pzq '\tphp_tsrm_startup\(\);\n\tZEND_TSRMLS_CACHE_UPDATE\(\);' sapi/cli/ph
 progress_step "configure"
 configure_log="$SRC/configure.log"
 count_checks() { grep -c '^checking ' "$1"; }
-progress_run "$configure_log" 650 count_checks env CFLAGS="$PHP_CFLAGS" ./configure \
+if [[ $FLAVOR != default ]]; then
+  PHP_CFLAGS+=" -fprofile-prefix-path=$SRC"
+fi
+progress_run "$configure_log" 650 count_checks env CFLAGS="$PHP_CFLAGS" "${CONFIGURE_ENV[@]}" ./configure \
   --prefix="$PREFIX" --with-config-file-path="$PREFIX/etc" \
   --with-config-file-scan-dir="$PREFIX/etc/conf.d" "${CONFIGURE_FLAGS[@]}" || exit 1
 # Debian's PHP is built with PEAR's directory at /usr/share/php, so its compiled-in
@@ -164,6 +212,7 @@ progress_step "compile PHP (make -j$(nproc), about 10 minutes on 2 cores): C fil
 # object, which is the total (a few rules are never built, so the count ends near it).
 total_objects=$(grep -c '^[^[:space:]]*\.lo: ' Makefile)
 count_compiled() { grep -c -- '--mode=compile' "$1"; }
+count_none() { echo 0; }
 progress_run "$SRC/make.log" "$total_objects" count_compiled make -j"$(nproc)" || exit 1
 
 progress_step "install into $PREFIX, archives for static linking and the CLI"
@@ -174,6 +223,15 @@ make install >"$SRC/install.log" 2>&1 || { tail -20 "$SRC/install.log" >&2; log 
 # offset. `php-sys` links it when FERROPHP_PHP_LINK=static (the release build).
 objects_of() { sed -n "s/^$1 = //p" Makefile | tr ' ' '\n' | sed -n 's/\.lo$/.o/p'; }
 mapfile -t engine_objects < <(objects_of PHP_GLOBAL_OBJS; objects_of PHP_SAPI_OBJS)
+if [[ $FLAVOR == pgo-lto ]]; then
+  # Link-time optimisation across the whole engine, done here once: a relocatable link
+  # through GCC's LTO plugin into one ordinary object (nolto-rel), so the binary's own
+  # linker (rust-lld, which cannot read GCC's LTO code) links optimised machine code.
+  progress_run "$SRC/lto.log" 1 count_none \
+    gcc -r -nostdlib -O2 -flto=auto -fuse-linker-plugin -flinker-output=nolto-rel \
+    -o "$SRC/php-engine-lto.o" "${engine_objects[@]}" || exit 1
+  engine_objects=("$SRC/php-engine-lto.o")
+fi
 ar rcs "$PREFIX/lib/libphp.a" "${engine_objects[@]}"
 # libphp-cli.a: PHP's own CLI SAPI (sapi/cli), so that `ferrophp php-cli` (and ferrophp
 # called as `php`) is PHP's CLI, flag for flag, with its main() renamed for ferrophp to
