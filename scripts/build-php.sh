@@ -48,10 +48,14 @@ CONFIGURE_FLAGS=(
   --enable-gd --with-freetype --with-jpeg --with-webp --with-zip --with-sodium --with-gmp
   --with-bz2 --enable-ftp --with-gettext --with-xsl --enable-soap --enable-shmop
   --enable-sysvmsg --enable-sysvsem --enable-sysvshm --with-libedit
+  # Debian's default MySQL/MariaDB socket: apps that connect to "localhost" without
+  # naming a socket find the host's MariaDB, as with Debian's own PHP.
+  --with-mysql-sock=/var/run/mysqld/mysqld.sock
 )
 # Our patches are part of the key: OPcache's SAPI allow-list, per-thread dtoa freelists,
-# Debian's built-in include_path, the CLI SAPI's TSRM cache (for libphp-cli.a).
-PATCH_ID=opcache-sapi-ferrophp-v1+dtoa-tls-v2+include-path-usr-share-php+cli-tsrm-cache-v1
+# Debian's built-in include_path, the CLI SAPI's TSRM cache (for libphp-cli.a), mysqlnd's
+# counters without a process-wide mutex.
+PATCH_ID=opcache-sapi-ferrophp-v1+dtoa-tls-v2+include-path-usr-share-php+cli-tsrm-cache-v1+mysqlnd-stats-atomic-v1
 # Compiler flags, part of the key too. -fno-semantic-interposition: libphp.so exports the
 # engine's API (ZEND_API/PHPAPI), and without this flag GCC must assume another library
 # may replace any exported function, so calls between engine functions go through the
@@ -182,6 +186,14 @@ sed -i 's/^ static Bigint \*freelist\[Kmax+1\];/ ZEND_TLS Bigint *freelist[Kmax+
 sed -i 's/tsrm_mutex_lock(dtoa_mutex);/\/* ferrophp: per-thread freelist *\//; s/tsrm_mutex_unlock(dtoa_mutex);/\/* ferrophp: per-thread freelist *\//' Zend/zend_strtod_int.h
 grep -q 'ZEND_TLS Bigint \*freelist' Zend/zend_strtod.c && grep -q 'define Omit_Private_Memory' Zend/zend_strtod_int.h \
   && ! grep -q 'tsrm_mutex_lock(dtoa_mutex)' Zend/zend_strtod_int.h || { log "dtoa patch failed"; exit 1; }
+
+# mysqlnd counts every packet, query and byte (mysqli_get_client_stats) in a process-wide
+# table and, under ZTS, takes that table's mutex for each count: about 9,000 lock/unlock
+# pairs per WordPress page, on one lock shared by every PHP thread. A relaxed atomic add
+# keeps the counts exact without the lock.
+perl -0pi -e 's/(#define MYSQLND_STATS_UPDATE_VALUE\(stats, statistic, value\) \\\n)\t\{ \\\n\t\t\tMYSQLND_STATS_LOCK\(stats\); \\\n\t\t\t\(stats\)->values\[\(statistic\)\] \+= \(value\); \\\n\t\t\tMYSQLND_STATS_UNLOCK\(_p_s\); \\\n\t\}\n/$1\t__atomic_fetch_add(&(stats)->values[(statistic)], (uint64_t) (value), __ATOMIC_RELAXED)\n/' ext/mysqlnd/mysqlnd_statistics.h
+grep -q '__atomic_fetch_add(&(stats)->values\[(statistic)\]' ext/mysqlnd/mysqlnd_statistics.h \
+  || { log "mysqlnd statistics patch failed (ext/mysqlnd/mysqlnd_statistics.h)"; exit 1; }
 
 # PHP's CLI SAPI becomes `ferrophp php-cli` (libphp-cli.a below). Outside Windows its
 # main() relies on sharing libphp's own TSRM cache variable, which libphp.so keeps
