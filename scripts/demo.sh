@@ -2,10 +2,20 @@
 # Builds PHP (once, cached) and ferrophp, then serves the demo app on
 # http://127.0.0.1:8080 (classic mode at /, worker mode at /worker.php). Ctrl-C stops it.
 # Extra arguments go to `ferrophp serve` (e.g. --listen 0.0.0.0:8080).
+#
+# Each step says what it does and how far it got (scripts/lib/progress.sh); when
+# everything is built the first two steps take a second.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
+# shellcheck source=lib/progress.sh
+source scripts/lib/progress.sh
+progress_init demo 3
+progress_step "Debian packages and PHP (built once into ~/.cache/ferrophp)"
 scripts/setup.sh >/dev/null
+progress_step "cargo build --release -p ferrophp"
+# cargo draws its own progress bar on a terminal and prints one line per crate elsewhere.
 cargo build --release -p ferrophp
+progress_step "serving the demo on http://127.0.0.1:8080 (Ctrl-C stops it)"
 exec target/release/ferrophp serve --root test-data/demo/public \
   --worker test-data/demo/public/worker.php "$@"

@@ -6,6 +6,8 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 log() { echo "setup: $*" >&2; }
+# shellcheck source=lib/progress.sh
+source scripts/lib/progress.sh
 
 # Packages the build and the test suite use (the PHP build's own deps are in build-php.sh).
 PACKAGES=(libclang-dev clang pkg-config valgrind curl ca-certificates)
@@ -19,9 +21,13 @@ if ((${#missing[@]})); then
     log "missing packages; as root run: apt-get install -y ${missing[*]}"
     exit 1
   fi
-  log "installing ${missing[*]}"
+  log "installing ${missing[*]} (apt-get, about a minute)"
   apt-get update -qq >&2
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >&2
+  # Progress counts packages unpacked against what apt plans to install (dependencies too).
+  count_unpacked() { grep -c '^Unpacking ' "$1"; }
+  planned=$(apt-get install -s "${missing[@]}" 2>/dev/null | grep -c '^Inst ' || true)
+  progress_run /tmp/ferrophp-setup-apt.log "${planned:-1}" count_unpacked \
+    env DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"
 fi
 
 if ! command -v cargo >/dev/null 2>&1; then
