@@ -149,6 +149,9 @@ bool ferrophp_worker_output_release(void);
 bool ferrophp_worker_request_startup(void);
 bool ferrophp_worker_request_shutdown(void);
 bool ferrophp_worker_request_finish(void);
+/* The request has produced output: its headers went out, or one of its output buffers
+ * holds bytes. */
+bool ferrophp_worker_output_started(void);
 /* A worker request leaves its max_execution_time timer running for the next one
  * (worker_request.c explains when that is safe). Stop disarms it before the worker script
  * runs on outside a request; forget drops what this thread knew of it (a new boot). */

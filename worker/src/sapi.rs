@@ -469,6 +469,13 @@ impl<'a> PreparedRequest<'a> {
         }
     }
 
+    /// Points `SG(server_context)` at this request again after the value moved (the
+    /// `SG(request_info)` pointers lead into the arena and `argv`'s heap buffer, which do
+    /// not move with it). `self` must stay where it is until [`PreparedRequest::uninstall`].
+    pub(crate) fn reinstall_context(&self) {
+        php::set_server_context(&self.ctx as *const RequestContext as *mut c_void);
+    }
+
     /// Clears every pointer `install` stored and hands back the sink, so the caller can
     /// complete the response.
     pub(crate) fn uninstall(self) -> Box<dyn ResponseSink> {
