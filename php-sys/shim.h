@@ -118,6 +118,9 @@ void ferrophp_set_fast_input(bool enabled);
 int ferrophp_execution_timer_keep(void);
 void ferrophp_execution_timer_restore(int pid);
 void ferrophp_execution_timer_release(void);
+/* Before a request's session shutdown: forgets a user save handler call a bailout cut
+ * short, so the handler's close() runs (see thread.c). */
+void ferrophp_session_handler_unwind(void);
 /* Closes the thread's persistent resources before ts_free_thread (see thread.c). */
 void ferrophp_persistent_list_release(void);
 /* The SAPI's deactivate hook (sapi_module.deactivate), run by sapi_deactivate just before

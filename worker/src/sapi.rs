@@ -541,6 +541,8 @@ pub(crate) fn run_script(request: ScriptRequest, arena: &Bump) -> ScriptOutcome 
         // thread's execution timer survives for the next request (disarmed by
         // zend_unset_timeout as usual), and puts it back right after.
         unsafe {
+            // A save handler a bailout cut short must still close (its session lock).
+            sys::ferrophp_session_handler_unwind();
             let timer = sys::ferrophp_execution_timer_keep();
             sys::php_request_shutdown(std::ptr::null_mut());
             sys::ferrophp_execution_timer_restore(timer);

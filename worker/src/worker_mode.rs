@@ -257,6 +257,9 @@ impl Role for Worker {
                     pool.stats.restart();
                     pool.stats.memory_restart();
                 }
+                // A script that leaves its loop and ends with status 0 restarts itself on
+                // purpose: FrankenPHP counts that as a restart, and so do we.
+                RunEnd::Ended if reached_loop && outcome.exit_status == 0 => pool.stats.restart(),
                 RunEnd::Ended => pool.stats.crash(),
                 RunEnd::Stop | RunEnd::MaxRequests | RunEnd::Retire => {}
             }
