@@ -7,9 +7,9 @@
 //! so and the mapping row explains it.
 //!
 //! Upstream runs without a php.ini, so PHP's built-in defaults apply: [`UPSTREAM_INI`]
-//! passes the ones where ours (php.ini-production's) differ. The two cases that failed
-//! when upstream's scripts first ran (`dd.php`, `env/overwrite-env.php`) also run with our
-//! own defaults.
+//! passes the ones where ours (php.ini-production's) differ. Of the two cases that failed
+//! when upstream's scripts first ran, `dd.php` also runs with all our defaults and
+//! `env/overwrite-env.php` also with our `variables_order` (GPCS).
 
 mod common;
 
