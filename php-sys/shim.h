@@ -124,6 +124,9 @@ void ferrophp_set_fast_input(bool enabled);
 int ferrophp_execution_timer_keep(void);
 void ferrophp_execution_timer_restore(int pid);
 void ferrophp_execution_timer_release(void);
+/* Before a request's session shutdown: forgets a user save handler call a bailout cut
+ * short, so the handler's close() runs (see thread.c). */
+void ferrophp_session_handler_unwind(void);
 /* Closes the thread's persistent resources before ts_free_thread (see thread.c). */
 void ferrophp_persistent_list_release(void);
 /* The SAPI's deactivate hook (sapi_module.deactivate), run by sapi_deactivate just before
@@ -155,6 +158,9 @@ bool ferrophp_worker_output_release(void);
 bool ferrophp_worker_request_startup(void);
 bool ferrophp_worker_request_shutdown(void);
 bool ferrophp_worker_request_finish(void);
+/* The request has produced output: its headers went out, or one of its output buffers
+ * holds bytes. */
+bool ferrophp_worker_output_started(void);
 /* A worker request leaves its max_execution_time timer running for the next one
  * (worker_request.c explains when that is safe). Stop disarms it before the worker script
  * runs on outside a request; forget drops what this thread knew of it (a new boot). */

@@ -1,7 +1,8 @@
 /* thread.c: what a PHP thread that serves many requests must keep or clean up, where PHP
  * assumes each thread serves one request and then goes away: the execution timer kept
- * across requests, the realpath cache entries of uploaded files (the SAPI's deactivate
- * hook), and the thread's persistent resources closed before ts_free_thread.
+ * across requests, a session save handler cut short by a bailout, the realpath cache
+ * entries of uploaded files (the SAPI's deactivate hook), and the thread's persistent
+ * resources closed before ts_free_thread.
  *
  * Why C: each step reads or writes engine globals through PHP's macros (EG, SG), iterates
  * PHP hash tables with ZEND_HASH_* macros, or depends on ZEND_MAX_EXECUTION_TIMERS, a
@@ -9,6 +10,7 @@
  */
 #define ZEND_ENABLE_STATIC_TSRMLS_CACHE 1 /* the thread's cache is shim.c's */
 #include "shim.h"
+#include "ext/session/php_session.h"
 #ifdef ZEND_MAX_EXECUTION_TIMERS
 #include <time.h>
 #endif
@@ -84,4 +86,17 @@ int ferrophp_sapi_deactivate(void) {
         } ZEND_HASH_FOREACH_END();
     }
     return SUCCESS;
+}
+
+/* A bailout (the time limit, a fatal error) inside a user session save handler leaves
+ * PS(in_save_handler) set, and the session's request shutdown then refuses the first
+ * handler call as recursive: when that call is close() (the bailout came before the
+ * session data existed, e.g. in validateId() under session.use_strict_mode, so there is
+ * no write() to take the refusal), the handler never closes, and a files handler behind
+ * it keeps its descriptor and its flock() on the session file for the thread's life:
+ * every later request for that session hangs (FrankenPHP issue #2368). php-fpm never
+ * sees this because it kills a timed-out worker process. No handler runs at request
+ * shutdown's start, so the flag is only ever stale there. */
+void ferrophp_session_handler_unwind(void) {
+    PS(in_save_handler) = 0;
 }

@@ -210,6 +210,20 @@ bool ferrophp_worker_request_startup(void) {
         } else if (PG(implicit_flush)) {
             php_output_set_implicit_flush(1);
         }
+        /* $_ENV is the worker script's, not a request's (as in FrankenPHP): what the script
+         * wrote into it at boot (Symfony's Dotenv does) must survive every request. But
+         * php_hash_environment() re-arms its JIT, and the first file compiled during the
+         * request that names $_ENV would re-create it from the environment (with
+         * auto_globals_jit=0, php_hash_environment() itself re-creates it). So the
+         * existing one is set aside and put back, disarmed. */
+        zval kept_env, kept_env_global;
+        ZVAL_UNDEF(&kept_env);
+        zval *env = zend_hash_find(&EG(symbol_table), ZSTR_KNOWN(ZEND_STR_AUTOGLOBAL_ENV));
+        if (env) {
+            ZVAL_COPY(&kept_env, env);
+        }
+        ZVAL_COPY_VALUE(&kept_env_global, &PG(http_globals)[TRACK_VARS_ENV]);
+        ZVAL_UNDEF(&PG(http_globals)[TRACK_VARS_ENV]);
         /* php_hash_environment() zeroes PG(http_globals) without releasing it (it expects
          * php_request_shutdown to have done so): drop the previous request's arrays, or
          * each request would leak them. The symbol table keeps its own references until
@@ -221,6 +235,19 @@ bool ferrophp_worker_request_startup(void) {
         /* $_GET, $_POST, $_COOKIE, $_FILES now; the JIT ones ($_SERVER, $_REQUEST) are only
          * armed, and the handler is already compiled, so build them explicitly. */
         php_hash_environment();
+        if (!Z_ISUNDEF(kept_env)) {
+            zval_ptr_dtor(&PG(http_globals)[TRACK_VARS_ENV]);
+            ZVAL_COPY_VALUE(&PG(http_globals)[TRACK_VARS_ENV], &kept_env_global);
+            zend_hash_update(&EG(symbol_table), ZSTR_KNOWN(ZEND_STR_AUTOGLOBAL_ENV), &kept_env);
+            zend_auto_global *env_global =
+                zend_hash_find_ptr(CG(auto_globals), ZSTR_KNOWN(ZEND_STR_AUTOGLOBAL_ENV));
+            if (env_global) {
+                env_global->armed = 0;
+            }
+        } else {
+            /* Never created (or unset by the script): PHP's own JIT makes it when used. */
+            zval_ptr_dtor(&kept_env_global);
+        }
         zend_is_auto_global_str("_SERVER", sizeof("_SERVER") - 1);
         zend_is_auto_global_str("_REQUEST", sizeof("_REQUEST") - 1);
         /* Nor its libxml errors and entity loader (nor those the boot code left). */
@@ -268,6 +295,21 @@ bool ferrophp_worker_request_shutdown(void) {
         bailed_out = true;
     } zend_end_try();
     return bailed_out;
+}
+
+bool ferrophp_worker_output_started(void) {
+    if (SG(headers_sent)) {
+        return true;
+    }
+    /* OG(handlers) holds pointers to the handlers, outermost first. */
+    php_output_handler **handlers = (php_output_handler **) zend_stack_base(&OG(handlers));
+    int count = zend_stack_count(&OG(handlers));
+    for (int i = 0; i < count; i++) {
+        if (handlers[i]->buffer.used) {
+            return true;
+        }
+    }
+    return false;
 }
 
 bool ferrophp_worker_request_finish(void) {

@@ -185,7 +185,24 @@ fn exit_inside_a_handler_keeps_status_and_output() {
         (r.status, r.text().as_str()),
         (418, "before-exit[destructed]")
     );
-    // The worker rebooted and serves again.
+    // Shutdown functions run while the script ends, before PHP flushes the buffers: their
+    // output is this request's too. Something was printed, so exit(2) keeps its 200.
+    let r = server.get("/exit-worker.php?do=shutdown");
+    assert_eq!(
+        (r.status, r.text().as_str()),
+        (200, "before-exit[shutdown]"),
+        "{}",
+        server.stderr()
+    );
+    // A clean exit() with nothing printed: 200 and an empty body, as PHP gives.
+    let r = server.get("/exit-worker.php?do=clean-exit");
+    assert_eq!((r.status, r.text().as_str()), (200, ""));
+    // The worker rebooted and serves again; nothing of the requests above went to the log.
     let r = server.get("/exit-worker.php");
     assert_eq!((r.status, r.text().as_str()), (200, "ok"));
+    assert!(
+        !server.stderr().contains("worker output"),
+        "{}",
+        server.stderr()
+    );
 }

@@ -16,6 +16,15 @@ $handler = static function (): void {
             http_response_code(418);
             echo 'before-exit';
             exit();
+        case 'shutdown':
+            // What a shutdown function prints, into a buffer still open at exit(): the
+            // script's shutdown runs while this request is still the one installed.
+            register_shutdown_function(static function (): void { echo '[shutdown]'; });
+            ob_start();
+            echo 'before-exit';
+            exit(2);
+        case 'clean-exit':
+            exit();
         default:
             echo 'ok';
     }

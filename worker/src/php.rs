@@ -110,10 +110,10 @@ pub(crate) fn exception_is_exit() -> bool {
     }
 }
 
-/// `SG(headers_sent)`.
-pub(crate) fn headers_sent() -> bool {
+/// `http_response_code()`: the status the response has (or will have).
+pub(crate) fn response_code() -> i32 {
     // SAFETY: plain read of a field of this thread's SAPI globals.
-    unsafe { (*sapi_globals().as_ptr()).headers_sent != 0 }
+    unsafe { (*sapi_globals().as_ptr()).sapi_headers.http_response_code }
 }
 
 /// `http_response_code($code)` for a response whose headers are not sent yet.

@@ -469,6 +469,13 @@ impl<'a> PreparedRequest<'a> {
         }
     }
 
+    /// Points `SG(server_context)` at this request again after the value moved (the
+    /// `SG(request_info)` pointers lead into the arena and `argv`'s heap buffer, which do
+    /// not move with it). `self` must stay where it is until [`PreparedRequest::uninstall`].
+    pub(crate) fn reinstall_context(&self) {
+        php::set_server_context(&self.ctx as *const RequestContext as *mut c_void);
+    }
+
     /// Clears every pointer `install` stored and hands back the sink, so the caller can
     /// complete the response.
     pub(crate) fn uninstall(self) -> Box<dyn ResponseSink> {
@@ -534,6 +541,8 @@ pub(crate) fn run_script(request: ScriptRequest, arena: &Bump) -> ScriptOutcome 
         // thread's execution timer survives for the next request (disarmed by
         // zend_unset_timeout as usual), and puts it back right after.
         unsafe {
+            // A save handler a bailout cut short must still close (its session lock).
+            sys::ferrophp_session_handler_unwind();
             let timer = sys::ferrophp_execution_timer_keep();
             sys::php_request_shutdown(std::ptr::null_mut());
             sys::ferrophp_execution_timer_restore(timer);

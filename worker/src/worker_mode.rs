@@ -10,7 +10,10 @@
 //! classes of the application persist between requests: that is the point of the mode.
 //!
 //! The script ends when `ferrophp_handle_request` returns false (stop, restart,
-//! `max_requests`, idle retirement), on `exit()`, or on a fatal error; the thread then
+//! `max_requests`, idle retirement), on `exit()`, or on a fatal error; an `exit()` or a
+//! fatal error inside the handler leaves that request installed while the script shuts
+//! down, so what the shutdown prints (shutdown functions, destructors, output buffers)
+//! is that request's response, as under FrankenPHP or a classic `exit()`. The thread then
 //! boots it again, with growing backoff when it fails before reaching the loop. After
 //! `max_requests` the thread throws its PHP state away entirely: a new OS thread with a
 //! new TSRM context. Every step is a transition of the thread's state machine
@@ -216,8 +219,10 @@ impl Role for Worker {
             let thread = WorkerThread {
                 pool,
                 slot,
+                ending: RefCell::new(None),
                 request_arena: RefCell::new(Bump::with_capacity(16 * 1024)),
                 served: Cell::new(0),
+                reached_loop: Cell::new(false),
                 memory_limit: Cell::new(usize::MAX),
                 end: Cell::new(RunEnd::Ended),
                 env_cache: RefCell::new(None),
@@ -233,23 +238,28 @@ impl Role for Worker {
             // SAFETY: on this PHP thread; only resets thread-local bookkeeping.
             unsafe { sys::ferrophp_worker_timer_forget() };
             let outcome = sapi::run_script(boot_request(config), &boot_arena);
+            // The engine request is over: the request whose handler ended the script (if
+            // one did) has all of its response now.
+            thread.finish_ending();
             CURRENT.with(|c| c.set(std::ptr::null()));
             // The script's whole run, boot included: always worth the check.
             crate::stack::release_deep_pages(std::time::Duration::MAX);
             let end = thread.end.get();
+            // next_job decides every end but a script that ended by itself; such a script
+            // reached its loop if next_job saw it leave Booting (an order that lands
+            // while it ends moves the state, so the state alone cannot tell).
+            let reached_loop = end != RunEnd::Ended || thread.reached_loop.get();
             drop(thread);
             slot.set_ready(false);
-            // next_job decides every end but a script that ended by itself; such a script
-            // reached its loop if it left Booting (an order during a failed boot moves
-            // the state too, but then next_job never ran: still a failure).
-            let reached_loop = end != RunEnd::Ended
-                || matches!(state.get(), ThreadState::Idle | ThreadState::Busy);
             match end {
                 RunEnd::Restart => pool.stats.restart(),
                 RunEnd::MemoryGrowth => {
                     pool.stats.restart();
                     pool.stats.memory_restart();
                 }
+                // A script that leaves its loop and ends with status 0 restarts itself on
+                // purpose: FrankenPHP counts that as a restart, and so do we.
+                RunEnd::Ended if reached_loop && outcome.exit_status == 0 => pool.stats.restart(),
                 RunEnd::Ended => pool.stats.crash(),
                 RunEnd::Stop | RunEnd::MaxRequests | RunEnd::Retire => {}
             }
@@ -350,14 +360,35 @@ impl ResponseSink for LogSink {
 struct WorkerThread<'a> {
     pool: &'a Arc<WorkerPool>,
     slot: &'a Slot,
+    /// The request whose handler ended the script, while the script shuts down. Declared
+    /// before `request_arena`, which it borrows, so it is dropped first.
+    ending: RefCell<Option<EndingRequest>>,
     request_arena: RefCell<Bump>,
     served: Cell<u64>,
+    /// The script reached its request loop (asked for a request after booting).
+    reached_loop: Cell<bool>,
     /// The memory guard's trigger level, set when the script first asks for a request.
     memory_limit: Cell<usize>,
     /// Why this run ends, once next_job decided it.
     end: Cell<RunEnd>,
     /// The last server env seen and that env with the worker's env merged in.
     env_cache: RefCell<Option<(EnvList, EnvList)>>,
+}
+
+/// A request whose handler ended the worker script (`exit()`, a fatal error). It stays
+/// installed (`SG(server_context)`, `SG(request_info)`) while the engine request of the
+/// script shuts down: PHP's `php_request_shutdown` then runs the shutdown functions and
+/// destructors and flushes the output buffers into this request's response, sends its
+/// headers, writes its session and deactivates it, as FrankenPHP (whose `exit()` bails
+/// out of the handler straight into the script's shutdown) and a classic request do.
+/// Symfony's `dd()` prints from a destructor after `exit()`.
+struct EndingRequest {
+    /// Borrows the `request_arena` of the [`WorkerThread`] holding it (its lifetime is
+    /// erased in [`WorkerThread::keep_until_shutdown`], which states why that holds).
+    prepared: PreparedRequest<'static>,
+    done: Option<tokio::sync::oneshot::Sender<ScriptOutcome>>,
+    /// What the handler's `exit()` or fatal error set.
+    exit_status: i32,
 }
 
 thread_local! {
@@ -388,6 +419,7 @@ impl WorkerThread<'_> {
                 if let Err(now) = state.booted() {
                     return self.leave(now);
                 }
+                self.reached_loop.set(true);
                 self.slot.set_ready(true);
                 // What the booted script holds, before its first request.
                 self.slot.record_memory();
@@ -551,11 +583,12 @@ impl WorkerThread<'_> {
                 unsafe { sys::ferrophp_report_exception() };
             }
         }
-        let flush_bailed = unsafe { sys::ferrophp_try_void(Some(flush_output)) };
-        if ends_script && !php::headers_sent() {
-            // The worker died on this request and nothing reached the client.
-            php::set_response_code(500);
+        if ends_script {
+            // exit() or a fatal error: the script's shutdown finishes this request.
+            self.keep_until_shutdown(prepared, done);
+            return true;
         }
+        let flush_bailed = unsafe { sys::ferrophp_try_void(Some(flush_output)) };
         let shutdown_bailed = unsafe { sys::ferrophp_worker_request_shutdown() };
         // Counted before the response completes, so a client that has its response also
         // sees it in the counts (the admin /health endpoint).
@@ -567,7 +600,6 @@ impl WorkerThread<'_> {
         let ran = self.slot.end();
         prepared.ctx.finish_response();
         let finish_bailed = unsafe { sys::ferrophp_worker_request_finish() };
-        let exit_status = if ends_script { php::exit_status() } else { 0 };
 
         drop(prepared.uninstall());
         php::set_server_context(boot_context);
@@ -578,14 +610,81 @@ impl WorkerThread<'_> {
         crate::job::report(
             done,
             ScriptOutcome {
-                exit_status,
+                exit_status: 0,
                 not_found: false,
             },
         );
         ferrophp_cache::on_request_end();
         // The handler has returned: nothing of it is left below this frame.
         crate::stack::release_deep_pages(ran);
-        ends_script || flush_bailed || shutdown_bailed || finish_bailed
+        flush_bailed || shutdown_bailed || finish_bailed
+    }
+
+    /// The handler ended the script: leaves its request installed for the script's
+    /// shutdown (see [`EndingRequest`]); [`WorkerThread::finish_ending`] completes it.
+    fn keep_until_shutdown(
+        &self,
+        prepared: PreparedRequest<'_>,
+        done: Option<tokio::sync::oneshot::Sender<ScriptOutcome>>,
+    ) {
+        let exit_status = php::exit_status();
+        // A crash (a non-zero status: exit(N), a fatal error) before the handler printed
+        // anything is a 500 unless it chose a status; a clean exit() keeps 200, as PHP
+        // gives. What sits in output buffers counts as printed: PHP flushes them after
+        // the shutdown functions and destructors, as it always does.
+        // SAFETY: on this worker's PHP thread, inside the request; it only reads the
+        // output layer's state.
+        let printed = unsafe { sys::ferrophp_worker_output_started() };
+        if exit_status != 0 && !printed && php::response_code() == 200 {
+            php::set_response_code(500);
+        }
+        // Counted now, as a request that returns is counted before its response completes.
+        self.served.set(self.served.get() + 1);
+        self.pool
+            .role
+            .requests_served
+            .fetch_add(1, Ordering::Relaxed);
+        // SAFETY: only the lifetime changes. `prepared` borrows `self.request_arena`,
+        // which stays untouched until the value is dropped: the arena is reset only by
+        // `serve` after a request that returned, and no request is served after this one
+        // (the script bails out now; `ferrophp_handle_request` refuses while the thread is
+        // Busy, which it stays until `finish_ending`); `finish_ending` drops the value
+        // before the run ends, and field order drops `ending` before the arena anyway.
+        let prepared: PreparedRequest<'static> = unsafe { std::mem::transmute(prepared) };
+        let mut ending = self.ending.borrow_mut();
+        let ending = ending.insert(EndingRequest {
+            prepared,
+            done,
+            exit_status,
+        });
+        // It moved: SG(server_context) must follow it.
+        ending.prepared.reinstall_context();
+    }
+
+    /// After the script's engine request ended: the response of the request whose handler
+    /// ended the script is complete; hand it over and count it.
+    fn finish_ending(&self) {
+        let Some(EndingRequest {
+            prepared,
+            done,
+            exit_status,
+        }) = self.ending.borrow_mut().take()
+        else {
+            return;
+        };
+        self.slot.end();
+        prepared.ctx.finish_response();
+        drop(prepared.uninstall());
+        // Busy → Idle; an order that came meanwhile stays for the reboot to find.
+        let _ = self.slot.state.job_done();
+        crate::job::report(
+            done,
+            ScriptOutcome {
+                exit_status,
+                not_found: false,
+            },
+        );
+        ferrophp_cache::on_request_end();
     }
 }
 

@@ -1,0 +1,3 @@
+<?php
+
+return $_ENV['custom_key'];

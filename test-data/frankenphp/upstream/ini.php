@@ -1,0 +1,7 @@
+<?php
+
+require_once __DIR__.'/_executor.php';
+
+return function () {
+    echo $_GET['key'] . ':' . ini_get($_GET['key']);
+};

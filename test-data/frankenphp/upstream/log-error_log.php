@@ -1,0 +1,7 @@
+<?php
+
+require_once __DIR__.'/_executor.php';
+
+return function () {
+    error_log("request {$_GET['i']}");
+};

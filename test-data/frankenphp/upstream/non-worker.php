@@ -1,0 +1,3 @@
+<?php
+
+frankenphp_handle_request(function () {});

@@ -1,0 +1,6 @@
+<?php
+
+class MyObject
+{
+    public function __construct(public string $id) {}
+}

@@ -1,0 +1,6 @@
+<?php
+
+// dummy require file for opcache_reset test
+return function (){
+    echo "";
+};
