@@ -206,3 +206,98 @@ impl Settings {
             .collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn probe(pairs: &[(&str, Option<&str>)]) -> Probe {
+        Probe {
+            php_version: "8.2.32".into(),
+            sapi: "x".into(),
+            zts: true,
+            php_ini: Some("/etc/php/8.2/fpm/php.ini".into()),
+            ini: pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.map(String::from)))
+                .collect(),
+            opcache_enabled: true,
+            jit_enabled: false,
+            extensions: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_same_settings_pass_and_a_difference_names_the_key_and_both_systems() {
+        let mut settings = Settings::default();
+        let base = [
+            ("opcache.validate_timestamps", Some("0")),
+            ("zend.assertions", Some("-1")),
+        ];
+        settings.check("a", probe(&base)).unwrap();
+        settings.check("b", probe(&base)).unwrap();
+        let err = settings
+            .check(
+                "c",
+                probe(&[
+                    ("opcache.validate_timestamps", Some("1")),
+                    ("zend.assertions", Some("-1")),
+                ]),
+            )
+            .unwrap_err();
+        assert!(err.contains("on c"), "{err}");
+        assert!(
+            err.contains("opcache.validate_timestamps = \"1\", a has \"0\""),
+            "{err}"
+        );
+        assert_eq!(
+            settings.common(),
+            vec![
+                ("opcache.validate_timestamps".to_string(), "0".to_string()),
+                ("zend.assertions".to_string(), "-1".to_string()),
+            ]
+        );
+    }
+
+    #[test]
+    fn opcache_off_jit_on_or_another_php_ini_fail_an_unloaded_extension_does_not() {
+        let mut settings = Settings::default();
+        settings
+            .check("a", probe(&[("mysqlnd.collect_statistics", Some(""))]))
+            .unwrap();
+        // mysqlnd not loaded on b: its setting is absent, which is not a difference.
+        settings
+            .check("b", probe(&[("mysqlnd.collect_statistics", None)]))
+            .unwrap();
+        let mut off = probe(&[]);
+        off.opcache_enabled = false;
+        assert!(settings
+            .check("c", off)
+            .unwrap_err()
+            .contains("OPcache is off"));
+        let mut jit = probe(&[]);
+        jit.jit_enabled = true;
+        assert!(settings.check("d", jit).unwrap_err().contains("JIT is on"));
+        let mut other = probe(&[]);
+        other.php_ini = None;
+        assert!(settings
+            .check("e", other)
+            .unwrap_err()
+            .contains("php.ini None"));
+    }
+
+    #[test]
+    fn the_probe_page_asks_for_every_shared_setting() {
+        let dir = std::env::temp_dir().join(format!("compare-probe-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        install_probe(&dir).unwrap();
+        let php = std::fs::read_to_string(dir.join(PROBE_PATH.trim_start_matches('/'))).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        for (key, _) in SHARED {
+            assert!(
+                php.contains(&format!("\"{key}\"")),
+                "{key} missing from the probe"
+            );
+        }
+    }
+}

@@ -348,3 +348,86 @@ fn start_baseline(
 fn answers(port: u16) -> bool {
     super::http::request(port, super::ini::PROBE_PATH, None, Duration::from_secs(5)).is_ok()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn build(name: &str, explicit: bool) -> Build {
+        Build {
+            name: name.into(),
+            path: PathBuf::from(name),
+            explicit,
+        }
+    }
+
+    #[test]
+    fn each_ferrophp_kind_runs_once_per_build_and_the_a_a_row_for_the_first_only() {
+        let kinds = [
+            Kind::FerrophpClassic,
+            Kind::NginxFpm,
+            Kind::FerrophpClassicAa,
+        ];
+        let labels: Vec<String> = expand(&kinds, &[build("shared", true), build("pgo", true)])
+            .into_iter()
+            .map(|s| s.label)
+            .collect();
+        assert_eq!(
+            labels,
+            [
+                "ferrophp classic [shared]",
+                "ferrophp classic [pgo]",
+                "nginx + php-fpm",
+                "ferrophp classic (A/A) [shared]"
+            ]
+        );
+        // The default build alone keeps the plain labels of earlier reports.
+        let labels: Vec<String> = expand(&kinds, &[build("default", false)])
+            .into_iter()
+            .map(|s| s.label)
+            .collect();
+        assert_eq!(
+            labels,
+            [
+                "ferrophp classic",
+                "nginx + php-fpm",
+                "ferrophp classic (A/A)"
+            ]
+        );
+    }
+
+    /// The two baselines differ in FastCGI keep-alive only.
+    #[test]
+    fn the_tuned_baseline_keeps_fastcgi_connections_and_the_untuned_one_does_not() {
+        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("baseline/nginx-fpm.sh");
+        let dir = std::env::temp_dir().join(format!("compare-nginx-{}", std::process::id()));
+        let config = |keepalive: Option<&str>| {
+            let mut cmd = Command::new("bash");
+            cmd.arg(&script)
+                .arg("config")
+                .arg(&dir)
+                .arg("/tmp")
+                .args(["8080", "4", "2"]);
+            if let Some(k) = keepalive {
+                cmd.arg(k);
+            }
+            let out = cmd.output().unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            std::fs::read_to_string(dir.join("nginx.conf")).unwrap()
+        };
+        let tuned = config(None);
+        let untuned = config(Some("0"));
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(tuned.contains("keepalive 2;"), "{tuned}");
+        assert!(tuned.contains("fastcgi_pass php;"), "{tuned}");
+        assert!(!untuned.contains("upstream"), "{untuned}");
+        assert!(untuned.contains("fastcgi_pass unix:"), "{untuned}");
+        assert!(
+            tuned.contains("fastcgi_keep_conn on;") && untuned.contains("fastcgi_keep_conn on;")
+        );
+    }
+}

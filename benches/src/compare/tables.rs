@@ -331,3 +331,158 @@ const TARGETS: &[Target] = &[
         threshold: 0.7,
     },
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compare::options::Build;
+    use crate::compare::report::BuildInfo;
+
+    fn run(workload: &str, kind: Kind, build: Option<&str>, round: usize, rps: f64) -> Run {
+        Run {
+            workload: workload.into(),
+            system: format!("{kind:?}{}", build.unwrap_or("")),
+            kind,
+            build: build.map(String::from),
+            round,
+            requests_per_sec: rps,
+            p50_ms: 1.0,
+            p99_ms: 2.0,
+            errors: 0,
+            cpu_seconds: 0.0,
+            cpu_us_per_request: 0.0,
+            head_of_line: None,
+        }
+    }
+
+    fn memory(
+        concurrency: usize,
+        kind: Kind,
+        build: Option<&str>,
+        round: usize,
+        mib: f64,
+    ) -> MemoryRun {
+        MemoryRun {
+            concurrency,
+            system: format!("{kind:?}{}", build.unwrap_or("")),
+            kind,
+            build: build.map(String::from),
+            round,
+            pss_mib_median: mib,
+            pss_mib_max: mib,
+            processes: 1,
+            samples: 1,
+            requests_per_sec: 1.0,
+            errors: 0,
+        }
+    }
+
+    fn report(runs: Vec<Run>, memory: Vec<MemoryRun>, builds: &[&str]) -> Report {
+        Report {
+            generated: String::new(),
+            machine: Default::default(),
+            versions: Default::default(),
+            builds: builds
+                .iter()
+                .map(|n| {
+                    let b = Build {
+                        name: n.to_string(),
+                        path: n.into(),
+                        explicit: true,
+                    };
+                    BuildInfo {
+                        name: b.name,
+                        path: b.path,
+                        version: String::new(),
+                        libphp: String::new(),
+                    }
+                })
+                .collect(),
+            command: String::new(),
+            rounds: 2,
+            seconds: 1,
+            warmup: 1,
+            php_threads: 4,
+            fpm_keepalive: String::new(),
+            php_ini: Default::default(),
+            php_ini_d: Vec::new(),
+            php_settings: Vec::new(),
+            php_by_system: Vec::new(),
+            extensions_only_ferrophp: Vec::new(),
+            extensions_only_fpm: Vec::new(),
+            runs,
+            memory,
+        }
+    }
+
+    #[test]
+    fn ratios_pair_each_round_with_the_keep_alive_baseline_of_that_round() {
+        let r = report(
+            vec![
+                run("hello", Kind::NginxFpm, None, 0, 100.0),
+                run("hello", Kind::NginxFpmNoKeepalive, None, 0, 1000.0),
+                run("hello", Kind::NginxFpm, None, 1, 200.0),
+                run("hello", Kind::FerrophpClassic, Some("a"), 0, 300.0),
+                run("hello", Kind::FerrophpClassic, Some("a"), 1, 300.0),
+            ],
+            Vec::new(),
+            &["a"],
+        );
+        assert_eq!(r.ratios("hello", "FerrophpClassica"), vec![3.0, 1.5]);
+        let table = r.throughput_table(false);
+        assert!(
+            table.contains("| hello | FerrophpClassica | 300 | 1.50 / 3.00 / 3.00 |"),
+            "{table}"
+        );
+        assert!(
+            table.contains("| hello | NginxFpm | 200 | 1.00 (baseline) |"),
+            "{table}"
+        );
+    }
+
+    #[test]
+    fn targets_pass_or_fail_per_build_on_the_median_ratio() {
+        let mut runs = Vec::new();
+        for round in 0..3 {
+            runs.push(run("wordpress-front", Kind::NginxFpm, None, round, 100.0));
+            runs.push(run(
+                "wordpress-front",
+                Kind::FerrophpClassic,
+                Some("slow"),
+                round,
+                110.0,
+            ));
+            runs.push(run(
+                "wordpress-front",
+                Kind::FerrophpClassic,
+                Some("fast"),
+                round,
+                130.0,
+            ));
+        }
+        let mem = vec![
+            memory(32, Kind::NginxFpm, None, 0, 200.0),
+            memory(32, Kind::FerrophpClassic, Some("slow"), 0, 180.0),
+            memory(32, Kind::FerrophpClassic, Some("fast"), 0, 120.0),
+        ];
+        let table = report(runs, mem, &["slow", "fast"]).targets_table();
+        assert!(
+            table.contains("| wordpress-front, classic | slow | >= 1.25x | 1.10x | **fail** |"),
+            "{table}"
+        );
+        assert!(
+            table.contains("| wordpress-front, classic | fast | >= 1.25x | 1.30x | pass |"),
+            "{table}"
+        );
+        assert!(
+            table.contains("| slow | <= 0.70x | 0.90x | **fail** |"),
+            "{table}"
+        );
+        assert!(
+            table.contains("| fast | <= 0.70x | 0.60x | pass |"),
+            "{table}"
+        );
+        // No run of a target's workload: no row.
+        assert!(!table.contains("mediawiki"), "{table}");
+    }
+}

@@ -48,17 +48,32 @@ pub struct Tools {
     pub build_versions: Vec<String>,
 }
 
-/// Files that show a Debian package is installed, and the package.
-fn package_files(needs: &Needs) -> Vec<(&'static str, &'static str)> {
-    let mut files = vec![("/usr/bin/wrk", "wrk")];
+/// Programs run by name (found on PATH, as they are run), and their Debian package.
+fn programs(needs: &Needs) -> Vec<(&'static str, &'static str)> {
+    let mut programs = vec![("wrk", "wrk")];
     if needs.baseline {
-        files.push(("/usr/sbin/nginx", "nginx"));
-        files.push(("/usr/sbin/php-fpm8.2", "php8.2-fpm"));
+        programs.push(("nginx", "nginx"));
+        programs.push(("php-fpm8.2", "php8.2-fpm"));
     }
     if needs.mariadb {
-        files.push(("/usr/sbin/mariadbd", "mariadb-server"));
-        files.push(("/usr/bin/mariadb", "mariadb-client"));
+        programs.push(("mariadbd", "mariadb-server"));
+        programs.push(("mariadb-install-db", "mariadb-server"));
+        programs.push(("mariadb", "mariadb-client"));
     }
+    programs
+}
+
+/// The program's path on PATH, if it is there.
+pub fn on_path(program: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|candidate| candidate.is_file())
+}
+
+/// Files that show an app's Debian package is installed, and the package.
+fn package_files(needs: &Needs) -> Vec<(&'static str, &'static str)> {
+    let mut files = Vec::new();
     for site in &needs.sites {
         match site {
             Site::Synthetic => {}
@@ -108,13 +123,18 @@ fn fpm_modules(needs: &Needs) -> Vec<(&'static str, &'static str)> {
 
 /// Checks everything `needs` names; builds the default binaries if missing.
 pub fn prepare(repo: &Path, options: &Options, needs: &Needs) -> Result<Tools, String> {
-    let mut missing: Vec<&str> = package_files(needs)
+    let mut missing: Vec<&str> = programs(needs)
         .into_iter()
-        .filter(|(file, _)| !Path::new(file).exists())
+        .filter(|(program, _)| on_path(program).is_none())
+        .chain(
+            package_files(needs)
+                .into_iter()
+                .filter(|(file, _)| !Path::new(file).exists()),
+        )
         .map(|(_, package)| package)
         .collect();
-    if needs.baseline && Path::new("/usr/sbin/php-fpm8.2").exists() {
-        let out = Command::new("/usr/sbin/php-fpm8.2")
+    if let Some(fpm) = on_path("php-fpm8.2").filter(|_| needs.baseline) {
+        let out = Command::new(fpm)
             .arg("-m")
             .output()
             .map_err(|e| format!("php-fpm8.2 -m: {e}"))?;
@@ -126,7 +146,12 @@ pub fn prepare(repo: &Path, options: &Options, needs: &Needs) -> Result<Tools, S
         }
     }
     if !missing.is_empty() {
-        missing.dedup();
+        let mut seen = Vec::new();
+        missing.retain(|p| {
+            let new = !seen.contains(p);
+            seen.push(*p);
+            new
+        });
         return Err(format!(
             "missing Debian packages: {}.\nInstall them with: scripts/install-test-deps.sh (as root; or apt-get install -y {})",
             missing.join(" "),

@@ -228,3 +228,40 @@ pub fn select(only: &[String], skip: &[String]) -> Result<(Vec<&'static Workload
 pub fn names() -> Vec<&'static str> {
     WORKLOADS.iter().map(|w| w.name).chain([MEMORY]).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_and_skip_select_by_name_and_refuse_unknown_ones() {
+        let names = |only: &[&str], skip: &[&str]| {
+            let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+            let (w, memory) = select(&s(only), &s(skip)).unwrap();
+            (w.iter().map(|w| w.name).collect::<Vec<_>>(), memory)
+        };
+        assert_eq!(names(&["hello", "memory"], &[]), (vec!["hello"], true));
+        let (all, memory) = names(&[], &["memory", "hello"]);
+        assert!(!memory && !all.contains(&"hello") && all.contains(&"symfony-page"));
+        let Err(err) = select(&["wordpress".into()], &[]) else {
+            panic!("an unknown name was accepted");
+        };
+        assert!(
+            err.contains("unknown workload \"wordpress\"") && err.contains("wordpress-front"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn every_real_app_workload_checks_markers_and_runs_against_the_tuned_baseline() {
+        for w in WORKLOADS.iter().filter(|w| w.real_app) {
+            assert!(!w.markers.is_empty(), "{}", w.name);
+            assert!(w.kinds.contains(&Kind::NginxFpm), "{}", w.name);
+            assert!(
+                w.kinds.contains(&Kind::FerrophpWorker) == w.worker.is_some(),
+                "{}",
+                w.name
+            );
+        }
+    }
+}
