@@ -109,7 +109,7 @@ pub fn measure(
         kind: system.kind,
         build: system.build.map(|i| bench.options.builds[i].name.clone()),
         round,
-        pss_mib_median: mib[mib.len() / 2],
+        pss_mib_median: super::tables::median(mib.clone()),
         pss_mib_max: mib[mib.len() - 1],
         processes: samples.last().map_or(0, |(_, n)| *n),
         samples: mib.len(),

@@ -4,8 +4,19 @@
 //! and without it (the set-up of earlier reports, for hello world only), and a pure hyper
 //! hello world. Every system is a child process tree of the harness, started fresh for
 //! each run, so its CPU time and memory can be read from /proc.
+//!
+//! Every system runs in the harness's own session, so the kernel schedules them alike:
+//! with autogroup scheduling (`/proc/sys/kernel/sched_autogroup_enabled`, on in Debian's
+//! kernels and here) each session is one group with an equal share of the CPUs, and
+//! php-fpm calls `setsid()` at start-up even in the foreground. On a machine with other
+//! load that gave php-fpm's children one group's share while ferrophp shared the
+//! harness's, which measured the other sessions, not the servers. php-fpm is therefore
+//! started as a process group leader, for which `setsid()` fails and it stays in the
+//! harness's session. Every child also gets SIGTERM if the harness dies
+//! (`PR_SET_PDEATHSIG`), since php-fpm no longer sees a terminal's Ctrl-C.
 
 use std::fs::File;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -169,6 +180,22 @@ impl Drop for Running {
     }
 }
 
+/// Spawns a process of a system under test (or the database): SIGTERM when the harness
+/// dies (see the module doc).
+pub fn spawn_child(cmd: &mut Command) -> std::io::Result<Child> {
+    // SAFETY: the closure runs in the child between fork and exec and only calls
+    // prctl(2), which is async-signal-safe and touches no memory of the parent.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    cmd.spawn()
+}
+
 fn free_port() -> Result<u16, String> {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
@@ -234,20 +261,18 @@ pub fn start(system: &System, launch: &Launch) -> Result<Running, String> {
                     launch.threads
                 ));
             }
-            let child = cmd
-                .stdout(Stdio::null())
-                .stderr(file)
-                .spawn()
+            let child = spawn_child(cmd.stdout(Stdio::null()).stderr(file))
                 .map_err(|e| format!("{}: {e}", build.path.display()))?;
             running.children.push(child);
             running.logs.push(log);
         }
         Kind::HyperHello => {
-            let child = Command::new(launch.hyper)
-                .arg(&listen)
-                .stdout(Stdio::null())
-                .spawn()
-                .map_err(|e| format!("{}: {e}", launch.hyper.display()))?;
+            let child = spawn_child(
+                Command::new(launch.hyper)
+                    .arg(&listen)
+                    .stdout(Stdio::null()),
+            )
+            .map_err(|e| format!("{}: {e}", launch.hyper.display()))?;
             running.children.push(child);
         }
         Kind::NginxFpm | Kind::NginxFpmNoKeepalive => {
@@ -326,13 +351,12 @@ fn start_baseline(
             for kv in launch.ini {
                 cmd.args(["-d", kv.as_str()]);
             }
+            // Keeps php-fpm in the harness's session (see the module doc).
+            cmd.process_group(0);
         }
         let name = if fpm { "php-fpm" } else { "nginx" };
         let (log, file) = log_file(&run_dir, &format!("{name}-stderr.log"))?;
-        let child = cmd
-            .stdout(Stdio::null())
-            .stderr(file)
-            .spawn()
+        let child = spawn_child(cmd.stdout(Stdio::null()).stderr(file))
             .map_err(|e| format!("{program}: {e}"))?;
         running.children.push(child);
         running.logs.push(log);

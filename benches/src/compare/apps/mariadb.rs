@@ -35,25 +35,26 @@ impl MariaDb {
         let log = dir.join("mariadb.log");
         let log_file =
             std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
-        let child = Command::new("mariadbd")
-            .arg("--no-defaults")
-            .arg(format!("--datadir={}", datadir.display()))
-            .arg(format!("--socket={}", socket.display()))
-            .arg(format!("--pid-file={}", dir.join("mariadb.pid").display()))
-            // Only the unix socket: nothing listens on the network.
-            .args(["--skip-networking", "--user=root", "--skip-name-resolve"])
-            // The data fits in memory many times over; commits need not reach the disk
-            // for a benchmark whose writes happen once, at set-up.
-            .args([
-                "--innodb-buffer-pool-size=128M",
-                "--innodb-flush-log-at-trx-commit=0",
-                "--max-connections=500",
-            ])
-            .args(["--skip-log-bin", "--performance-schema=OFF"])
-            .stdout(Stdio::null())
-            .stderr(log_file)
-            .spawn()
-            .map_err(|e| format!("mariadbd: {e} (apt-get install -y mariadb-server)"))?;
+        let child = super::super::systems::spawn_child(
+            Command::new("mariadbd")
+                .arg("--no-defaults")
+                .arg(format!("--datadir={}", datadir.display()))
+                .arg(format!("--socket={}", socket.display()))
+                .arg(format!("--pid-file={}", dir.join("mariadb.pid").display()))
+                // Only the unix socket: nothing listens on the network.
+                .args(["--skip-networking", "--user=root", "--skip-name-resolve"])
+                // The data fits in memory many times over; commits need not reach the disk
+                // for a benchmark whose writes happen once, at set-up.
+                .args([
+                    "--innodb-buffer-pool-size=128M",
+                    "--innodb-flush-log-at-trx-commit=0",
+                    "--max-connections=500",
+                ])
+                .args(["--skip-log-bin", "--performance-schema=OFF"])
+                .stdout(Stdio::null())
+                .stderr(log_file),
+        )
+        .map_err(|e| format!("mariadbd: {e} (apt-get install -y mariadb-server)"))?;
         let mut db = MariaDb { socket, child, log };
         let deadline = Instant::now() + Duration::from_secs(60);
         while !(db.socket.exists() && db.sql("SELECT 1").is_ok()) {
