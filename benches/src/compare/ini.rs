@@ -23,7 +23,7 @@ pub const SHARED: &[(&str, &str)] = &[
     ("opcache.max_accelerated_files", "20000"),
     ("opcache.validate_timestamps", "0"),
     ("opcache.save_comments", "1"),
-    ("opcache.jit", "off"),
+    ("opcache.jit", "disable"),
     ("opcache.jit_buffer_size", "0"),
     ("realpath_cache_size", "4096K"),
     ("realpath_cache_ttl", "600"),

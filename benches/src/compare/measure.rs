@@ -15,7 +15,7 @@ use super::ini::{self, Settings};
 use super::options::Options;
 use super::procs;
 use super::systems::{self, Kind, Launch, Running, System};
-use super::workloads::{SlowClass, Workload, SESSION_IDS};
+use super::workloads::{Site, SlowClass, Workload, SESSION_IDS};
 use super::wrk;
 
 #[derive(Serialize, Clone, Debug)]
@@ -32,6 +32,9 @@ pub struct Run {
     pub errors: u64,
     pub cpu_seconds: f64,
     pub cpu_us_per_request: f64,
+    /// MariaDB's CPU time per request in the same window (WordPress workloads).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub db_cpu_us_per_request: Option<f64>,
     /// Mixed workloads only; `p50_ms`/`p99_ms` are then the fast class's with the mix.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub head_of_line: Option<HeadOfLine>,
@@ -145,6 +148,7 @@ impl Bench<'_> {
             errors: 0,
             cpu_seconds: 0.0,
             cpu_us_per_request: 0.0,
+            db_cpu_us_per_request: None,
             head_of_line: None,
         };
         if let Some(slow) = &workload.slow {
@@ -167,7 +171,12 @@ impl Bench<'_> {
                 self.warmup_seconds(workload),
                 lua.as_deref(),
             )?;
+            let db: Vec<u32> = match workload.site {
+                Site::WordPress => self.sites.mariadb.iter().map(|db| db.pid()).collect(),
+                _ => Vec::new(),
+            };
             let cpu_before = procs::tree_cpu_seconds(&running.pids());
+            let db_before = procs::tree_cpu_seconds(&db);
             let result = wrk::run(
                 &url,
                 workload.connections,
@@ -175,6 +184,7 @@ impl Bench<'_> {
                 lua.as_deref(),
             )?;
             run.cpu_seconds = procs::tree_cpu_seconds(&running.pids()) - cpu_before;
+            let db_seconds = procs::tree_cpu_seconds(&db) - db_before;
             run.requests_per_sec = result.requests_per_sec;
             run.p50_ms = result.p50_ms;
             run.p99_ms = result.p99_ms;
@@ -182,6 +192,9 @@ impl Bench<'_> {
             let requests = result.requests_per_sec * self.options.seconds as f64;
             if requests > 0.0 {
                 run.cpu_us_per_request = run.cpu_seconds / requests * 1e6;
+                if !db.is_empty() {
+                    run.db_cpu_us_per_request = Some(db_seconds / requests * 1e6);
+                }
             }
         }
         // Still the real page after the load (a server that broke under it would

@@ -84,8 +84,17 @@ impl Report {
                     spread(&self.ratios(workload.name, system))
                 };
                 let m = |f: fn(&Run) -> f64| median(runs.iter().map(|r| f(r)).collect());
+                let db: Vec<f64> = runs
+                    .iter()
+                    .filter_map(|r| r.db_cpu_us_per_request)
+                    .collect();
+                let db = match (real_app, db.is_empty()) {
+                    (false, _) => String::new(),
+                    (true, true) => " - |".to_string(),
+                    (true, false) => format!(" {:.1} |", median(db)),
+                };
                 rows.push_str(&format!(
-                    "| {} | {} | {:.0} | {} | {:.2} | {:.2} | {:.1} | {} |\n",
+                    "| {} | {} | {:.0} | {} | {:.2} | {:.2} | {:.1} |{db} {} |\n",
                     workload.name,
                     system,
                     m(|r| r.requests_per_sec),
@@ -100,8 +109,12 @@ impl Report {
         if rows.is_empty() {
             return String::new();
         }
+        let (db, db_align) = match real_app {
+            true => (" MariaDB CPU us/req |", "---:|"),
+            false => ("", ""),
+        };
         format!(
-            "| workload | system | req/s (median) | vs nginx + php-fpm: min / median / max | p50 ms | p99 ms | server CPU us/req | errors |\n|---|---|---:|---|---:|---:|---:|---:|\n{rows}"
+            "| workload | system | req/s (median) | vs nginx + php-fpm: min / median / max | p50 ms | p99 ms | server CPU us/req |{db} errors |\n|---|---|---:|---|---:|---:|---:|{db_align}---:|\n{rows}"
         )
     }
 
@@ -353,6 +366,7 @@ mod tests {
             errors: 0,
             cpu_seconds: 0.0,
             cpu_us_per_request: 0.0,
+            db_cpu_us_per_request: None,
             head_of_line: None,
         }
     }

@@ -73,6 +73,10 @@ impl MariaDb {
         Ok(db)
     }
 
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Runs SQL as root through the `mariadb` client; tab-separated rows.
     pub fn sql(&self, sql: &str) -> Result<String, String> {
         let out = Command::new("mariadb")
