@@ -129,9 +129,12 @@ pub fn parse(
                 if options.builds.iter().any(|b| b.name == name) {
                     return Err(format!("--ferrophp-bin: the name {name:?} is given twice"));
                 }
+                // Absolute, since set-up scripts run it from other directories (a missing
+                // file is reported by the tools check).
+                let path = PathBuf::from(path);
                 options.builds.push(Build {
                     name: name.to_string(),
-                    path: PathBuf::from(path),
+                    path: path.canonicalize().unwrap_or(path),
                     explicit: true,
                 });
             }

@@ -20,6 +20,8 @@ pub struct BuildInfo {
     pub name: String,
     pub path: PathBuf,
     pub version: String,
+    /// The first 16 hex digits of the binary's SHA-256, telling builds apart.
+    pub sha256: String,
     /// How the binary gets libphp: the shared library `ldd` resolves, or "static".
     pub libphp: String,
 }
@@ -128,6 +130,7 @@ impl Report {
                 name: b.name.clone(),
                 path: b.path.clone(),
                 version: version.clone(),
+                sha256: sh(&format!("sha256sum {} | cut -c1-16", b.path.display())),
                 libphp: {
                     let linked = sh(&format!(
                         "ldd {} | grep -o '/[^ ]*libphp[^ ]*'",
@@ -221,7 +224,8 @@ impl Report {
             "- {} interleaved rounds of {} s per system and workload (plus {} s warm-up, 2 s for real apps), wrk with 2 threads; {} PHP threads / php-fpm children / worker threads unless a table says otherwise\n",
             self.rounds, self.seconds, self.warmup, self.php_threads
         ));
-        md.push_str("- Load generator, servers and MariaDB share this machine's cores; only ratios inside one run compare.\n\n## Machine and versions\n\n");
+        md.push_str("- Load generator, servers and MariaDB share this machine's cores; only ratios inside one run compare.\n");
+        md.push_str("- To run it: `scripts/install-test-deps.sh` (as root) once, then `cargo run --release -p ferrophp-benches --bin compare -- --help` for the flags; `--ferrophp-bin NAME=PATH` (repeatable) measures several ferrophp builds in the same interleaved rounds.\n\n## Machine and versions\n\n");
         for (k, v) in self.machine.iter().chain(self.versions.iter()) {
             md.push_str(&format!("- {k}: {v}\n"));
         }

@@ -410,6 +410,7 @@ mod tests {
                         name: b.name,
                         path: b.path,
                         version: String::new(),
+                        sha256: String::new(),
                         libphp: String::new(),
                     }
                 })
