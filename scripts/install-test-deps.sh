@@ -6,9 +6,12 @@
 # PostgreSQL, WordPress (with a classic theme) and Adminer for the database tests,
 # redis-server (the shipped phpredis, release.rs), locales (localedef builds the test
 # locale, isolation_faults.rs), openssl (s_client probes the TLS policy) and linux-perf
-# (perf: scripts/count-allocs.sh, count-handoffs.sh and profile-hot-path.sh), and the
+# (perf: scripts/count-allocs.sh, count-handoffs.sh and profile-hot-path.sh), the
 # Debian-packaged apps of server/tests/debian_apps.rs: phpMyAdmin, Roundcube (on
-# PostgreSQL, with Dovecot for IMAP) and PostfixAdmin.
+# PostgreSQL, with Dovecot for IMAP) and PostfixAdmin. The comparison harness
+# (benches/src/compare) serves WordPress, MediaWiki and a Symfony app (FrameworkBundle +
+# TwigBundle + php-twig) with php-fpm too, which needs Debian's extension packages for
+# them (mysqli, pdo_sqlite, mbstring, intl).
 # Idempotent; quick when everything is present. Services are not started here: tests
 # start their own instances on loopback.
 set -euo pipefail
@@ -18,10 +21,12 @@ log() { echo "install-test-deps: $*" >&2; }
 # php8.2-fpm in the same transaction makes apt satisfy dokuwiki's and mediawiki's `php`
 # dependency with FPM instead of pulling in Apache, and nginx satisfies mediawiki's
 # `apache2 | httpd`.
-PACKAGES=(nginx php8.2-fpm php8.2-xml dokuwiki mediawiki wrk valgrind
+PACKAGES=(nginx php8.2-fpm php8.2-xml php8.2-mysql php8.2-sqlite3 php8.2-mbstring php8.2-intl
+  dokuwiki mediawiki wrk valgrind
   php-symfony-http-kernel php-symfony-runtime php-symfony-routing php-symfony-http-foundation
   php-symfony-event-dispatcher php-symfony-error-handler
-  php-symfony-cache composer php-laravel-framework docker-compose
+  php-symfony-cache php-symfony-framework-bundle php-symfony-twig-bundle php-twig
+  composer php-laravel-framework docker-compose
   mariadb-server mariadb-client postgresql wordpress wordpress-theme-twentytwentyone adminer
   redis-server locales openssl linux-perf
   phpmyadmin roundcube-core roundcube-pgsql dovecot-imapd postfixadmin)

@@ -3,13 +3,26 @@
 # (OPcache on, pm = static) serving a document root on loopback, from config files
 # written into RUN_DIR (never the system services).
 #
-#   nginx-fpm.sh start RUN_DIR DOC_ROOT PORT [FPM_CHILDREN] [NGINX_WORKERS]
+#   nginx-fpm.sh start RUN_DIR DOC_ROOT PORT [FPM_CHILDREN] [NGINX_WORKERS] [KEEPALIVE]
 #   nginx-fpm.sh stop RUN_DIR
-#   nginx-fpm.sh config RUN_DIR DOC_ROOT PORT [FPM_CHILDREN] [NGINX_WORKERS]
+#   nginx-fpm.sh config RUN_DIR DOC_ROOT PORT [FPM_CHILDREN] [NGINX_WORKERS] [KEEPALIVE]
 #
 # `start` returns once both answer; the pids are in RUN_DIR/{nginx,fpm}.pid. `config`
 # only writes the files and prints the two foreground commands (one per line), for a
 # harness that runs them as its own children to measure their CPU time.
+#
+# FastCGI keep-alive: `fastcgi_keep_conn on` alone does nothing unless the upstream has a
+# connection cache (`upstream { keepalive N; }`); without one nginx opens a new FastCGI
+# connection per request (KEEPALIVE=0, the old untuned set-up). The default N is
+# FPM_CHILDREN / NGINX_WORKERS (at least 1): a php-fpm child serves one connection until
+# nginx closes it, so the idle connections all nginx workers may cache together never
+# exceed the children, and one worker's idle cache cannot hold every child while another
+# worker's requests wait in the listen backlog. The cached connections' lifetime is
+# nginx's default (1000 requests, 60 s): with more concurrent requests than children, a
+# request that had to open a new connection waits in php-fpm's listen queue until nginx
+# closes a kept one, and the default recycling bounds that wait (with a much larger
+# keepalive_requests those requests are not answered during a benchmark at all, and wrk,
+# which only times answered requests, shows the kept connections' latencies alone).
 set -euo pipefail
 
 cmd=${1:?usage: nginx-fpm.sh start|stop RUN_DIR ...}
@@ -36,6 +49,9 @@ root=$(cd "${3:?DOC_ROOT}" && pwd)
 port=${4:?PORT}
 children=${5:-4}
 workers=${6:-auto}
+worker_count=$workers
+[[ $worker_count == auto ]] && worker_count=$(nproc)
+keepalive=${7:-$((children / worker_count > 0 ? children / worker_count : 1))}
 fpm=$(command -v php-fpm8.2 || echo /usr/sbin/php-fpm8.2)
 [[ -x $fpm ]] || { echo "php-fpm8.2 not installed (scripts/install-test-deps.sh)" >&2; exit 1; }
 mkdir -p "$run"
@@ -57,6 +73,14 @@ catch_workers_output = yes
 php_admin_value[error_log] = $run/php-error.log
 CONF
 
+if ((keepalive > 0)); then
+  upstream="upstream php { server unix:$run/fpm.sock; keepalive $keepalive; }"
+  pass="php"
+else
+  upstream=""
+  pass="unix:$run/fpm.sock"
+fi
+
 cat >"$run/nginx.conf" <<CONF
 worker_processes $workers;
 $( [[ $(id -u) -eq 0 ]] && echo "user root;" )
@@ -74,6 +98,7 @@ http {
     scgi_temp_path $run/scgi;
     client_max_body_size 1g;
     keepalive_requests 100000;
+    $upstream
     server {
         listen 127.0.0.1:$port;
         server_name localhost;
@@ -87,7 +112,7 @@ http {
             fastcgi_param PATH_INFO \$path_info;
             fastcgi_index index.php;
             include /etc/nginx/fastcgi.conf;
-            fastcgi_pass unix:$run/fpm.sock;
+            fastcgi_pass $pass;
             fastcgi_keep_conn on;
         }
     }
