@@ -9,6 +9,8 @@
 # Env:
 #   FERROPHP_CACHE   cache root (default: $XDG_CACHE_HOME/ferrophp or ~/.cache/ferrophp)
 #   PHP_CONFIG       if set, use that build instead: this script only prints its prefix.
+# `build-php.sh --profile-dir` prints where a pgo-gen build's binaries write their counts.
+#
 #   FERROPHP_PHP_FLAVOR
 #                    default (unset): the developer build, -O2.
 #                    pgo-gen: instrumented for profile-guided optimisation: a ferrophp
@@ -103,6 +105,11 @@ pgo | pgo-lto)
   ;;
 esac
 PREFIX="$CACHE_ROOT/php-$PHP_VERSION-zts-$KEY"
+# `build-php.sh --profile-dir`: where a pgo-gen build's binaries write their counts.
+if [[ ${1:-} == --profile-dir ]]; then
+  echo "$PROFILE_DIR"
+  exit 0
+fi
 
 if [[ -f "$PREFIX/.complete" ]]; then
   echo "$PREFIX"
