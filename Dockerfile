@@ -66,7 +66,7 @@ WORKDIR /src
 RUN set -e; \
     if [ -z "$PREBUILT" ]; then \
       rm -rf dist target; \
-      FERROPHP_BASE_LIBS=/base-libs.txt scripts/release.sh >/tmp/tarball; \
+      FERROPHP_RELEASE_PHP=default FERROPHP_BASE_LIBS=/base-libs.txt scripts/release.sh >/tmp/tarball; \
       tarball=$(cat /tmp/tarball); \
     else \
       tarball=$(ls dist/ferrophp-*-linux-x86_64.tar.gz | head -1); \

@@ -3,17 +3,33 @@
 # package sources (with deb-src, which scripts/build-php.sh needs) and cargo registry
 # settings into the builder stage, so the image builds wherever the host itself can.
 #
-#   docker/build-image.sh [--prebuilt] [TAG] [docker build args...]
+#   docker/build-image.sh [--prebuilt | --from-source] [TAG] [docker build args...]
 #
-# --prebuilt: take dist/ferrophp-*-linux-x86_64.tar.gz (scripts/release.sh) instead of
-# compiling PHP and ferrophp in the builder. Makes the base image first if needed.
+# By default the image carries the release tree scripts/release.sh makes on this host:
+# the shipped PHP build (profile-guided, link-time optimised, linked into the binary),
+# trained on real apps the builder stage does not have. --prebuilt takes the tarball
+# already in dist/ as it is. --from-source compiles PHP (the developer build, -O2) and
+# ferrophp inside the builder instead, for hosts that cannot run scripts/release.sh.
+# Makes the base image first if needed.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# shellcheck source=../scripts/lib/progress.sh
+source scripts/lib/progress.sh
 args=()
-if [[ ${1:-} == --prebuilt ]]; then
+case ${1:-} in
+--from-source) shift ;;
+--prebuilt)
   args+=(--build-arg PREBUILT=1)
   shift
-fi
+  ;;
+*)
+  progress_init build-image 2
+  progress_step "the release tree (scripts/release.sh)"
+  scripts/release.sh >/dev/null
+  progress_step "docker build"
+  args+=(--build-arg PREBUILT=1)
+  ;;
+esac
 tag=${1:-ferrophp}
 shift || true
 scripts/docker-base-image.sh >/dev/null

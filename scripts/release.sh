@@ -2,23 +2,40 @@
 # Builds the standalone release: dist/ferrophp-<version>-linux-x86_64.tar.gz, a tree that
 # runs from any directory (rpath $ORIGIN/lib) on a stock Debian 12 (debootstrap minbase):
 #
-#   ferrophp                 the binary
+#   ferrophp                 the binary, with PHP (libphp.a) linked in
 #   php.ini, conf.d/         php.ini-production with our defaults; OPcache on
-#   lib/libphp.so            ZTS libphp, and every shared library it needs that a
-#   lib/*.so.*               Debian 12 base system (Priority: required) lacks
+#   lib/*.so.*               every shared library the binary and the extensions need
+#                            that a Debian 12 base system (Priority: required) lacks
 #   lib/php/extensions/...   opcache.so; apcu.so, igbinary.so, redis.so (PECL, built by
 #                            scripts/build-pecl.sh, OFF: commented conf.d/*.ini)
 #   lib/php/build, include/  what phpize needs
 #   bin/php-config, phpize   relocatable: they find the tree from their own path
 #   README.md
 #
+# The PHP inside is the fastest build (docs/benchmarks.md, "PHP builds"): profile-guided
+# and link-time optimised (scripts/build-php-pgo.sh, about an hour the first time on 2
+# cores), linked statically. FERROPHP_RELEASE_PHP=pgo, or =default for the developer
+# build (what the test suite packs: the same tree, quick to make).
+#
 # Prints the tarball's path on stdout. Idempotent: rebuilds only the tree.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
 log() { echo "release: $*" >&2; }
+# shellcheck source=lib/progress.sh
+source scripts/lib/progress.sh
+progress_init release 5
 
-PHP_PREFIX=$(scripts/setup.sh)
+progress_step "Debian packages and the developer PHP build"
+scripts/setup.sh >/dev/null
+PHP_FLAVOR=${FERROPHP_RELEASE_PHP:-pgo-lto}
+progress_step "the shipped PHP build ($PHP_FLAVOR)"
+case "$PHP_FLAVOR" in
+default) PHP_PREFIX=$(scripts/build-php.sh) ;;
+pgo) PHP_PREFIX=$(scripts/build-php-pgo.sh) ;;
+pgo-lto) PHP_PREFIX=$(scripts/build-php-pgo.sh --lto) ;;
+*) log "FERROPHP_RELEASE_PHP=$PHP_FLAVOR: expected pgo-lto, pgo or default"; exit 2 ;;
+esac
 for tool in patchelf; do
   command -v "$tool" >/dev/null || {
     log "installing $tool"
@@ -31,13 +48,16 @@ NAME="ferrophp-$VERSION-linux-x86_64"
 DIST="$PWD/dist"
 TREE="$DIST/$NAME"
 
-log "cargo build --release"
-cargo build --release --quiet --bin ferrophp >&2
+# A target directory of its own: switching PHP builds in target/release would rebuild the
+# developer's binaries each time.
+progress_step "cargo build --release, PHP linked in (target/shipping)"
+PHP_CONFIG="$PHP_PREFIX/bin/php-config" FERROPHP_PHP_LINK=static CARGO_TARGET_DIR=target/shipping \
+  cargo build --release --bin ferrophp >&2
+progress_step "the tree: PHP's files, PECL extensions, the libraries a base system lacks"
 
 rm -rf "$TREE"
 mkdir -p "$TREE"/{lib,bin,conf.d}
-cp target/release/ferrophp "$TREE/ferrophp"
-cp "$PHP_PREFIX/lib/libphp.so" "$TREE/lib/"
+cp target/shipping/release/ferrophp "$TREE/ferrophp"
 cp -a "$PHP_PREFIX/lib/php" "$TREE/lib/php"
 cp -a "$PHP_PREFIX/include" "$TREE/include"
 
@@ -77,8 +97,7 @@ else
     -maxdepth 1 -name 'lib*.so*' -printf '%f\n' 2>/dev/null | sort -u)
 fi
 : >"$TREE/lib/SYSTEM-LIBRARIES.txt"
-ldd "$TREE/lib/libphp.so" "$TREE/ferrophp" "$TREE"/lib/php/extensions/*/*.so | awk '/=> \//{print $1, $3}' | sort -u | while read -r soname path; do
-  [[ $soname == libphp.so ]] && continue
+ldd "$TREE/ferrophp" "$TREE"/lib/php/extensions/*/*.so | awk '/=> \//{print $1, $3}' | sort -u | while read -r soname path; do
   if grep -qxF "$soname" <<<"$base_libs"; then
     echo "$soname" >>"$TREE/lib/SYSTEM-LIBRARIES.txt"
   else
@@ -114,6 +133,7 @@ Other extensions: \`bin/phpize && ./configure --with-php-config=\$PWD/bin/php-co
 copy the \`.so\` into \`lib/php/extensions/*/\` and add \`extension=NAME\` to \`conf.d/\`.
 EOF
 
+progress_step "tarball"
 tar -C "$DIST" -czf "$DIST/$NAME.tar.gz" "$NAME"
 log "$(du -h "$DIST/$NAME.tar.gz" | cut -f1) $DIST/$NAME.tar.gz"
 echo "$DIST/$NAME.tar.gz"

