@@ -38,6 +38,11 @@ pub fn set_draining() {
     DRAINING.store(true, Ordering::Relaxed);
 }
 
+/// Whether the graceful drain has begun (responses then close their HTTP/1 connection).
+pub fn is_draining() -> bool {
+    DRAINING.load(Ordering::Relaxed)
+}
+
 pub async fn serve(
     addr: SocketAddr,
     engine: EngineControl,

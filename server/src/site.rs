@@ -278,3 +278,114 @@ pub(crate) fn log_reload(source: &str, reloaded: Result<Reloaded, String>) {
         ),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    /// `/tmp/.../current -> releases/1`, `releases/1/public/index.php`, and its layout.
+    fn layout() -> (tempfile::TempDir, Layout) {
+        let dir = tempfile::tempdir().unwrap();
+        let public = dir.path().join("releases/1/public");
+        std::fs::create_dir_all(&public).unwrap();
+        std::fs::write(public.join("index.php"), "<?php").unwrap();
+        std::os::unix::fs::symlink("releases/1", dir.path().join("current")).unwrap();
+        let layout = Layout::new(
+            &dir.path().join("current/public"),
+            &[],
+            Duration::from_secs(1),
+            true,
+            &[],
+        )
+        .unwrap();
+        (dir, layout)
+    }
+
+    #[test]
+    fn a_site_resolves_the_link_and_a_new_one_sees_the_switch() {
+        let (dir, layout) = layout();
+        let first = layout.site(&[]).unwrap();
+        assert!(first.document_root.ends_with("releases/1/public"));
+        let public = dir.path().join("releases/2/public");
+        std::fs::create_dir_all(&public).unwrap();
+        std::fs::write(public.join("index.php"), "<?php").unwrap();
+        let tmp = dir.path().join("current.tmp");
+        std::os::unix::fs::symlink("releases/2", &tmp).unwrap();
+        std::fs::rename(&tmp, dir.path().join("current")).unwrap();
+        // The first site keeps routing in release 1 (requests routed with it finish
+        // there); a site built now routes in release 2.
+        assert!(matches!(
+            first.router.route("/index.php"),
+            crate::routing::Route::Php { script_filename, .. } if script_filename.starts_with(dir.path().canonicalize().unwrap().join("releases/1"))
+        ));
+        let second = layout.site(&[]).unwrap();
+        assert!(second.document_root.ends_with("releases/2/public"));
+    }
+
+    fn thread_cpu() -> Duration {
+        let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+        // SAFETY: getrusage fills the struct it is given; RUSAGE_THREAD is Linux's.
+        let usage = unsafe {
+            libc::getrusage(libc::RUSAGE_THREAD, usage.as_mut_ptr());
+            usage.assume_init()
+        };
+        let tv = |t: libc::timeval| {
+            Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
+        };
+        tv(usage.ru_utime) + tv(usage.ru_stime)
+    }
+
+    /// (wall, CPU) per call of `f`, over `n` calls.
+    fn per_call(n: u32, mut f: impl FnMut()) -> (Duration, Duration) {
+        let (wall, cpu) = (Instant::now(), thread_cpu());
+        for _ in 0..n {
+            f();
+        }
+        (wall.elapsed() / n, (thread_cpu() - cpu) / n)
+    }
+
+    /// What noticing a switched `current` link costs a request, against what routing
+    /// costs it already (a route-cache hit): the lazy check ferrophp does (a clock read
+    /// and an atomic load; the resolution itself once per interval) and resolving the
+    /// root for every request (`--route-cache-ms 0`, nginx's `$realpath_root`).
+    ///
+    /// cargo test --release -p ferrophp --lib site::tests::bench -- --ignored --nocapture
+    #[test]
+    #[ignore = "benchmark; prints numbers"]
+    fn bench_root_resolution_per_request() {
+        let (_dir, layout) = layout();
+        let site = layout.site(&[]).unwrap();
+        let n = 200_000;
+        let epoch = Instant::now();
+        let last = AtomicU64::new(0);
+        let route = per_call(n, || {
+            std::hint::black_box(site.router.route("/index.php"));
+        });
+        let current = RwLock::new(Arc::new(layout.site(&[]).unwrap()));
+        // What `Sites::current` does when no look is due: the clock, the atomic, and the
+        // snapshot (a read lock and an Arc clone; single-threaded here, so without the
+        // cache-line traffic of many I/O threads).
+        let lazy = per_call(n, || {
+            let now = epoch.elapsed().as_millis() as u64;
+            std::hint::black_box(now.saturating_sub(last.load(Ordering::Relaxed)) >= 1000);
+            std::hint::black_box(current.read().unwrap().clone());
+        });
+        let every = per_call(n, || {
+            let root = std::fs::canonicalize(&layout.root).unwrap();
+            std::hint::black_box(root == site.router.document_root());
+        });
+        let show = |what: &str, (wall, cpu): (Duration, Duration)| {
+            println!(
+                "{what:<44} wall {:>8.0} ns  cpu {:>8.0} ns  ratio to a route-cache hit {:.2} (cpu {:.2})",
+                wall.as_nanos(),
+                cpu.as_nanos(),
+                wall.as_nanos() as f64 / route.0.as_nanos() as f64,
+                cpu.as_nanos() as f64 / route.1.as_nanos().max(1) as f64,
+            );
+        };
+        show("route-cache hit (baseline)", route);
+        show("lazy check (once per --route-cache-ms)", lazy);
+        show("root resolved for every request", every);
+    }
+}

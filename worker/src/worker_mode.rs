@@ -62,6 +62,10 @@ pub struct WorkerConfig {
     /// moves the threads to a new release, a thread still running the old one answers
     /// with the old one's paths (None: the request's own).
     pub document_root: Option<Arc<str>>,
+    /// What metrics, `/threads` and logs call this worker (None: its script's path). The
+    /// server gives the script as configured: `/srv/app/current/public/worker.php` keeps
+    /// naming it across deploys, while `script` follows the link to each release.
+    pub name: Option<String>,
 }
 
 /// How much a worker thread's PHP memory (`memory_get_usage()`) may grow, between the
@@ -130,6 +134,7 @@ impl WorkerConfig {
             max_startup_failures: 5,
             memory_growth: None,
             document_root: None,
+            name: None,
         }
     }
 }
@@ -195,7 +200,11 @@ pub(crate) fn start(config: WorkerConfig, max_idle: Duration) -> Result<Arc<Work
         max: config.max_threads.max(threads),
         max_idle,
     };
-    let stats = observe::PoolStats::register(config.script.display().to_string(), true);
+    let name = config
+        .name
+        .clone()
+        .unwrap_or_else(|| config.script.display().to_string());
+    let stats = observe::PoolStats::register(name, true);
     let role = Worker {
         env: crate::request::env_list(&config.env),
         script: std::sync::Mutex::new(Scripts {

@@ -89,8 +89,10 @@ pub(super) async fn build(
     dev: Option<&DevMode>,
 ) -> Result<(App, AtExit), String> {
     let mut worker_configs = worker_configs(config)?;
-    for worker in &mut worker_configs {
+    for (worker, configured) in worker_configs.iter_mut().zip(&layout.workers) {
         worker.document_root = Some(site.document_root.clone());
+        // Named by the path as configured, which a deploy does not change.
+        worker.name = Some(configured.script.display().to_string());
     }
     let worker_count = worker_configs.len();
     crate::metrics::configure(config.metrics);

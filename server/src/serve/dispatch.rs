@@ -27,8 +27,16 @@ pub(super) async fn handle(
     let started = Instant::now();
     let method = req.method().clone();
     let uri = req.uri().clone();
+    let http1 = req.version() < http::Version::HTTP_2;
     let mut mode = Mode::Static;
-    let response = dispatch(app, req, conn, &mut mode).await;
+    let mut response = dispatch(app, req, conn, &mut mode).await;
+    if http1 && crate::admin::is_draining() {
+        // The client leaves this connection after this response (`shutdown.rs`).
+        response.headers_mut().insert(
+            http::header::CONNECTION,
+            http::HeaderValue::from_static("close"),
+        );
+    }
     crate::metrics::record_request(response.status().as_u16(), started.elapsed());
     crate::metrics::count_request(mode, response.status().as_u16());
     if app.access_log {
