@@ -240,15 +240,23 @@ async fn supervise(listener: socket2::Socket) -> i32 {
                 _ = signals.term.recv() => { stopping = true; send(child.pid, libc::SIGTERM); }
                 _ = signals.int.recv() => { stopping = true; send(child.pid, libc::SIGINT); }
                 _ = signals.hup.recv(), if !stopping => {
-                    match replace(&mut child, fd, &mut signals).await {
-                        Replaced::Yes(old) => {
-                            draining.spawn(drain(old));
-                        }
-                        Replaced::No => {}
-                        Replaced::Stop(sig, new) => {
-                            stopping = true;
-                            send(child.pid, sig);
-                            draining.spawn(drain(new));
+                    // A SIGHUP during a replacement (a second deploy) asks for one more
+                    // once this one is done: the new process may predate its switch.
+                    let mut again = true;
+                    while again {
+                        let (replaced, more) = replace(&mut child, fd, &mut signals).await;
+                        again = more;
+                        match replaced {
+                            Replaced::Yes(old) => {
+                                draining.spawn(drain(old));
+                            }
+                            Replaced::No => {}
+                            Replaced::Stop(sig, new) => {
+                                stopping = true;
+                                again = false;
+                                send(child.pid, sig);
+                                draining.spawn(drain(new));
+                            }
                         }
                     }
                 }
@@ -310,14 +318,15 @@ enum Replaced {
 }
 
 /// SIGHUP: starts a new child next to `current` and, once it is ready, makes it the
-/// current one and tells the old one to drain.
-async fn replace(current: &mut Child, fd: RawFd, signals: &mut Signals) -> Replaced {
+/// current one and tells the old one to drain. Also says whether another SIGHUP came
+/// meanwhile.
+async fn replace(current: &mut Child, fd: RawFd, signals: &mut Signals) -> (Replaced, bool) {
     tracing::info!(target: "supervise", "SIGHUP: starting a new server next to pid {}", current.pid);
     let (mut ready, write) = match ready_pipe() {
         Ok(pair) => pair,
         Err(e) => {
             tracing::error!(target: "supervise", "cannot make the readiness pipe: {e}");
-            return Replaced::No;
+            return (Replaced::No, false);
         }
     };
     let started = Child::start(fd, Some(write.as_raw_fd()));
@@ -327,11 +336,12 @@ async fn replace(current: &mut Child, fd: RawFd, signals: &mut Signals) -> Repla
         Ok(child) => child,
         Err(e) => {
             tracing::error!(target: "supervise", "cannot start the new server: {e}");
-            return Replaced::No;
+            return (Replaced::No, false);
         }
     };
     let mut byte = [0u8; 16];
     let mut old_gone = None;
+    let mut again = false;
     let failure = loop {
         tokio::select! {
             read = tokio::io::AsyncReadExt::read(&mut ready, &mut byte) => match read {
@@ -356,14 +366,15 @@ async fn replace(current: &mut Child, fd: RawFd, signals: &mut Signals) -> Repla
             }
             _ = signals.term.recv() => {
                 send(new.pid, libc::SIGTERM);
-                return Replaced::Stop(libc::SIGTERM, new);
+                return (Replaced::Stop(libc::SIGTERM, new), false);
             }
             _ = signals.int.recv() => {
                 send(new.pid, libc::SIGINT);
-                return Replaced::Stop(libc::SIGINT, new);
+                return (Replaced::Stop(libc::SIGINT, new), false);
             }
             _ = signals.hup.recv() => {
-                tracing::info!(target: "supervise", "SIGHUP while a new server starts: that one will do");
+                tracing::info!(target: "supervise", "SIGHUP while a new server starts: another follows once it is ready");
+                again = true;
             }
         }
     };
@@ -377,7 +388,7 @@ async fn replace(current: &mut Child, fd: RawFd, signals: &mut Signals) -> Repla
         // Not `send`: the child may have been reaped already, and tokio knows.
         let _ = new.process.start_kill();
         let _ = new.process.wait().await;
-        return Replaced::No;
+        return (Replaced::No, again);
     }
     tracing::info!(
         target: "supervise",
@@ -390,7 +401,7 @@ async fn replace(current: &mut Child, fd: RawFd, signals: &mut Signals) -> Repla
     if old_gone.is_none() {
         send(old.pid, libc::SIGTERM);
     }
-    Replaced::Yes(old)
+    (Replaced::Yes(old), again)
 }
 
 /// Waits for a replaced child to finish draining.
