@@ -178,11 +178,6 @@ impl EngineControl {
         }
     }
 
-    /// The script each worker's new threads boot, in order.
-    pub fn worker_scripts(&self) -> Vec<std::path::PathBuf> {
-        self.workers.iter().map(|p| p.script()).collect()
-    }
-
     /// Paths PHP resolved through symlinks may name other files now (a deploy switched a
     /// `current` link): each PHP thread empties its realpath cache before its next
     /// request (see [`sapi::forget_resolved_paths`]).
