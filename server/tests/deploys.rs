@@ -108,7 +108,8 @@ fn copy_release(from: &Path, to: &Path, n: usize) {
     }
 }
 
-/// The release that answered, checked against the body and the document root it reports.
+/// The release that answered, checked against the body and the `DOCUMENT_ROOT` and
+/// `SCRIPT_FILENAME` it reports.
 fn release_of(r: &RawResponse) -> usize {
     assert_eq!(r.status, 200, "{r:?}");
     let release: usize = r
@@ -116,11 +117,13 @@ fn release_of(r: &RawResponse) -> usize {
         .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| panic!("no X-Release: {r:?}"));
     assert_eq!(r.text(), format!("release {release}\n"), "{r:?}");
-    assert_eq!(
-        r.header("x-root-release"),
-        Some(release.to_string().as_str()),
-        "the code of one release ran with the document root of another: {r:?}"
-    );
+    for paths in ["x-root-release", "x-script-release"] {
+        assert_eq!(
+            r.header(paths),
+            Some(release.to_string().as_str()),
+            "the code of one release ran with the paths of another ({paths}): {r:?}"
+        );
+    }
     release
 }
 
@@ -282,6 +285,15 @@ fn worker_threads_roll_over_to_the_new_release_one_by_one() {
         "rolling restart done: every thread replaced",
         Duration::from_secs(5)
     ));
+    // The old releases deleted (Deployer's cleanup): nothing points into them any more
+    // (FrankenPHP kept the first resolved path and rebooted it in a loop, #2224), and a
+    // restart without a switch boots release 3 again.
+    for n in [1, 2] {
+        std::fs::remove_dir_all(deploy.release(n)).unwrap();
+    }
+    assert_eq!(admin_restart(&server).status, 200);
+    let (slowest, seen) = probe(&server, "/worker.php", Duration::from_millis(1500));
+    assert_eq!(seen, [3], "slowest {slowest:?}");
 }
 
 #[test]
@@ -652,6 +664,7 @@ fn switches_under_load(
         ("DRAIN_MS", plan.drain.as_millis().to_string()),
         ("WINDOW_MS", plan.window.as_millis().to_string()),
         ("STEADY_FROM", unix_ms(steady_from).to_string()),
+        ("FIRST", first_release.to_string()),
     ];
     let load = std::thread::spawn(move || k6(&env));
     let mut late_ms = Vec::new();

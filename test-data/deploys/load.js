@@ -3,14 +3,18 @@
 //
 //   TARGET_URL   the endpoint (each release answers `release N` with X-Release: N)
 //   RATE         requests per second; DURATION (k6 duration) how long
-//   SWITCHES     comma-separated Unix times in ms at which release 2, 3, ... go live
+//   SWITCHES     comma-separated Unix times in ms at which releases FIRST+1, FIRST+2, ...
+//                go live
 //   DRAIN_MS     after a switch, how long a request may still be answered by an older
 //                release (requests in flight, workers still rolling over)
 //   WINDOW_MS    requests started this long after a switch count as "during a switch"
 //   STEADY_FROM  Unix time in ms before which nothing is measured (warm-up)
+//   FIRST        the release serving before the first switch (1 unless the server went
+//                through earlier runs)
 //
 // Counted: `wrong_responses` (not a 200, or a body that does not match its X-Release
-// header, or a document root of another release than the code that ran), `stale_responses`
+// header, or a document root or script path of another release than the code that
+// ran), `stale_responses`
 // (a release older than the switches allowed), `future_responses` (a release newer than
 // any switch made: a broken test). Latency goes to `steady_duration` (outside any switch
 // window) or `switching_duration` (inside one); both since STEADY_FROM.
@@ -22,6 +26,7 @@ const switches = (__ENV.SWITCHES || '').split(',').filter((s) => s !== '').map(N
 const drain = Number(__ENV.DRAIN_MS || 1000);
 const windowMs = Number(__ENV.WINDOW_MS || 1500);
 const steadyFrom = Number(__ENV.STEADY_FROM || 0);
+const first = Number(__ENV.FIRST || 1);
 
 export const options = {
   discardResponseBodies: false,
@@ -57,7 +62,8 @@ export default function () {
     res.status !== 200 ||
     !(release > 0) ||
     res.body !== `release ${release}\n` ||
-    res.headers['X-Root-Release'] !== String(release)
+    res.headers['X-Root-Release'] !== String(release) ||
+    res.headers['X-Script-Release'] !== String(release)
   ) {
     wrong.add(1);
     // Each failure is reported (there should be none): the status, k6's error, and when.
@@ -68,8 +74,8 @@ export default function () {
     return;
   }
   served.add(1);
-  const oldest = 1 + switches.filter((s) => s + drain <= started).length;
-  const newest = 1 + switches.filter((s) => s <= ended).length;
+  const oldest = first + switches.filter((s) => s + drain <= started).length;
+  const newest = first + switches.filter((s) => s <= ended).length;
   if (release < oldest) {
     stale.add(1);
     if (__ENV.VERBOSE) console.warn(`stale: release ${release} at ${started}, expected >= ${oldest}`);
