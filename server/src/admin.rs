@@ -1,6 +1,8 @@
 //! The admin listener: a separate address (never the public one) for operators.
 //!
-//! - `POST /workers/restart`: graceful restart of every worker script.
+//! - `POST /workers/restart`: a reload (what SIGHUP does): the document root and worker
+//!   scripts are resolved again (a deploy switched `current`) and every worker rolls
+//!   over to its script, one thread at a time (`site.rs`).
 //! - `GET /health`, `GET /healthz`: 200 while the process serves (liveness), with worker
 //!   request counts as JSON.
 //! - `GET /readyz`: 200 once the listener is up (every worker has booted before it
@@ -17,6 +19,7 @@
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use http::{Method, Request, Response, StatusCode};
 use hyper::body::Incoming;
@@ -26,6 +29,7 @@ use tokio::net::TcpListener;
 use worker::EngineControl;
 
 use crate::body::{self, ResponseBody};
+use crate::site::Sites;
 
 /// Set when the server starts its graceful drain: `/readyz` answers 503 from then on.
 static DRAINING: AtomicBool = AtomicBool::new(false);
@@ -34,7 +38,16 @@ pub fn set_draining() {
     DRAINING.store(true, Ordering::Relaxed);
 }
 
-pub async fn serve(addr: SocketAddr, engine: EngineControl) -> Result<SocketAddr, String> {
+/// Whether the graceful drain has begun (responses then close their HTTP/1 connection).
+pub fn is_draining() -> bool {
+    DRAINING.load(Ordering::Relaxed)
+}
+
+pub async fn serve(
+    addr: SocketAddr,
+    engine: EngineControl,
+    sites: Arc<Sites>,
+) -> Result<SocketAddr, String> {
     let listener = TcpListener::bind(addr)
         .await
         .map_err(|e| format!("cannot listen on {addr} (admin): {e}"))?;
@@ -48,9 +61,11 @@ pub async fn serve(addr: SocketAddr, engine: EngineControl) -> Result<SocketAddr
                 continue;
             };
             let engine = engine.clone();
+            let sites = sites.clone();
             let service = service_fn(move |req| {
                 let engine = engine.clone();
-                async move { Ok::<_, Infallible>(handle(&engine, req)) }
+                let sites = sites.clone();
+                async move { Ok::<_, Infallible>(handle(&engine, &sites, req).await) }
             });
             tokio::spawn(async move {
                 let _ = hyper::server::conn::http1::Builder::new()
@@ -62,12 +77,30 @@ pub async fn serve(addr: SocketAddr, engine: EngineControl) -> Result<SocketAddr
     Ok(local)
 }
 
-fn handle(engine: &EngineControl, req: Request<Incoming>) -> Response<ResponseBody> {
+async fn handle(
+    engine: &EngineControl,
+    sites: &Arc<Sites>,
+    req: Request<Incoming>,
+) -> Response<ResponseBody> {
     match (req.method(), req.uri().path()) {
         (&Method::POST, "/workers/restart") => {
-            engine.restart_workers();
-            tracing::info!("admin: restarting workers");
-            body::text_response(StatusCode::OK, "restarting workers")
+            tracing::info!("admin: restarting workers, resolving the document root again");
+            let sites = sites.clone();
+            let reloaded = tokio::task::spawn_blocking(move || sites.reload())
+                .await
+                .unwrap_or_else(|e| Err(e.to_string()));
+            let answer = match &reloaded {
+                Ok(r) => body::text_response(
+                    StatusCode::OK,
+                    &format!("restarting workers; document root {}", r.root.display()),
+                ),
+                Err(e) => body::text_response(
+                    StatusCode::CONFLICT,
+                    &format!("reload refused, still serving the previous release: {e}"),
+                ),
+            };
+            crate::site::log_reload("admin", reloaded);
+            answer
         }
         (&Method::GET, "/readyz") => {
             if DRAINING.load(Ordering::Relaxed) {

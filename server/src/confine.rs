@@ -13,10 +13,20 @@ use std::path::{Path, PathBuf};
 /// directory, not a prefix: `/srv/app` does not admit `/srv/app-secrets`, which
 /// `server/tests/security_defaults.rs` checks).
 ///
-/// - `root`: the document root;
-/// - `worker_scripts`: each worker script's directory (a worker may live outside the root);
+/// - `layout`: the document root and each worker script's directory (a worker may live
+///   outside the root), as configured: a symlink in them is left for PHP to resolve at
+///   each check, so when a deploy switches `current` the confinement moves to the new
+///   release with the rest (each thread resolves it again after a reload, `site.rs`);
 /// - `ini`: the user's `-d`/TOML settings followed by the server's defaults, first wins.
-pub fn open_basedir(
+pub(crate) fn open_basedir(
+    layout: &crate::site::Layout,
+    ini: &[(String, String)],
+) -> Result<String, String> {
+    let scripts: Vec<PathBuf> = layout.workers.iter().map(|w| w.script.clone()).collect();
+    directories(&layout.root, &scripts, ini)
+}
+
+fn directories(
     root: &Path,
     worker_scripts: &[PathBuf],
     ini: &[(String, String)],
@@ -29,11 +39,12 @@ pub fn open_basedir(
     if get("open_basedir").is_some() {
         return Err("--confine sets open_basedir itself: drop -d open_basedir or --confine".into());
     }
-    let mut dirs: Vec<PathBuf> = vec![root.to_path_buf()];
+    // As configured (absolute): PHP resolves them itself at each check.
+    let mut dirs: Vec<(PathBuf, bool)> = vec![(root.to_path_buf(), false)];
     dirs.extend(
         worker_scripts
             .iter()
-            .filter_map(|s| s.parent().map(Path::to_path_buf)),
+            .filter_map(|s| s.parent().map(|p| (p.to_path_buf(), false))),
     );
     // Where PHP puts uploads and temporary files: php_get_temporary_directory() looks at
     // sys_temp_dir, then TMPDIR, then /tmp. The server's own start-up probe lives there too.
@@ -45,19 +56,22 @@ pub fn open_basedir(
                 .map(PathBuf::from)
         })
         .unwrap_or_else(|| PathBuf::from("/tmp"));
-    dirs.push(temp);
+    dirs.push((temp, true));
     if let Some(upload) = get("upload_tmp_dir") {
-        dirs.push(upload.into());
+        dirs.push((upload.into(), true));
     }
     if let Some(save_path) = get("session.save_path") {
         // "N;/path" and "N;MODE;/path": the directory is the last field.
         let dir = save_path.rsplit(';').next().unwrap_or(&save_path);
-        dirs.push(dir.into());
+        dirs.push((dir.into(), true));
     }
     let mut entries: Vec<String> = Vec::new();
-    for dir in dirs {
+    for (dir, resolve) in dirs {
         // PHP compares resolved paths; a directory that does not exist yet is kept as given.
-        let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
+        let dir = match resolve {
+            true => std::fs::canonicalize(&dir).unwrap_or(dir),
+            false => dir,
+        };
         let entry = dir.to_string_lossy().into_owned();
         if entry.contains(':') {
             return Err(format!(
@@ -82,7 +96,7 @@ mod tests {
     #[test]
     fn worker_upload_and_session_directories_are_listed_without_save_path_levels() {
         let root = std::env::temp_dir().canonicalize().unwrap();
-        let value = open_basedir(
+        let value = directories(
             &root,
             &[PathBuf::from("/nonexistent-app/worker.php")],
             &[
@@ -100,7 +114,7 @@ mod tests {
 
     #[test]
     fn an_explicit_open_basedir_conflicts() {
-        let err = open_basedir(Path::new("/"), &[], &[kv("open_basedir", "/srv")]);
+        let err = directories(Path::new("/"), &[], &[kv("open_basedir", "/srv")]);
         assert!(err.is_err());
     }
 }

@@ -19,6 +19,7 @@ mod routing;
 mod sendfile;
 pub mod serve;
 mod sessions;
+mod site;
 mod static_cache;
 mod static_files;
 pub mod supervise;

@@ -45,7 +45,6 @@ pub struct PhpRunner {
     pub body_timeout: Duration,
     /// Longest a PHP thread waits for the client to take streamed output.
     pub send_timeout: Duration,
-    pub document_root: Arc<str>,
     pub env: Arc<[(std::ffi::CString, std::ffi::CString)]>,
     pub server_name: Option<Arc<str>>,
     /// `--sendfile-dir`: PHP may answer with a file from there (X-Sendfile).
@@ -97,6 +96,8 @@ pub struct Connection {
 
 /// The script and the URL parts routing decided.
 pub struct Script {
+    /// The document root it was routed in (the release it runs from).
+    pub document_root: Arc<str>,
     pub filename: PathBuf,
     pub script_name: String,
     pub path_info: String,
@@ -220,7 +221,7 @@ impl PhpRunner {
             local_addr: conn.local_addr,
             https: conn.https,
             server_name,
-            document_root: self.document_root.clone(),
+            document_root: script.document_root,
             script_name: script.script_name,
             path_info: script.path_info,
             document_uri: script.document_uri,

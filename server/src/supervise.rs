@@ -12,11 +12,20 @@
 //!
 //! Restarts follow an exponential backoff (100 ms doubling up to 30 s; reset once a child
 //! has run for 30 s) so a server that crashes at boot does not spin. SIGTERM and SIGINT
-//! are forwarded and the supervisor exits with the child's status once it has drained;
-//! SIGHUP drains the child and starts a fresh one at once; SIGUSR1 (graceful worker
-//! restart) is forwarded. A child that exits 0 was shut down on purpose (only a drain
-//! ends with 0) and one that exits 2 has a configuration error that a restart will not
-//! fix: the supervisor exits with it in both cases.
+//! are forwarded and the supervisor exits with the child's status once it (and any child
+//! still draining) has drained; SIGUSR1 (a reload inside the child) is forwarded. A child
+//! that exits 0 was shut down on purpose (only a drain ends with 0) and one that exits 2
+//! has a configuration error that a restart will not fix: the supervisor exits with it in
+//! both cases.
+//!
+//! SIGHUP replaces the child with a new process (new code, php.ini, extensions, a fresh
+//! OPcache, the document root resolved again: a deploy) without a gap: the new child
+//! starts on the same socket while the old one keeps serving, tells the supervisor when
+//! it is ready (a byte on a pipe, `FERROPHP_READY_FD`: PHP started, workers booted, about
+//! to accept), and only then is the old one told to drain (SIGTERM: it stops accepting,
+//! finishes its requests within `--grace-ms`). Both accept from the one socket meanwhile,
+//! so no connection is refused or waits for a boot. A new child that exits or is not
+//! ready within [`READY_TIMEOUT`] is stopped and the old one goes on serving.
 
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, FromRawFd, RawFd};
@@ -30,6 +39,10 @@ use crate::config::ServeArgs;
 
 /// Environment variable naming the inherited listening socket in a supervised child.
 const LISTEN_FD_ENV: &str = "FERROPHP_LISTEN_FD";
+/// Environment variable naming the pipe a child replacing another writes to once ready.
+const READY_FD_ENV: &str = "FERROPHP_READY_FD";
+/// How long a new child may take to become ready before a replacement is given up.
+const READY_TIMEOUT: Duration = Duration::from_secs(60);
 /// First restart delay; doubles with each crash in a row.
 const BACKOFF_BASE: Duration = Duration::from_millis(100);
 /// Longest restart delay.
@@ -50,6 +63,7 @@ pub fn backoff(crashes: u32) -> Duration {
 /// before any thread exists: it removes the variable from the environment, so PHP's
 /// `$_SERVER` never shows it and no grandchild claims the socket.
 pub fn take_inherited_listener() -> Result<Option<std::net::TcpListener>, String> {
+    take_ready_pipe()?;
     let Some(value) = std::env::var_os(LISTEN_FD_ENV) else {
         return Ok(None);
     };
@@ -73,6 +87,41 @@ pub fn take_inherited_listener() -> Result<Option<std::net::TcpListener>, String
         .map_err(|e| e.to_string())?;
     listener.set_nonblocking(true).map_err(|e| e.to_string())?;
     Ok(Some(listener))
+}
+
+/// The write end of the readiness pipe, in a child started to replace another.
+static READY: std::sync::Mutex<Option<std::fs::File>> = std::sync::Mutex::new(None);
+
+/// Takes `FERROPHP_READY_FD` out of the environment (as the listener's variable).
+fn take_ready_pipe() -> Result<(), String> {
+    let Some(value) = std::env::var_os(READY_FD_ENV) else {
+        return Ok(());
+    };
+    std::env::remove_var(READY_FD_ENV);
+    let fd: RawFd = value
+        .to_str()
+        .and_then(|v| v.parse().ok())
+        .filter(|fd| *fd > 2)
+        .ok_or_else(|| format!("{READY_FD_ENV} is not a file descriptor: {value:?}"))?;
+    // SAFETY: only our supervisor sets the variable, to the write end of a pipe it passed
+    // to this process alone; the variable is gone, so nothing else wraps the descriptor.
+    let pipe = unsafe { std::fs::File::from_raw_fd(fd) };
+    socket2::SockRef::from(&pipe)
+        .set_cloexec(true)
+        .map_err(|e| format!("{READY_FD_ENV}={fd}: {e}"))?;
+    *READY.lock().unwrap_or_else(|e| e.into_inner()) = Some(pipe);
+    Ok(())
+}
+
+/// Tells the supervisor that started this process to replace another that it is ready
+/// (PHP started, workers booted, listening): the old one may drain now. A no-op
+/// otherwise.
+pub(crate) fn notify_ready() {
+    use std::io::Write;
+    if let Some(mut pipe) = READY.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        // A supervisor that gave up waiting closed its end: nothing to tell.
+        let _ = pipe.write_all(b"ready\n");
+    }
 }
 
 pub fn run(args: ServeArgs) -> i32 {
@@ -115,14 +164,39 @@ fn bind(addr: SocketAddr) -> std::io::Result<socket2::Socket> {
 enum Ended {
     /// SIGTERM/SIGINT: the supervisor ends with the child's status.
     Stop(ExitStatus),
-    /// SIGHUP: a fresh child, at once.
-    Restart,
     /// The child ended on its own.
     Died(ExitStatus),
 }
 
+/// A running child.
+struct Child {
+    process: tokio::process::Child,
+    pid: u32,
+    started: Instant,
+}
+
+impl Child {
+    fn start(fd: RawFd, ready: Option<RawFd>) -> std::io::Result<Child> {
+        let process = spawn_child(fd, ready)?;
+        let pid = process.id().unwrap_or(0);
+        Ok(Child {
+            process,
+            pid,
+            started: Instant::now(),
+        })
+    }
+}
+
+/// The signals the supervisor handles.
+struct Signals {
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+    hup: tokio::signal::unix::Signal,
+    usr1: tokio::signal::unix::Signal,
+}
+
 async fn supervise(listener: socket2::Socket) -> i32 {
-    let (Ok(mut term), Ok(mut int), Ok(mut hup), Ok(mut usr1)) = (
+    let (Ok(term), Ok(int), Ok(hup), Ok(usr1)) = (
         signal(SignalKind::terminate()),
         signal(SignalKind::interrupt()),
         signal(SignalKind::hangup()),
@@ -131,24 +205,29 @@ async fn supervise(listener: socket2::Socket) -> i32 {
         tracing::error!("cannot install signal handlers");
         return 1;
     };
+    let mut signals = Signals {
+        term,
+        int,
+        hup,
+        usr1,
+    };
     let fd = listener.as_raw_fd();
     let mut crashes = 0u32;
+    // Replaced children finishing their requests; waited for before the supervisor exits.
+    let mut draining = tokio::task::JoinSet::new();
     loop {
-        let started = Instant::now();
-        let mut child = match spawn_child(fd) {
+        let mut child = match Child::start(fd, None) {
             Ok(child) => child,
             Err(e) => {
                 tracing::error!("cannot start the server: {e}");
                 return 1;
             }
         };
-        let pid = child.id().unwrap_or(0);
-        tracing::info!(target: "supervise", "started the server, pid {pid}");
+        tracing::info!(target: "supervise", "started the server, pid {}", child.pid);
         let mut stopping = false;
-        let mut restarting = false;
         let ended = loop {
             tokio::select! {
-                status = child.wait() => {
+                status = child.process.wait() => {
                     let status = match status {
                         Ok(s) => s,
                         Err(e) => {
@@ -156,37 +235,46 @@ async fn supervise(listener: socket2::Socket) -> i32 {
                             return 1;
                         }
                     };
-                    break if stopping {
-                        Ended::Stop(status)
-                    } else if restarting {
-                        Ended::Restart
-                    } else {
-                        Ended::Died(status)
-                    };
+                    break if stopping { Ended::Stop(status) } else { Ended::Died(status) };
                 }
-                _ = term.recv() => { stopping = true; send(pid, libc::SIGTERM); }
-                _ = int.recv() => { stopping = true; send(pid, libc::SIGINT); }
-                _ = hup.recv() => {
-                    tracing::info!(target: "supervise", "SIGHUP: draining the server to start a new one");
-                    restarting = true;
-                    send(pid, libc::SIGTERM);
+                _ = signals.term.recv() => { stopping = true; send(child.pid, libc::SIGTERM); }
+                _ = signals.int.recv() => { stopping = true; send(child.pid, libc::SIGINT); }
+                _ = signals.hup.recv(), if !stopping => {
+                    // A SIGHUP during a replacement (a second deploy) asks for one more
+                    // once this one is done: the new process may predate its switch.
+                    let mut again = true;
+                    while again {
+                        let (replaced, more) = replace(&mut child, fd, &mut signals).await;
+                        again = more;
+                        match replaced {
+                            Replaced::Yes(old) => {
+                                draining.spawn(drain(old));
+                            }
+                            Replaced::No => {}
+                            Replaced::Stop(sig, new) => {
+                                stopping = true;
+                                again = false;
+                                send(child.pid, sig);
+                                draining.spawn(drain(new));
+                            }
+                        }
+                    }
                 }
-                _ = usr1.recv() => send(pid, libc::SIGUSR1),
+                _ = signals.usr1.recv() => send(child.pid, libc::SIGUSR1),
+                Some(_) = draining.join_next(), if !draining.is_empty() => {}
             }
         };
         let status = match ended {
             Ended::Stop(status) => {
+                while draining.join_next().await.is_some() {}
                 tracing::info!(target: "supervise", "the server stopped ({}); exiting", describe(status));
                 return exit_code(status);
-            }
-            Ended::Restart => {
-                crashes = 0;
-                continue;
             }
             Ended::Died(status) => status,
         };
         match status.code() {
             Some(0) => {
+                while draining.join_next().await.is_some() {}
                 tracing::info!(target: "supervise", "the server exited cleanly on its own; exiting");
                 return 0;
             }
@@ -196,7 +284,7 @@ async fn supervise(listener: socket2::Socket) -> i32 {
             }
             _ => {}
         }
-        if started.elapsed() >= HEALTHY_RUN {
+        if child.started.elapsed() >= HEALTHY_RUN {
             crashes = 0;
         }
         crashes += 1;
@@ -205,22 +293,150 @@ async fn supervise(listener: socket2::Socket) -> i32 {
             target: "supervise",
             "the server died ({}) after {:.1}s; restart {crashes} in a row in {} ms",
             describe(status),
-            started.elapsed().as_secs_f64(),
+            child.started.elapsed().as_secs_f64(),
             delay.as_millis()
         );
         // Connections keep queueing on the socket meanwhile.
         tokio::select! {
             _ = tokio::time::sleep(delay) => {}
-            _ = term.recv() => return 0,
-            _ = int.recv() => return 0,
-            _ = hup.recv() => crashes = 0,
+            _ = signals.term.recv() => return 0,
+            _ = signals.int.recv() => return 0,
+            _ = signals.hup.recv() => crashes = 0,
         }
     }
 }
 
+/// What became of a replacement.
+enum Replaced {
+    /// The new child serves; here is the old one, told to drain.
+    Yes(Child),
+    /// The new child failed; the old one goes on.
+    No,
+    /// SIGTERM or SIGINT came meanwhile: the new child (here) got it already, the one
+    /// that stays is yet to.
+    Stop(libc::c_int, Child),
+}
+
+/// SIGHUP: starts a new child next to `current` and, once it is ready, makes it the
+/// current one and tells the old one to drain. Also says whether another SIGHUP came
+/// meanwhile.
+async fn replace(current: &mut Child, fd: RawFd, signals: &mut Signals) -> (Replaced, bool) {
+    tracing::info!(target: "supervise", "SIGHUP: starting a new server next to pid {}", current.pid);
+    let (mut ready, write) = match ready_pipe() {
+        Ok(pair) => pair,
+        Err(e) => {
+            tracing::error!(target: "supervise", "cannot make the readiness pipe: {e}");
+            return (Replaced::No, false);
+        }
+    };
+    let started = Child::start(fd, Some(write.as_raw_fd()));
+    // The child has its copy: ours must go, or the pipe never ends when the child dies.
+    drop(write);
+    let mut new = match started {
+        Ok(child) => child,
+        Err(e) => {
+            tracing::error!(target: "supervise", "cannot start the new server: {e}");
+            return (Replaced::No, false);
+        }
+    };
+    let mut byte = [0u8; 16];
+    let mut old_gone = None;
+    let mut again = false;
+    let failure = loop {
+        tokio::select! {
+            read = tokio::io::AsyncReadExt::read(&mut ready, &mut byte) => match read {
+                Ok(n) if n > 0 => break None,
+                // The pipe closed without a word: the new child is gone or going.
+                _ => break Some("exited before it was ready".to_string()),
+            },
+            status = new.process.wait() => {
+                break Some(match status {
+                    Ok(s) => format!("exited before it was ready ({})", describe(s)),
+                    Err(e) => format!("cannot be waited for: {e}"),
+                });
+            }
+            status = current.process.wait(), if old_gone.is_none() => {
+                // The old one died meanwhile: the new one is all there is, and will be
+                // waited for as it is.
+                old_gone = Some(status);
+                tracing::warn!(target: "supervise", "the old server (pid {}) died while its replacement started", current.pid);
+            }
+            _ = tokio::time::sleep(READY_TIMEOUT) => {
+                break Some(format!("was not ready within {} s", READY_TIMEOUT.as_secs()));
+            }
+            _ = signals.term.recv() => {
+                send(new.pid, libc::SIGTERM);
+                return (Replaced::Stop(libc::SIGTERM, new), false);
+            }
+            _ = signals.int.recv() => {
+                send(new.pid, libc::SIGINT);
+                return (Replaced::Stop(libc::SIGINT, new), false);
+            }
+            _ = signals.hup.recv() => {
+                tracing::info!(target: "supervise", "SIGHUP while a new server starts: another follows once it is ready");
+                again = true;
+            }
+        }
+    };
+    if let Some(why) = failure {
+        tracing::error!(
+            target: "supervise",
+            "the new server (pid {}) {why}; the running one (pid {}) goes on serving",
+            new.pid,
+            current.pid
+        );
+        // Not `send`: the child may have been reaped already, and tokio knows.
+        let _ = new.process.start_kill();
+        let _ = new.process.wait().await;
+        return (Replaced::No, again);
+    }
+    tracing::info!(
+        target: "supervise",
+        "new server (pid {}) ready in {} ms; the old one (pid {}) drains",
+        new.pid,
+        new.started.elapsed().as_millis(),
+        current.pid
+    );
+    let old = std::mem::replace(current, new);
+    if old_gone.is_none() {
+        send(old.pid, libc::SIGTERM);
+    }
+    (Replaced::Yes(old), again)
+}
+
+/// Waits for a replaced child to finish draining.
+async fn drain(mut old: Child) {
+    match old.process.wait().await {
+        Ok(status) => tracing::info!(
+            target: "supervise",
+            "the replaced server (pid {}) has drained ({})",
+            old.pid,
+            describe(status)
+        ),
+        Err(e) => tracing::warn!(target: "supervise", "cannot wait for pid {}: {e}", old.pid),
+    }
+}
+
+/// A pipe: the read end for the supervisor (async), the write end for a child.
+fn ready_pipe() -> std::io::Result<(tokio::net::unix::pipe::Receiver, std::os::fd::OwnedFd)> {
+    use std::os::fd::OwnedFd;
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: pipe2 writes two descriptors into the array it is given.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors were just created and are owned by nothing else.
+    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    Ok((
+        tokio::net::unix::pipe::Receiver::from_owned_fd(read)?,
+        write,
+    ))
+}
+
 /// Starts `ferrophp serve` with this process's own arguments minus `--supervise`, the
-/// listening socket inherited as `FERROPHP_LISTEN_FD`.
-fn spawn_child(fd: RawFd) -> std::io::Result<tokio::process::Child> {
+/// listening socket inherited as `FERROPHP_LISTEN_FD` (and `ready`, the write end of a
+/// readiness pipe, as `FERROPHP_READY_FD`).
+fn spawn_child(fd: RawFd, ready: Option<RawFd>) -> std::io::Result<tokio::process::Child> {
     let exe = std::env::current_exe()?;
     let args = std::env::args_os()
         .skip(1)
@@ -229,15 +445,20 @@ fn spawn_child(fd: RawFd) -> std::io::Result<tokio::process::Child> {
     cmd.args(args)
         .env_remove("FERROPHP_SUPERVISE")
         .env(LISTEN_FD_ENV, fd.to_string());
+    if let Some(ready) = ready {
+        cmd.env(READY_FD_ENV, ready.to_string());
+    }
     let parent = std::process::id();
     // SAFETY: runs in the forked child before exec and calls only async-signal-safe
     // functions (fcntl, prctl, getppid) on plain integers.
     unsafe {
         cmd.pre_exec(move || {
-            // The supervisor's copy keeps close-on-exec; only the child's is inherited.
-            let flags = libc::fcntl(fd, libc::F_GETFD);
-            if flags < 0 || libc::fcntl(fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC) < 0 {
-                return Err(std::io::Error::last_os_error());
+            // The supervisor's copies keep close-on-exec; only the child's are inherited.
+            for fd in std::iter::once(fd).chain(ready) {
+                let flags = libc::fcntl(fd, libc::F_GETFD);
+                if flags < 0 || libc::fcntl(fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
             }
             // If the supervisor is killed outright, its child drains instead of running
             // on unsupervised and holding the port.

@@ -1,6 +1,7 @@
 //! Worker scripts on the HTTP side: parsing `--worker` specs and `[[worker]]` tables,
-//! deciding which requests a worker serves, and the three ways to restart workers
-//! gracefully (SIGUSR1, the admin endpoint, `--watch` file changes).
+//! deciding which requests a worker serves, and restarting workers on `--watch` file
+//! changes. (SIGHUP, SIGUSR1 and the admin endpoint reload the whole release, workers
+//! included: `site.rs`.)
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -108,11 +109,12 @@ pub struct WorkerRouter {
 }
 
 impl WorkerRouter {
-    pub fn new(configs: &[WorkerConfig], specs: &[WorkerSpec]) -> Result<WorkerRouter, String> {
-        let workers = configs
+    /// `scripts`: each worker's script, canonical, in the order of `specs`.
+    pub fn new(scripts: &[PathBuf], specs: &[WorkerSpec]) -> Result<WorkerRouter, String> {
+        let workers = scripts
             .iter()
             .zip(specs)
-            .map(|(config, spec)| {
+            .map(|(script, spec)| {
                 let matcher = match &spec.match_path {
                     Some(pattern) => Some(
                         Glob::new(pattern)
@@ -121,7 +123,7 @@ impl WorkerRouter {
                     ),
                     None => None,
                 };
-                Ok((config.script.clone(), matcher))
+                Ok((script.clone(), matcher))
             })
             .collect::<Result<_, String>>()?;
         Ok(WorkerRouter { workers })
@@ -138,27 +140,18 @@ impl WorkerRouter {
         &self.workers[index].0
     }
 
+    /// Whether the workers' scripts are `scripts`, in order.
+    pub fn same_scripts(&self, scripts: &[PathBuf]) -> bool {
+        self.workers.len() == scripts.len()
+            && self.workers.iter().zip(scripts).all(|((s, _), o)| s == o)
+    }
+
     /// The worker whose script is the routed script file.
     pub fn by_script(&self, script: &Path) -> Option<usize> {
         self.workers
             .iter()
             .position(|(s, m)| m.is_none() && s == script)
     }
-}
-
-/// Restarts workers on SIGUSR1 until the process ends.
-pub fn restart_on_sigusr1(engine: EngineControl) {
-    tokio::spawn(async move {
-        let Ok(mut usr1) =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::user_defined1())
-        else {
-            return;
-        };
-        while usr1.recv().await.is_some() {
-            tracing::info!("SIGUSR1: restarting workers");
-            engine.restart_workers();
-        }
-    });
 }
 
 /// Restarts workers when a file matching one of `patterns` changes (debounced), until

@@ -152,12 +152,38 @@ pub struct EngineControl {
 }
 
 impl EngineControl {
-    /// Reboots every worker script after its current request, without dropping any:
-    /// queued requests wait for the rebooted scripts.
+    /// Rolling restart of every worker: each thread is replaced, one at a time, by a new
+    /// one that boots the script again, and only once the new one serves does an old one
+    /// drain (after its current request). No request is dropped and each pool keeps its
+    /// ready threads throughout. Returns at once; the roll goes on in the background.
     pub fn restart_workers(&self) {
         for pool in &self.workers {
-            pool.restart();
+            pool.restart(None);
         }
+    }
+
+    /// [`EngineControl::restart_workers`] with each worker's script at a new path (one
+    /// per worker, in order: a new release's), that release's document root beside (see
+    /// [`WorkerConfig::document_root`]). A pool whose new threads never serve (the new
+    /// script fails to boot) stops its roll and keeps the old threads and script.
+    pub fn restart_workers_at(
+        &self,
+        scripts: &[std::path::PathBuf],
+        document_root: Option<std::sync::Arc<str>>,
+    ) {
+        for (pool, script) in self.workers.iter().zip(scripts) {
+            pool.restart(Some(worker_mode::Release {
+                script: script.clone(),
+                document_root: document_root.clone(),
+            }));
+        }
+    }
+
+    /// Paths PHP resolved through symlinks may name other files now (a deploy switched a
+    /// `current` link): each PHP thread empties its realpath cache before its next
+    /// request (see [`sapi::forget_resolved_paths`]).
+    pub fn forget_resolved_paths(&self) {
+        sapi::forget_resolved_paths();
     }
 
     /// Requests served so far by each worker.

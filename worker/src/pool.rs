@@ -1,16 +1,25 @@
 //! The pool that owns a set of PHP threads of one role (the classic threads, or one
 //! worker script's): their job queue, their state machines (through their `Slot`s), how
-//! many there are (floor and ceiling, `scale.rs`), and the orders given to all of them
-//! (restart, stop).
+//! many there are (floor and ceiling, `scale.rs`), the orders given to all of them
+//! (stop), and the rolling restart that replaces them one by one.
+//!
+//! A rolling restart ([`Pool::roll`]) replaces every thread by a fresh one: a new thread
+//! is spawned and boots (the new release's worker script) while the old ones serve;
+//! only once it serves is one old thread ordered to drain (it finishes its request, long
+//! or not, and ends), then the next. So the pool never has fewer threads ready than
+//! before the roll, and a new script that never boots stops the roll with the old
+//! threads still serving. Threads carry the pool's generation from when they were
+//! spawned; a roll raises it and replaces every thread of an older one, so a second roll
+//! ordered during the first simply continues with the newest generation.
 //!
 //! What a thread does is its role's business (`classic.rs`, `worker_mode.rs`); how it is
 //! spawned is `spawn.rs`'s. Jobs are never run on tokio's blocking pool: PHP state is per
 //! thread and must stay on the thread that created it.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::observe::{PoolStats, Slot};
 use crate::queue::JobQueue;
@@ -37,6 +46,9 @@ pub(crate) trait Role: Send + Sync + Sized + 'static {
     const DRAIN_ON_STOP: bool;
     /// The thread's life, attached to PHP, from `Booting` until it returns.
     fn run(pool: &Arc<Pool<Self>>, slot: &Slot) -> Exit;
+    /// A rolling restart ended: every thread was replaced (`true`), or a new thread never
+    /// came to serve and the roll stopped with old threads still running (`false`).
+    fn rolled(&self, _complete: bool) {}
 }
 
 pub(crate) struct Pool<R: Role> {
@@ -53,13 +65,47 @@ pub(crate) struct Pool<R: Role> {
     /// Notified when a thread leaves `Booting` or startup fails.
     startup_changed: Condvar,
     watcher: Mutex<Option<JoinHandle<()>>>,
+    /// The generation new threads belong to; [`Pool::roll`] raises it.
+    generation: AtomicU64,
+    /// A roll is under way: no thread retires for idling meanwhile (the roll keeps the
+    /// count it found, one thread in for one thread out).
+    rolling: AtomicBool,
+    roller: Mutex<Roller>,
     /// This pool, for the threads it spawns (each holds it).
     me: Weak<Pool<R>>,
 }
 
 struct Members {
-    threads: Vec<(Arc<Slot>, JoinHandle<()>)>,
+    threads: Vec<Member>,
     next_index: usize,
+}
+
+/// One thread of the pool.
+struct Member {
+    slot: Arc<Slot>,
+    handle: JoinHandle<()>,
+    /// The pool's generation when it was spawned.
+    generation: u64,
+}
+
+/// The thread that carries out rolling restarts, while one runs.
+#[derive(Default)]
+struct Roller {
+    running: bool,
+    handle: Option<JoinHandle<()>>,
+}
+
+/// What one step of a roll did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RollStep {
+    /// One old thread was replaced.
+    Replaced,
+    /// No thread of an older generation is left.
+    Done,
+    /// The new thread never came to serve (its script failed to boot): stop here.
+    Failed,
+    /// The pool is stopping.
+    Closed,
 }
 
 impl<R: Role> Pool<R> {
@@ -89,6 +135,9 @@ impl<R: Role> Pool<R> {
             startup: Mutex::new(None),
             startup_changed: Condvar::new(),
             watcher: Mutex::new(None),
+            generation: AtomicU64::new(0),
+            rolling: AtomicBool::new(false),
+            roller: Mutex::new(Roller::default()),
         });
         for _ in 0..scaling.min {
             if let Err(e) = pool.spawn_thread(true) {
@@ -110,23 +159,28 @@ impl<R: Role> Pool<R> {
     /// Spawns one more thread; false when the pool is stopping. `count`: the thread is a
     /// new one for `live`; false for a replacement that inherits its predecessor's count.
     fn spawn_thread(&self, count: bool) -> std::io::Result<bool> {
+        self.spawn_member(count).map(|slot| slot.is_some())
+    }
+
+    /// [`Pool::spawn_thread`], giving the new thread's slot.
+    fn spawn_member(&self, count: bool) -> std::io::Result<Option<Arc<Slot>>> {
         let Some(pool) = self.me.upgrade() else {
-            return Ok(false);
+            return Ok(None);
         };
         let mut members = self.members.lock().unwrap();
         // Checked under the members lock, which `stop` takes after closing the queue: a
         // thread spawned here is always one `stop` joins.
         if self.queue.is_closed() {
-            return Ok(false);
+            return Ok(None);
         }
         // Retired and replaced threads leave their handles behind: join them here.
         let (gone, alive): (Vec<_>, Vec<_>) = members
             .threads
             .drain(..)
-            .partition(|(_, handle)| handle.is_finished());
+            .partition(|m| m.handle.is_finished());
         members.threads = alive;
-        for (_, handle) in gone {
-            let _ = handle.join();
+        for m in gone {
+            let _ = m.handle.join();
         }
         let name = format!("{}-{}", R::PREFIX, members.next_index);
         members.next_index += 1;
@@ -134,9 +188,14 @@ impl<R: Role> Pool<R> {
             self.live.fetch_add(1, Ordering::AcqRel);
         }
         match crate::spawn::spawn(name, &self.stats, move |slot| pool.thread_body(slot)) {
-            Ok(member) => {
-                members.threads.push(member);
-                Ok(true)
+            Ok((slot, handle)) => {
+                members.threads.push(Member {
+                    slot: slot.clone(),
+                    handle,
+                    // Under the members lock, as the roll reads it.
+                    generation: self.generation.load(Ordering::Acquire),
+                });
+                Ok(Some(slot))
             }
             Err(e) => {
                 if count {
@@ -165,6 +224,9 @@ impl<R: Role> Pool<R> {
     /// For a thread whose idle wait timed out: true (and it is no longer counted) when
     /// the pool is above its floor, so the thread may end.
     pub(crate) fn try_retire(&self) -> bool {
+        if self.rolling.load(Ordering::Acquire) {
+            return false;
+        }
         self.live
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
                 (n > self.scaling.min).then(|| n - 1)
@@ -177,20 +239,167 @@ impl<R: Role> Pool<R> {
         self.live.load(Ordering::Acquire)
     }
 
-    /// Orders every thread to restart its worker script after its current request.
-    pub(crate) fn restart_all(&self) {
-        for (slot, _) in &self.members.lock().unwrap().threads {
-            slot.state.order_restart();
+    /// Starts a rolling restart (see the module docs) and returns at once; a roll under
+    /// way goes on to the new generation instead of starting over.
+    pub(crate) fn roll(&self) {
+        let Some(pool) = self.me.upgrade() else {
+            return;
+        };
+        self.generation.fetch_add(1, Ordering::AcqRel);
+        let mut roller = self.roller.lock().unwrap();
+        if roller.running || self.queue.is_closed() {
+            // The running roller looks for old threads again, under this lock, before it
+            // ends: it finds those of the generation just raised.
+            return;
         }
-        self.queue.wake_all();
+        if let Some(finished) = roller.handle.take() {
+            let _ = finished.join();
+        }
+        roller.running = true;
+        self.rolling.store(true, Ordering::Release);
+        let spawned = std::thread::Builder::new()
+            .name(format!("{}-roll", R::PREFIX))
+            .spawn(move || pool.roll_all());
+        match spawned {
+            Ok(handle) => roller.handle = Some(handle),
+            Err(e) => {
+                roller.running = false;
+                self.rolling.store(false, Ordering::Release);
+                tracing::error!(pool = %self.stats.name, "cannot start a rolling restart: {e}");
+            }
+        }
+    }
+
+    /// The roller thread: replaces old threads one at a time until none is left, the
+    /// new ones fail to boot, or the pool stops.
+    fn roll_all(&self) {
+        let started = Instant::now();
+        let mut replaced = 0usize;
+        loop {
+            let step = self.roll_step();
+            if step == RollStep::Replaced {
+                replaced += 1;
+                continue;
+            }
+            let mut roller = self.roller.lock().unwrap();
+            // A roll ordered meanwhile raised the generation: more threads are old now.
+            if step == RollStep::Done && self.oldest_thread().is_some() {
+                continue;
+            }
+            roller.running = false;
+            self.rolling.store(false, Ordering::Release);
+            drop(roller);
+            match step {
+                RollStep::Done => {
+                    tracing::info!(
+                        pool = %self.stats.name,
+                        replaced,
+                        elapsed_ms = started.elapsed().as_millis() as u64,
+                        "rolling restart done: every thread replaced"
+                    );
+                    self.role.rolled(true);
+                }
+                RollStep::Failed => {
+                    tracing::error!(
+                        pool = %self.stats.name,
+                        replaced,
+                        "rolling restart stopped: a new thread never came to serve (see the \
+                         errors above); the threads not yet replaced keep serving"
+                    );
+                    self.role.rolled(false);
+                }
+                RollStep::Closed | RollStep::Replaced => {}
+            }
+            return;
+        }
+    }
+
+    /// A thread of an older generation than the pool's that has not been told to go yet,
+    /// an idle one first (it leaves at once).
+    fn oldest_thread(&self) -> Option<Arc<Slot>> {
+        let target = self.generation.load(Ordering::Acquire);
+        let members = self.members.lock().unwrap();
+        let rank = |s: ThreadState| match s {
+            ThreadState::Idle => 0,
+            ThreadState::Restarting | ThreadState::Booting => 1,
+            _ => 2,
+        };
+        members
+            .threads
+            .iter()
+            .filter(|m| m.generation < target)
+            .filter(|m| {
+                matches!(
+                    m.slot.state.get(),
+                    ThreadState::Booting
+                        | ThreadState::Idle
+                        | ThreadState::Busy
+                        | ThreadState::Restarting
+                )
+            })
+            .min_by_key(|m| rank(m.slot.state.get()))
+            .map(|m| m.slot.clone())
+    }
+
+    /// Replaces one old thread: a new one is spawned and waited for until it serves,
+    /// then an old one is ordered to drain.
+    fn roll_step(&self) -> RollStep {
+        if self.oldest_thread().is_none() {
+            return RollStep::Done;
+        }
+        let fresh = match self.spawn_member(true) {
+            Ok(Some(slot)) => slot,
+            Ok(None) => return RollStep::Closed,
+            Err(e) => {
+                tracing::error!(pool = %self.stats.name, "cannot spawn a PHP thread: {e}");
+                return RollStep::Failed;
+            }
+        };
+        loop {
+            match fresh.state.get() {
+                ThreadState::Idle | ThreadState::Busy => break,
+                // It gave up booting (or the pool stops it).
+                ThreadState::Draining | ThreadState::Done => {
+                    return if self.queue.is_closed() {
+                        RollStep::Closed
+                    } else {
+                        RollStep::Failed
+                    };
+                }
+                ThreadState::Booting | ThreadState::Restarting => {}
+            }
+            if self.queue.is_closed() {
+                return RollStep::Closed;
+            }
+            let startup = self.startup.lock().unwrap();
+            let _ = self
+                .startup_changed
+                .wait_timeout(startup, Duration::from_millis(20))
+                .unwrap();
+        }
+        // One thread out for the one that came in. An old thread may have left on its own
+        // meanwhile (max_requests hands over to a thread of the new generation): then
+        // another old one goes, or, with none left, the surplus new one.
+        loop {
+            let victim = self.oldest_thread().unwrap_or_else(|| fresh.clone());
+            if victim.state.order_stop() {
+                self.stats.restart();
+                self.queue.wake_all();
+                return RollStep::Replaced;
+            }
+            if Arc::ptr_eq(&victim, &fresh) {
+                // The new thread is leaving as well: nothing surplus left.
+                return RollStep::Replaced;
+            }
+        }
     }
 
     /// Stops every thread (as [`Role::DRAIN_ON_STOP`] says) and waits for them.
     pub(crate) fn stop(&self) {
         self.queue.close();
         if !R::DRAIN_ON_STOP {
-            for (slot, _) in &self.members.lock().unwrap().threads {
-                slot.state.order_stop();
+            for m in &self.members.lock().unwrap().threads {
+                m.slot.state.order_stop();
             }
             self.queue.wake_all();
         }
@@ -200,9 +409,14 @@ impl<R: Role> Pool<R> {
             if handles.is_empty() {
                 break;
             }
-            for (_, h) in handles {
-                let _ = h.join();
+            for m in handles {
+                let _ = m.handle.join();
             }
+        }
+        // The queue is closed: a roller spawns nothing more and ends.
+        let roller = self.roller.lock().unwrap().handle.take();
+        if let Some(roller) = roller {
+            let _ = roller.join();
         }
         if let Some(watcher) = self.watcher.lock().unwrap().take() {
             let _ = watcher.join();
@@ -238,7 +452,7 @@ impl<R: Role> Pool<R> {
                 .unwrap()
                 .threads
                 .iter()
-                .filter(|(s, _)| matches!(s.state.get(), ThreadState::Idle | ThreadState::Busy))
+                .filter(|m| matches!(m.slot.state.get(), ThreadState::Idle | ThreadState::Busy))
                 .count();
             if ready >= self.scaling.min {
                 return Ok(());
@@ -268,7 +482,7 @@ impl<R: Role> Grow for Pool<R> {
             .unwrap()
             .threads
             .iter()
-            .any(|(s, _)| s.state.get() == ThreadState::Booting);
+            .any(|m| m.slot.state.get() == ThreadState::Booting);
         if booting {
             return Grown::Booting;
         }

@@ -10,6 +10,7 @@ use std::cell::{Cell, RefCell};
 use std::ffi::{c_char, c_int, c_short, c_void, CStr, CString};
 use std::io::Read;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bumpalo::Bump;
@@ -503,6 +504,7 @@ impl<'a> PreparedRequest<'a> {
 /// Runs one script as one PHP request on the calling PHP thread. Per-request strings go
 /// into `arena`, which the caller resets afterwards.
 pub(crate) fn run_script(request: ScriptRequest, arena: &Bump) -> ScriptOutcome {
+    forget_stale_resolutions();
     let mut prepared = match PreparedRequest::new(request, arena) {
         Ok(p) => p,
         Err(outcome) => return outcome,
@@ -558,6 +560,45 @@ fn define_std_stream_constants() {
         define('STDOUT', fopen('php://stdout', 'wb')); define('STDERR', fopen('php://stderr', 'wb'));";
     // SAFETY: a request is active; the shim wraps zend_eval_string in zend_try.
     unsafe { sys::ferrophp_try_eval_string(PRELUDE.as_ptr(), c"ferrophp std streams".as_ptr()) };
+}
+
+extern "C" {
+    // Exported by libphp (CWD_API); declared here rather than in php-sys's allowlist, as
+    // observe.rs does for zend_memory_usage. Empties the calling thread's realpath cache
+    // (CWDG is per thread under ZTS): what `clearstatcache(true)` does.
+    fn realpath_cache_clean();
+}
+
+/// Raised when paths PHP resolved may now resolve elsewhere (a deploy switched a
+/// `current` symlink); each PHP thread compares it with the value it last saw.
+static RESOLVED_PATHS_EPOCH: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    static SEEN_RESOLVED_PATHS_EPOCH: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Makes every PHP thread empty its realpath cache before its next request. PHP keeps
+/// each path it resolved (`include`, `realpath()`, `open_basedir` checks, `__DIR__`-free
+/// relative includes) for `realpath_cache_ttl` (120 s): after `current` moved to a new
+/// release, a path spelled through the link would still lead into the old one. A request
+/// running meanwhile keeps its resolutions to the end (the old release's files).
+pub(crate) fn forget_resolved_paths() {
+    RESOLVED_PATHS_EPOCH.fetch_add(1, Ordering::AcqRel);
+}
+
+/// On a PHP thread, outside any request: empties its realpath cache once after each
+/// [`forget_resolved_paths`]. One relaxed load per request otherwise.
+fn forget_stale_resolutions() {
+    let epoch = RESOLVED_PATHS_EPOCH.load(Ordering::Acquire);
+    SEEN_RESOLVED_PATHS_EPOCH.with(|seen| {
+        if seen.get() != epoch {
+            seen.set(epoch);
+            // SAFETY: on a PHP thread attached to TSRM (run_script runs only there),
+            // between requests: the cache is this thread's own and nothing holds one of
+            // its entries.
+            unsafe { realpath_cache_clean() };
+        }
+    });
 }
 
 /// How long a thread trusts that a script it found is still there. OPcache trusts its

@@ -8,14 +8,14 @@
 //!          │Booting │                        │ Idle │                 │ Busy │
 //!          └────────┘ ◀──┐                   └──────┘ ◀────────────── └──────┘
 //!            │  │        │ reboot               │ │      job done       │ │
-//!            │  │  ┌────────────┐  restart order │ │                     │ │
-//!            │  └─▶│ Restarting │ ◀──────────────┘ │ ◀─── restart order ─┘ │
-//!            │     └────────────┘  memory guard, script ended, boot failed │
-//!            │           │           (thread)                              │
+//!            │  │  ┌────────────┐                │ │                     │ │
+//!            │  └─▶│ Restarting │ ◀──────────────┘ │ ◀───────────────────┘ │
+//!            │     └────────────┘  memory guard, cache pressure, script    │
+//!            │           │         ended, boot failed (thread)             │
 //!            │  stop     │ stop order / startup given up                   │
 //!            ▼  order    ▼                                                 │
-//!          ┌──────────┐ ◀── stop order (pool), idle retire, max_requests ──┘
-//!          │ Draining │     queue closed (thread)
+//!          ┌──────────┐ ◀── stop order (pool: shutdown, rolling restart), ─┘
+//!          │ Draining │     idle retire, max_requests, queue closed (thread)
 //!          └──────────┘
 //!               │ current request finished, script ended, TSRM freed
 //!               ▼
@@ -24,13 +24,14 @@
 //!          └──────┘
 //! ```
 //!
-//! Orders from outside (a restart of every worker script, a stop) are transitions too,
-//! made with a compare-and-swap from whatever state the thread is in, so an order that
-//! arrives while a thread is busy or booting is not lost: the thread's own next
-//! transition (`job_done`, `booted`) fails and tells it what happened. A restart order is
-//! what the queue's epoch used to carry, stopping what the pool's `stopping` flag did,
-//! `Busy` what worker mode's `handling` flag did, and "left `Booting`" what its `ready`
-//! flag did. Classic threads use the same machine without `Restarting`.
+//! Orders from outside (a stop: shutdown, or a rolling restart replacing the thread) are
+//! transitions too, made with a compare-and-swap from whatever state the thread is in,
+//! so an order that arrives while a thread is busy or booting is not lost: the thread's
+//! own next transition (`job_done`, `booted`) fails and tells it what happened. Stopping
+//! is what the pool's `stopping` flag did, `Busy` what worker mode's `handling` flag did,
+//! and "left `Booting`" what its `ready` flag did. A restart of every worker script is no
+//! order to the threads: the pool replaces them one by one (`pool.rs`, `Pool::roll`).
+//! Classic threads use the same machine without `Restarting`.
 //!
 //! Each transition is logged at debug level with the thread and its pool; the admin
 //! `/threads` view shows the current state (`observe.rs`).
@@ -51,8 +52,8 @@ pub enum ThreadState {
     /// Asked to stop (shutdown, idle retirement, `max_requests`): finishes what it runs,
     /// then ends.
     Draining = 3,
-    /// Its worker script ends and boots again: a restart order, the memory guard, a
-    /// crash, or a failed boot waiting out its backoff.
+    /// Its worker script ends and boots again on the same thread: the memory guard, cache
+    /// pressure, a crash, or a failed boot waiting out its backoff.
     Restarting = 4,
     /// Ended; the OS thread is gone or about to be.
     Done = 5,
@@ -188,8 +189,8 @@ impl StateCell {
     }
 
     /// Booting/Idle/Busy → Restarting on the thread's own decision (memory guard, cache
-    /// pressure, the script ended, a boot failed). Ok also when a restart order got there
-    /// first; Err(Draining) when a stop did.
+    /// pressure, the script ended, a boot failed). Ok also when already restarting;
+    /// Err(Draining) when a stop got there first.
     pub(crate) fn restart_self(&self, why: &'static str) -> Result<(), ThreadState> {
         match self.step(
             &[ThreadState::Booting, ThreadState::Idle, ThreadState::Busy],
@@ -230,17 +231,6 @@ impl StateCell {
 
     // --- Orders from the pool (any thread).
 
-    /// Restart the worker script after the current request (or right after boot). False
-    /// when the thread is already restarting, draining or done.
-    pub(crate) fn order_restart(&self) -> bool {
-        self.step(
-            &[ThreadState::Booting, ThreadState::Idle, ThreadState::Busy],
-            ThreadState::Restarting,
-            "restart order",
-        )
-        .is_ok()
-    }
-
     /// Stop after the current request. False when already draining or done.
     pub(crate) fn order_stop(&self) -> bool {
         self.step(
@@ -279,7 +269,7 @@ mod tests {
         assert_eq!(c.take_job(), Err(ThreadState::Draining));
         c.done();
         assert_eq!(c.get(), ThreadState::Done);
-        assert!(!c.order_restart());
+        assert!(!c.order_stop());
     }
 
     #[test]
@@ -287,18 +277,15 @@ mod tests {
         let c = cell();
         c.booted().unwrap();
         c.take_job().unwrap();
-        assert!(c.order_restart());
-        assert_eq!(c.job_done(), Err(ThreadState::Restarting));
-        // The thread's own restart agrees with the order; the reboot starts over.
+        // A restart of the thread's own (memory guard) while busy; the reboot starts over.
         assert_eq!(c.restart_self("test"), Ok(()));
+        assert_eq!(c.job_done(), Err(ThreadState::Restarting));
         c.reboot().unwrap();
         assert_eq!(c.get(), ThreadState::Booting);
-        // A restart ordered during boot: the boot's end finds it.
-        assert!(c.order_restart());
-        assert_eq!(c.booted(), Err(ThreadState::Restarting));
-        // A stop overrides a pending restart, and a restart cannot undo a stop.
+        // A stop ordered during boot (a rolling restart's): the boot's end finds it, and a
+        // restart cannot undo it.
         assert!(c.order_stop());
-        assert!(!c.order_restart());
+        assert_eq!(c.booted(), Err(ThreadState::Draining));
         assert_eq!(c.restart_self("test"), Err(ThreadState::Draining));
         assert_eq!(c.reboot(), Err(ThreadState::Draining));
     }

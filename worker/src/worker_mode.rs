@@ -59,6 +59,16 @@ pub struct WorkerConfig {
     /// The memory guard: how far a thread's PHP memory may grow above its level right
     /// after boot before that thread's script is restarted (None: no guard).
     pub memory_growth: Option<MemoryGrowth>,
+    /// The document root of the release the script belongs to. A request this worker
+    /// serves reports it as `DOCUMENT_ROOT` (and the thread's own script as
+    /// `SCRIPT_FILENAME`), whichever release routed the request: while a rolling restart
+    /// moves the threads to a new release, a thread still running the old one answers
+    /// with the old one's paths (None: the request's own).
+    pub document_root: Option<Arc<str>>,
+    /// What metrics, `/threads` and logs call this worker (None: its script's path). The
+    /// server gives the script as configured: `/srv/app/current/public/worker.php` keeps
+    /// naming it across deploys, while `script` follows the link to each release.
+    pub name: Option<String>,
 }
 
 /// How much a worker thread's PHP memory (`memory_get_usage()`) may grow, between the
@@ -126,6 +136,8 @@ impl WorkerConfig {
             max_requests: 0,
             max_startup_failures: 5,
             memory_growth: None,
+            document_root: None,
+            name: None,
         }
     }
 }
@@ -151,10 +163,26 @@ enum RunEnd {
 /// The role of a worker script's threads: what they share.
 pub(crate) struct Worker {
     config: WorkerConfig,
+    /// The script threads boot from now on, and the one the threads last rolled to
+    /// booted (put back if a rolling restart to a new path never gets a thread to serve).
+    script: std::sync::Mutex<Scripts>,
     /// `config.env` as C strings, for the requests' `$_SERVER` and `getenv()`.
     env: EnvList,
     requests_served: AtomicU64,
     restarts: AtomicU64,
+}
+
+#[derive(Debug, Clone)]
+struct Scripts {
+    current: Release,
+    proven: Release,
+}
+
+/// Where a worker's threads boot from: its script and the document root of its release.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Release {
+    pub(crate) script: PathBuf,
+    pub(crate) document_root: Option<Arc<str>>,
 }
 
 /// The threads of one worker script.
@@ -175,9 +203,23 @@ pub(crate) fn start(config: WorkerConfig, max_idle: Duration) -> Result<Arc<Work
         max: config.max_threads.max(threads),
         max_idle,
     };
-    let stats = observe::PoolStats::register(config.script.display().to_string(), true);
+    let name = config
+        .name
+        .clone()
+        .unwrap_or_else(|| config.script.display().to_string());
+    let stats = observe::PoolStats::register(name, true);
     let role = Worker {
         env: crate::request::env_list(&config.env),
+        script: std::sync::Mutex::new(Scripts {
+            current: Release {
+                script: config.script.clone(),
+                document_root: config.document_root.clone(),
+            },
+            proven: Release {
+                script: config.script.clone(),
+                document_root: config.document_root.clone(),
+            },
+        }),
         config,
         requests_served: AtomicU64::new(0),
         restarts: AtomicU64::new(0),
@@ -191,12 +233,37 @@ pub(crate) fn start(config: WorkerConfig, max_idle: Duration) -> Result<Arc<Work
     Ok(pool)
 }
 
+impl Worker {
+    /// The release a thread boots now.
+    fn release(&self) -> Release {
+        self.script.lock().unwrap().current.clone()
+    }
+}
+
 impl Pool<Worker> {
-    /// Restarts every thread's script after its current request (no request is dropped:
-    /// queued jobs wait for the rebooted scripts).
-    pub(crate) fn restart(&self) {
+    /// Replaces every thread, one at a time, by one that boots `release` (a new release's
+    /// worker script), or the same script again: a rolling restart (see `pool.rs`). No
+    /// request is dropped, and the pool keeps as many threads serving as it had
+    /// throughout. Returns at once.
+    pub(crate) fn restart(&self, release: Option<Release>) {
         self.role.restarts.fetch_add(1, Ordering::Relaxed);
-        self.restart_all();
+        if let Some(release) = release {
+            let mut scripts = self.role.script.lock().unwrap();
+            if scripts.current != release {
+                tracing::info!(
+                    from = %scripts.current.script.display(),
+                    to = %release.script.display(),
+                    "worker script moved: rolling the threads over to it"
+                );
+                scripts.current = release;
+            }
+        }
+        self.roll();
+    }
+
+    /// The script new threads boot.
+    pub(crate) fn script(&self) -> PathBuf {
+        self.role.release().script
     }
 
     pub(crate) fn requests_served(&self) -> u64 {
@@ -208,6 +275,20 @@ impl Role for Worker {
     const PREFIX: &'static str = "php-worker";
     const DRAIN_ON_STOP: bool = false;
 
+    fn rolled(&self, complete: bool) {
+        let mut scripts = self.script.lock().unwrap();
+        if complete {
+            scripts.proven = scripts.current.clone();
+        } else if scripts.current != scripts.proven {
+            tracing::error!(
+                script = %scripts.current.script.display(),
+                kept = %scripts.proven.script.display(),
+                "the new worker script never served: threads boot the previous one again"
+            );
+            scripts.current = scripts.proven.clone();
+        }
+    }
+
     /// The life of one PHP thread of a worker: boot the script, serve, reboot as needed.
     fn run(pool: &Arc<WorkerPool>, slot: &Slot) -> Exit {
         let config = &pool.role.config;
@@ -216,10 +297,13 @@ impl Role for Worker {
         let mut failures: u32 = 0;
         let mut ever_ready = false;
         loop {
+            let release = pool.role.release();
+            let script = &release.script;
             let thread = WorkerThread {
                 pool,
                 slot,
                 ending: RefCell::new(None),
+                release: &release,
                 request_arena: RefCell::new(Bump::with_capacity(16 * 1024)),
                 served: Cell::new(0),
                 reached_loop: Cell::new(false),
@@ -237,7 +321,7 @@ impl Role for Worker {
             unsafe { (*sys::ferrophp_core_globals()).ignore_user_abort = true };
             // SAFETY: on this PHP thread; only resets thread-local bookkeeping.
             unsafe { sys::ferrophp_worker_timer_forget() };
-            let outcome = sapi::run_script(boot_request(config), &boot_arena);
+            let outcome = sapi::run_script(boot_request(config, script), &boot_arena);
             // The engine request is over: the request whose handler ended the script (if
             // one did) has all of its response now.
             thread.finish_ending();
@@ -278,14 +362,14 @@ impl Role for Worker {
                 // as FrankenPHP does.
                 RunEnd::Ended if reached_loop && outcome.exit_status == 0 => {
                     tracing::info!(
-                        script = %config.script.display(),
+                        script = %script.display(),
                         exit_status = outcome.exit_status,
                         "worker script ended; booting it again"
                     );
                 }
                 RunEnd::Ended if reached_loop => {
                     tracing::warn!(
-                        script = %config.script.display(),
+                        script = %script.display(),
                         exit_status = outcome.exit_status,
                         "worker script ended (exit or fatal error); booting it again"
                     );
@@ -295,7 +379,7 @@ impl Role for Worker {
                     let why = format!(
                         "worker script {} ended before reaching ferrophp_handle_request() \
                          (exit status {}; see the PHP errors logged above)",
-                        config.script.display(),
+                        script.display(),
                         outcome.exit_status
                     );
                     tracing::error!(thread = state.thread_name(), failures, "{why}");
@@ -323,10 +407,11 @@ impl Role for Worker {
     }
 }
 
-/// The long-lived request the worker script runs in.
-fn boot_request(config: &WorkerConfig) -> ScriptRequest {
-    let script = config.script.to_string_lossy().into_owned();
-    let mut request = ScriptRequest::new(config.script.clone(), Box::new(LogSink));
+/// The long-lived request the worker script (`script`, `config.script` or where a
+/// rolling restart moved it) runs in.
+fn boot_request(config: &WorkerConfig, path: &std::path::Path) -> ScriptRequest {
+    let script = path.to_string_lossy().into_owned();
+    let mut request = ScriptRequest::new(path.to_path_buf(), Box::new(LogSink));
     request.import_environment = true;
     request.server_vars = config
         .env
@@ -363,6 +448,8 @@ struct WorkerThread<'a> {
     /// The request whose handler ended the script, while the script shuts down. Declared
     /// before `request_arena`, which it borrows, so it is dropped first.
     ending: RefCell<Option<EndingRequest>>,
+    /// What this run of the script booted.
+    release: &'a Release,
     request_arena: RefCell<Bump>,
     served: Cell<u64>,
     /// The script reached its request loop (asked for a request after booting).
@@ -432,7 +519,7 @@ impl WorkerThread<'_> {
             let used = observe::php_memory_usage(false);
             if used > self.memory_limit.get() {
                 tracing::warn!(
-                    script = %config.script.display(),
+                    script = %self.pool.script().display(),
                     used_bytes = used,
                     limit_bytes = self.memory_limit.get(),
                     served = self.served.get(),
@@ -550,6 +637,16 @@ impl WorkerThread<'_> {
         }
         if let Some(cgi) = request.cgi.as_mut() {
             self.add_worker_env(cgi);
+            // The release that runs the request is the one its paths name (see
+            // `WorkerConfig::document_root`); they differ only during a rolling restart.
+            if let Some(root) = &self.release.document_root {
+                if !Arc::ptr_eq(&cgi.document_root, root) && *cgi.document_root != **root {
+                    cgi.document_root = root.clone();
+                }
+            }
+            if request.script_filename != self.release.script {
+                request.script_filename = self.release.script.clone();
+            }
         }
         let mut arena = self.request_arena.borrow_mut();
         let mut prepared = match PreparedRequest::new(request, &arena) {

@@ -1,7 +1,8 @@
-//! Building the [`App`] every request handler shares: the router, the worker routes, the
-//! PHP engine (ini, session plan, `--confine`), the per-pool thread permits, and what
-//! runs beside them for the server's life (SIGUSR1 and `--watch` restarts, the admin
-//! listener, metrics push, the session sweeper), kept in [`AtExit`] until shutdown.
+//! Building the [`App`] every request handler shares: the site (router and worker routes
+//! of the release being served, `site.rs`), the PHP engine (ini, session plan,
+//! `--confine`), the per-pool thread permits, and what runs beside them for the server's
+//! life (reloads on SIGHUP/SIGUSR1, `--watch` restarts, the admin listener, metrics push,
+//! the session sweeper), kept in [`AtExit`] until shutdown.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -12,8 +13,8 @@ use super::DevMode;
 use crate::config::ServeConfig;
 use crate::metrics::PushHandle;
 use crate::php_bridge::PhpRunner;
-use crate::routing::Router;
-use crate::workers::{self, WorkerRouter};
+use crate::site::{self, Layout, Site, Sites};
+use crate::workers;
 use crate::{admin, sessions};
 
 /// ini defaults for serving, the values of PHP's php.ini-production (which Debian's
@@ -44,12 +45,12 @@ const DEV_INI_DEFAULTS: &[(&str, &str)] = &[
 
 /// Everything a request handler needs, shared by all connections.
 pub(super) struct App {
-    pub(super) router: Router,
+    /// The release being served (switched by a reload).
+    pub(super) sites: Arc<Sites>,
     /// Serving as the development server (`php-cli -S`).
     pub(super) dev: bool,
     /// Its router script (`php-cli -S ... router.php`).
     pub(super) dev_router: Option<PathBuf>,
-    pub(super) workers: WorkerRouter,
     pub(super) php: PhpRunner,
     pub(super) access_log: bool,
     /// The PHP threads the pools may run at most (their ceilings, classic and workers):
@@ -67,28 +68,32 @@ pub(super) struct AtExit {
     pub(super) remove_at_exit: Option<PathBuf>,
 }
 
-/// The document root's router; the development server has no front controller.
-pub(super) fn router(config: &ServeConfig, dev: bool) -> Result<Router, String> {
-    let router = Router::new(&config.root)
-        .map_err(|e| format!("document root {}: {e}", config.root.display()))?
-        .with_no_php_dirs(&config.no_php_dirs)
-        .map_err(|e| e.to_string())?
-        .with_cache(config.route_cache);
-    Ok(if dev {
-        router.without_front_controller()
-    } else {
-        router
-    })
+/// The configured paths and the site they resolve to now; the development server has no
+/// front controller.
+pub(super) fn site(config: &ServeConfig, dev: bool) -> Result<(Layout, Site), String> {
+    let layout = Layout::new(
+        &config.root,
+        &config.no_php_dirs,
+        config.route_cache,
+        !dev,
+        &config.workers,
+    )?;
+    let site = layout.site(&layout.worker_scripts()?)?;
+    Ok((layout, site))
 }
 
-/// Starts PHP and everything around it; `router` comes from [`router`].
+/// Starts PHP and everything around it; `layout` and `site` come from [`site`].
 pub(super) async fn build(
     config: &ServeConfig,
-    router: Router,
+    (layout, site): (Layout, Site),
     dev: Option<&DevMode>,
 ) -> Result<(App, AtExit), String> {
-    let worker_configs = worker_configs(config)?;
-    let worker_router = WorkerRouter::new(&worker_configs, &config.workers)?;
+    let mut worker_configs = worker_configs(config)?;
+    for (worker, configured) in worker_configs.iter_mut().zip(&layout.workers) {
+        worker.document_root = Some(site.document_root.clone());
+        // Named by the path as configured, which a deploy does not change.
+        worker.name = Some(configured.script.display().to_string());
+    }
     let worker_count = worker_configs.len();
     crate::metrics::configure(config.metrics);
     // Process-wide, read by the static file path: the configuration this process serves.
@@ -117,8 +122,7 @@ pub(super) async fn build(
             .chain(&session_ini.defaults)
             .cloned()
             .collect();
-        let scripts: Vec<_> = worker_configs.iter().map(|w| w.script.clone()).collect();
-        let basedir = crate::confine::open_basedir(router.document_root(), &scripts, &known)?;
+        let basedir = crate::confine::open_basedir(&layout, &known)?;
         tracing::info!("confined: open_basedir={basedir}");
         forced_ini.push(("open_basedir".into(), basedir));
     }
@@ -156,7 +160,8 @@ pub(super) async fn build(
             .map(|i| engine.max_threads(worker::Target::Worker(i)))
             .sum::<usize>();
     let control = engine.control();
-    workers::restart_on_sigusr1(control.clone());
+    let sites = Arc::new(Sites::new(layout, site, control.clone()));
+    site::reload_on_signals(sites.clone());
     let watcher = if config.watch.is_empty() {
         None
     } else {
@@ -168,7 +173,7 @@ pub(super) async fn build(
                 "admin listener on {addr}, beyond loopback: keep it off public networks"
             );
         }
-        admin::serve(addr, control.clone()).await?;
+        admin::serve(addr, control.clone(), sites.clone()).await?;
     }
     let metrics_push = config.metrics_push.clone().map(crate::metrics::spawn_push);
     if config.session_gc == sessions::GcMode::Background {
@@ -190,7 +195,6 @@ pub(super) async fn build(
         None => None,
     };
     let env = worker::env_list(&config.env);
-    let document_root: Arc<str> = router.document_root().to_string_lossy().into();
     let app = App {
         php: PhpRunner {
             engine,
@@ -199,15 +203,13 @@ pub(super) async fn build(
             max_body_size: config.max_body_size,
             body_timeout: config.body_timeout,
             send_timeout: config.send_timeout,
-            document_root,
             env,
             server_name: config.server_name.as_deref().map(Arc::from),
             sendfile,
         },
-        router,
+        sites,
         dev: dev.is_some(),
         dev_router: dev.and_then(|d| d.router.clone()),
-        workers: worker_router,
         access_log: config.access_log,
         php_threads,
     };

@@ -15,6 +15,7 @@ use crate::body::{self, ResponseBody};
 use crate::metrics::Mode;
 use crate::php_bridge::{Connection, Script};
 use crate::routing::Route;
+use crate::site::Site;
 use crate::static_files;
 
 /// Answers one request, and records it (metrics, access log).
@@ -26,8 +27,16 @@ pub(super) async fn handle(
     let started = Instant::now();
     let method = req.method().clone();
     let uri = req.uri().clone();
+    let http1 = req.version() < http::Version::HTTP_2;
     let mut mode = Mode::Static;
-    let response = dispatch(app, req, conn, &mut mode).await;
+    let mut response = dispatch(app, req, conn, &mut mode).await;
+    if http1 && crate::admin::is_draining() {
+        // The client leaves this connection after this response (`shutdown.rs`).
+        response.headers_mut().insert(
+            http::header::CONNECTION,
+            http::HeaderValue::from_static("close"),
+        );
+    }
     crate::metrics::record_request(response.status().as_u16(), started.elapsed());
     crate::metrics::count_request(mode, response.status().as_u16());
     if app.access_log {
@@ -53,10 +62,12 @@ async fn dispatch(
     if is_options_asterisk(&req) {
         return server_options();
     }
+    // The release this request is served from, to its end.
+    let site = app.sites.current();
     if app.dev {
-        return dev_dispatch(app, req, conn, mode).await;
+        return dev_dispatch(app, &site, req, conn, mode).await;
     }
-    match app.router.route(req.uri().path()) {
+    match site.router.route(req.uri().path()) {
         route @ Route::Static(_) => non_php_route(route, &req).await,
         Route::Php {
             script_filename,
@@ -64,12 +75,13 @@ async fn dispatch(
             path_info,
             document_uri,
         } => {
-            let target = app
+            let target = site
                 .workers
                 .by_path(req.uri().path())
-                .or_else(|| app.workers.by_script(&script_filename))
+                .or_else(|| site.workers.by_script(&script_filename))
                 .map_or(Target::Classic, Target::Worker);
             let script = Script {
+                document_root: site.document_root.clone(),
                 filename: script_filename,
                 script_name,
                 path_info,
@@ -82,11 +94,12 @@ async fn dispatch(
             app.php.run(req, conn, script, target).await
         }
         route @ Route::RedirectToSlash => non_php_route(route, &req).await,
-        Route::NotFound => match app.workers.by_path(req.uri().path()) {
+        Route::NotFound => match site.workers.by_path(req.uri().path()) {
             // A worker with a `match` pattern serves paths that name no file.
             Some(i) => {
                 let script = Script {
-                    filename: app.workers.script(i).to_path_buf(),
+                    document_root: site.document_root.clone(),
+                    filename: site.workers.script(i).to_path_buf(),
                     script_name: String::new(),
                     path_info: String::new(),
                     document_uri: req.uri().path().to_owned(),
@@ -113,12 +126,13 @@ async fn dispatch(
 /// script runs (in the same request) or the static file is served.
 async fn dev_dispatch(
     app: &App,
+    site: &Site,
     req: Request<Incoming>,
     conn: &Connection,
     mode: &mut Mode,
 ) -> Response<ResponseBody> {
     let path = req.uri().path().to_owned();
-    let mut route = app.router.route(&path);
+    let mut route = site.router.route(&path);
     // php -S walks up a path without a dot to the nearest directory with an index.php or
     // index.html; the rest of the path is PATH_INFO.
     if matches!(route, Route::NotFound) && !path.contains('.') {
@@ -126,7 +140,7 @@ async fn dev_dispatch(
         'up: while let Some(i) = dir.rfind('/') {
             dir = &dir[..i];
             for index in ["index.php", "index.html"] {
-                match app.router.route(&format!("{dir}/{index}")) {
+                match site.router.route(&format!("{dir}/{index}")) {
                     Route::Php {
                         script_filename,
                         script_name,
@@ -158,6 +172,7 @@ async fn dev_dispatch(
             path_info,
             document_uri,
         } => Script {
+            document_root: site.document_root.clone(),
             filename: script_filename,
             script_name,
             path_info,
@@ -173,6 +188,7 @@ async fn dev_dispatch(
             let headers = req.headers().clone();
             let uri = req.uri().clone();
             let script = Script {
+                document_root: site.document_root.clone(),
                 script_name: format!(
                     "/{}",
                     router.file_name().unwrap_or_default().to_string_lossy()

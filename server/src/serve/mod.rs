@@ -137,7 +137,7 @@ async fn serve(
 ) -> Result<(), String> {
     // Before anything opens descriptors: connections, PHP and its files share them.
     let fd_limit = accept::raise_fd_limit();
-    let router = app::router(&config, dev.is_some())?;
+    let site = app::site(&config, dev.is_some())?;
     let tls = match &config.tls {
         Some((cert, key)) => Some(tls::acceptor(cert, key)?),
         None => None,
@@ -145,7 +145,7 @@ async fn serve(
     // Listening before PHP starts: a taken port fails fast, without booting PHP.
     let listener = accept::listen(&config, inherited).await?;
     let local = listener.local_addr().map_err(|e| e.to_string())?;
-    let (app, at_exit) = app::build(&config, router, dev.as_ref()).await?;
+    let (app, at_exit) = app::build(&config, site, dev.as_ref()).await?;
     let app = Arc::new(app);
     // Now that PHP and the listener hold their descriptors.
     let max_connections =
@@ -154,7 +154,7 @@ async fn serve(
     let scheme = if tls.is_some() { "https" } else { "http" };
     tracing::info!(
         "listening on {scheme}://{local} (root {}, {} PHP threads)",
-        app.router.document_root().display(),
+        app.sites.current().document_root,
         config.threads
     );
     if dev.is_some() {
@@ -168,6 +168,8 @@ async fn serve(
         // Tests and scripts read this line to learn the port when listening on :0.
         println!("ferrophp listening on {scheme}://{local}");
     }
+    // A supervisor replacing another server with this one may let that one drain now.
+    crate::supervise::notify_ready();
 
     let connections = Arc::new(connection::Connections {
         app: app.clone(),

@@ -2,9 +2,19 @@
 //! listener, draining the connections for up to the grace period, shutting PHP down
 //! (scripts may still run after their response, `fastcgi_finish_request`), and what is
 //! left at exit (the last metrics push, the server's own session directory).
+//!
+//! The drain lets clients leave first: for up to [`LINGER`], every HTTP/1 response
+//! carries `Connection: close` (`dispatch.rs`), so a client that is sending requests
+//! learns from its next response not to reuse the connection, and the server closes it
+//! right after that response. Only then are the connections left (idle ones, HTTP/2
+//! ones, which get GOAWAY) shut down. Closing an idle keep-alive connection at once, as
+//! hyper's graceful shutdown does, loses any request the client sent meanwhile (it sees
+//! EOF); a `--supervise` replacement under load lost about 1 request in 10,000 that way.
+//! This is Envoy's drain, shortened: a connection idle for the whole linger is closed
+//! with the same race, but no busy one is.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
@@ -28,6 +38,10 @@ pub(super) async fn signal() {
     }
 }
 
+/// How long a draining server answers with `Connection: close` before it closes the
+/// connections still open (at most the grace period).
+const LINGER: Duration = Duration::from_secs(1);
+
 /// Stops accepting, waits up to `grace` for the connections in flight, then shuts PHP
 /// down once no connection holds the app any more.
 pub(super) async fn drain(
@@ -43,7 +57,13 @@ pub(super) async fn drain(
     );
     admin::set_draining();
     drop(listener);
-    if tokio::time::timeout(grace, graceful.shutdown())
+    let started = Instant::now();
+    let linger_until = started + LINGER.min(grace);
+    while graceful.count() > 0 && Instant::now() < linger_until {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let left = grace.saturating_sub(started.elapsed());
+    if tokio::time::timeout(left, graceful.shutdown())
         .await
         .is_err()
     {
