@@ -54,10 +54,10 @@ CONFIGURE_FLAGS=(
   # naming a socket find the host's MariaDB, as with Debian's own PHP.
   --with-mysql-sock=/var/run/mysqld/mysqld.sock
 )
-# Our patches are part of the key: OPcache's SAPI allow-list, per-thread dtoa freelists,
-# Debian's built-in include_path, the CLI SAPI's TSRM cache (for libphp-cli.a), mysqlnd's
-# counters without a process-wide mutex.
-PATCH_ID=opcache-sapi-ferrophp-v1+dtoa-tls-v2+include-path-usr-share-php+cli-tsrm-cache-v1+mysqlnd-stats-atomic-v1
+# Our patches to PHP (scripts/php-patches/*.patch, applied in order; each says why at its
+# top) are part of the key, by content.
+PATCH_DIR="$SCRIPT_DIR/php-patches"
+PATCH_ID=$(cat "$PATCH_DIR"/*.patch | sha256sum | cut -c1-16)
 # Compiler flags, part of the key too. -fno-semantic-interposition: libphp.so exports the
 # engine's API (ZEND_API/PHPAPI), and without this flag GCC must assume another library
 # may replace any exported function, so calls between engine functions go through the
@@ -136,7 +136,7 @@ progress_step "build dependencies (Debian packages)"
 BUILD_DEPS=(build-essential bison re2c pkg-config autoconf libxml2-dev libsqlite3-dev zlib1g-dev
   libonig-dev libssl-dev libcurl4-openssl-dev libicu-dev dpkg-dev xz-utils ca-certificates
   libpq-dev libpng-dev libjpeg-dev libfreetype-dev libwebp-dev libzip-dev libsodium-dev
-  libgmp-dev libbz2-dev libxslt1-dev libedit-dev)
+  libgmp-dev libbz2-dev libxslt1-dev libedit-dev patch)
 missing=()
 for p in "${BUILD_DEPS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -181,34 +181,13 @@ rm -rf "$SRC"
 mkdir -p "$SRC"
 tar -xJf "$TARBALL" -C "$SRC" --strip-components=1
 cd "$SRC"
-# One-line patch: let OPcache accept our SAPI name.
-grep -q '"ferrophp"' ext/opcache/ZendAccelerator.c || \
-  sed -i 's/"cli-server",/"cli-server",\n\t\t"ferrophp",/' ext/opcache/ZendAccelerator.c
-grep -q '"ferrophp"' ext/opcache/ZendAccelerator.c || { log "opcache patch failed"; exit 1; }
-# ZTS keeps one global freelist of dtoa big integers behind a mutex, taken twice per
-# float formatted (json_encode, var_export, string conversion): with several PHP threads
-# that mutex is the hottest lock in a JSON API. Give each thread its own freelist so the
-# lock is no longer needed (PHP already builds without the shared private pool).
-sed -i 's/^ static Bigint \*freelist\[Kmax+1\];/ ZEND_TLS Bigint *freelist[Kmax+1];/' Zend/zend_strtod.c
-sed -i 's/tsrm_mutex_lock(dtoa_mutex);/\/* ferrophp: per-thread freelist *\//; s/tsrm_mutex_unlock(dtoa_mutex);/\/* ferrophp: per-thread freelist *\//' Zend/zend_strtod_int.h
-grep -q 'ZEND_TLS Bigint \*freelist' Zend/zend_strtod.c && grep -q 'define Omit_Private_Memory' Zend/zend_strtod_int.h \
-  && ! grep -q 'tsrm_mutex_lock(dtoa_mutex)' Zend/zend_strtod_int.h || { log "dtoa patch failed"; exit 1; }
-
-# mysqlnd counts every packet, query and byte (mysqli_get_client_stats) in a process-wide
-# table and, under ZTS, takes that table's mutex for each count: about 9,000 lock/unlock
-# pairs per WordPress page, on one lock shared by every PHP thread. A relaxed atomic add
-# keeps the counts exact without the lock.
-perl -0pi -e 's/(#define MYSQLND_STATS_UPDATE_VALUE\(stats, statistic, value\) \\\n)\t\{ \\\n\t\t\tMYSQLND_STATS_LOCK\(stats\); \\\n\t\t\t\(stats\)->values\[\(statistic\)\] \+= \(value\); \\\n\t\t\tMYSQLND_STATS_UNLOCK\(_p_s\); \\\n\t\}\n/$1\t__atomic_fetch_add(&(stats)->values[(statistic)], (uint64_t) (value), __ATOMIC_RELAXED)\n/' ext/mysqlnd/mysqlnd_statistics.h
-grep -q '__atomic_fetch_add(&(stats)->values\[(statistic)\]' ext/mysqlnd/mysqlnd_statistics.h \
-  || { log "mysqlnd statistics patch failed (ext/mysqlnd/mysqlnd_statistics.h)"; exit 1; }
-
-# PHP's CLI SAPI becomes `ferrophp php-cli` (libphp-cli.a below). Outside Windows its
-# main() relies on sharing libphp's own TSRM cache variable, which libphp.so keeps
-# hidden; make it set the cache it sees (ferrophp's shim defines it) after TSRM start-up,
-# as it already does on Windows, where the same sharing is impossible.
-perl -0pi -e 's/(\tphp_tsrm_startup\(\);\n)# ifdef PHP_WIN32\n(\tZEND_TSRMLS_CACHE_UPDATE\(\);\n)# endif\n/$1$2/' sapi/cli/php_cli.c
-grep -Pzq '\tphp_tsrm_startup\(\);\n\tZEND_TSRMLS_CACHE_UPDATE\(\);' sapi/cli/php_cli.c \
-  || { log "CLI TSRM cache patch failed (sapi/cli/php_cli.c)"; exit 1; }
+for patch_file in "$PATCH_DIR"/*.patch; do
+  patch -p1 --quiet --forward <"$patch_file" >"$SRC/patch.log" 2>&1 \
+    || { cat "$SRC/patch.log" >&2; log "patch failed: $patch_file"; exit 1; }
+done
+# The per-thread dtoa freelist (0002) is only sound without dtoa's private memory pool.
+grep -q 'define Omit_Private_Memory' Zend/zend_strtod_int.h \
+  || { log "0002-dtoa-freelist-per-thread.patch needs Omit_Private_Memory"; exit 1; }
 
 progress_step "configure"
 configure_log="$SRC/configure.log"
@@ -219,13 +198,6 @@ fi
 progress_run "$configure_log" 650 count_checks env CFLAGS="$PHP_CFLAGS" "${CONFIGURE_ENV[@]}" ./configure \
   --prefix="$PREFIX" --with-config-file-path="$PREFIX/etc" \
   --with-config-file-scan-dir="$PREFIX/etc/conf.d" "${CONFIGURE_FLAGS[@]}" || exit 1
-# Debian's PHP is built with PEAR's directory at /usr/share/php, so its compiled-in
-# include_path (what `php -n` shows) is ".:/usr/share/php", and Debian-packaged apps load
-# their libraries (Twig, Symfony, ...) from there. Configure offers that only through
-# --with-pear, whose install step downloads PEAR; set the one define instead.
-sed -i 's|^#define PHP_INCLUDE_PATH.*|#define PHP_INCLUDE_PATH\t".:/usr/share/php"|' main/build-defs.h
-grep -q '^#define PHP_INCLUDE_PATH.*"\.:/usr/share/php"' main/build-defs.h \
-  || { log "include_path patch failed (main/build-defs.h)"; exit 1; }
 progress_step "compile PHP (make -j$(nproc), about 10 minutes on 2 cores): C files compiled"
 # Each C file is one libtool compile line in make's output; the Makefile has one rule per
 # object, which is the total (a few rules are never built, so the count ends near it).
@@ -241,7 +213,9 @@ make install >"$SRC/install.log" 2>&1 || { tail -20 "$SRC/install.log" >&2; log 
 # it needs no PLT between engine functions and reads its thread-local globals at a fixed
 # offset. `php-sys` links it when FERROPHP_PHP_LINK=static (the release build).
 objects_of() { sed -n "s/^$1 = //p" Makefile | tr ' ' '\n' | sed -n 's/\.lo$/.o/p'; }
-mapfile -t engine_objects < <(objects_of PHP_GLOBAL_OBJS; objects_of PHP_SAPI_OBJS)
+# Not the embed SAPI's own object: ferrophp is the SAPI, and PHP's CLI (libphp-cli.a)
+# defines the same HARDCODED_INI it does.
+mapfile -t engine_objects < <(objects_of PHP_GLOBAL_OBJS; objects_of PHP_SAPI_OBJS | grep -v '^sapi/embed/')
 if [[ $FLAVOR == pgo-lto ]]; then
   # Link-time optimisation across the whole engine, done here once: a relocatable link
   # through GCC's LTO plugin into one ordinary object (nolto-rel), so the binary's own
@@ -263,6 +237,8 @@ ar rcs "$PREFIX/lib/libphp-cli.a" "$SRC"/cli-archive/*.o
 # (grep -c, not -q: an early exit would kill nm with SIGPIPE and fail the pipeline)
 [[ $(nm "$PREFIX/lib/libphp-cli.a" | grep -c ' T php_cli_main$') == 1 ]] \
   || { log "libphp-cli.a has no php_cli_main"; exit 1; }
+[[ $("$PREFIX/bin/php" -n -r 'echo get_include_path();') == .:/usr/share/php ]] \
+  || { log "the built PHP's include_path is not Debian's (0003-include-path-usr-share-php.patch)"; exit 1; }
 mkdir -p "$PREFIX/etc/conf.d"
 cat >"$PREFIX/etc/conf.d/10-opcache.ini" <<INI
 zend_extension=opcache
