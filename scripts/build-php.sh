@@ -217,6 +217,9 @@ objects_of() { sed -n "s/^$1 = //p" Makefile | tr ' ' '\n' | sed -n 's/\.lo$/.o/
 # defines the same HARDCODED_INI it does.
 mapfile -t engine_objects < <(objects_of PHP_GLOBAL_OBJS; objects_of PHP_SAPI_OBJS | grep -v '^sapi/embed/')
 if [[ $FLAVOR == pgo-lto ]]; then
+  # The fat objects' ordinary code is the profile-guided build without LTO: kept as
+  # libphp-nolto.a, it measures what LTO adds on its own (docs/benchmarks.md).
+  ar rcs "$PREFIX/lib/libphp-nolto.a" "${engine_objects[@]}"
   # Link-time optimisation across the whole engine, done here once: a relocatable link
   # through GCC's LTO plugin into one ordinary object (nolto-rel), so the binary's own
   # linker (rust-lld, which cannot read GCC's LTO code) links optimised machine code.
