@@ -38,6 +38,8 @@ bool ferrophp_try_execute_script(zend_file_handle *file, bool *succeeded) {
     *succeeded = false;
     zend_try {
         *succeeded = php_execute_script(file);
+        /* A deadline that passed unnoticed by the VM still ends the request. */
+        ferrophp_deadline_enforce();
     } zend_catch {
         bailed_out = true;
     } zend_end_try();
@@ -62,6 +64,7 @@ bool ferrophp_try_execute_router(zend_file_handle *file, bool *declined) {
             *declined = Z_TYPE(retval) == IS_FALSE;
             zval_ptr_dtor(&retval);
         }
+        ferrophp_deadline_enforce();
     } zend_catch {
         bailed_out = true;
     } zend_end_try();
@@ -100,6 +103,10 @@ ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_ferrophp_log, 0, 1, IS_VOID, 0)
     ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(0, context, IS_ARRAY, 0, "[]")
 ZEND_END_ARG_INFO()
 
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_ferrophp_request_heartbeat, 0, 1, _IS_BOOL, 0)
+    ZEND_ARG_TYPE_INFO(0, seconds, IS_LONG, 0)
+ZEND_END_ARG_INFO()
+
 const zend_function_entry ferrophp_sapi_functions[] = {
     ZEND_RAW_FENTRY("ferrophp_handle_request", ferrophp_fn_handle_request, arginfo_ferrophp_handle_request, 0)
     ZEND_RAW_FENTRY("frankenphp_handle_request", ferrophp_fn_handle_request, arginfo_ferrophp_handle_request, 0)
@@ -114,6 +121,7 @@ const zend_function_entry ferrophp_sapi_functions[] = {
     ZEND_RAW_FENTRY("frankenphp_request_headers", ferrophp_fn_request_headers, arginfo_ferrophp_request_headers, 0)
     ZEND_RAW_FENTRY("headers_send", ferrophp_fn_headers_send, arginfo_ferrophp_headers_send, 0)
     ZEND_RAW_FENTRY("frankenphp_log", ferrophp_fn_log, arginfo_ferrophp_log, 0)
+    ZEND_RAW_FENTRY("ferrophp_request_heartbeat", ferrophp_fn_request_heartbeat, arginfo_ferrophp_request_heartbeat, 0)
     ZEND_FE_END
 };
 
@@ -250,6 +258,9 @@ bool ferrophp_try_call(zend_fcall_info *fci, zend_fcall_info_cache *fcc) {
     zend_try {
         if (zend_call_function(fci, fcc) == SUCCESS) {
             zval_ptr_dtor(&retval);
+        }
+        if (!EG(exception)) {
+            ferrophp_deadline_enforce();
         }
     } zend_catch {
         bailed_out = true;

@@ -116,6 +116,12 @@ pub(crate) fn headers_sent() -> bool {
     unsafe { (*sapi_globals().as_ptr()).headers_sent != 0 }
 }
 
+/// `SG(sapi_headers).http_response_code`: the status the response will have.
+pub(crate) fn response_code() -> i32 {
+    // SAFETY: plain read of a field of this thread's SAPI globals.
+    unsafe { (*sapi_globals().as_ptr()).sapi_headers.http_response_code }
+}
+
 /// `http_response_code($code)` for a response whose headers are not sent yet.
 pub(crate) fn set_response_code(code: i32) {
     // SAFETY: plain write of a field of this thread's SAPI globals.

@@ -26,6 +26,9 @@ pub(crate) enum Exit {
     Retired,
     /// Wants a fresh OS thread in its place (`max_requests`: a new TSRM context).
     Replace,
+    /// Retired by the deadline watchdog, which already spawned its replacement (and moved
+    /// its count to it).
+    Abandoned,
 }
 
 /// What the threads of a pool do.
@@ -133,7 +136,16 @@ impl<R: Role> Pool<R> {
         if count {
             self.live.fetch_add(1, Ordering::AcqRel);
         }
-        match crate::spawn::spawn(name, &self.stats, move |slot| pool.thread_body(slot)) {
+        // For the deadline watchdog, should this thread ever be retired.
+        let weak = self.me.clone();
+        let replace = Box::new(move || {
+            if let Some(pool) = weak.upgrade() {
+                pool.replace_retired();
+            }
+        });
+        match crate::spawn::spawn(name, &self.stats, replace, move |slot| {
+            pool.thread_body(slot)
+        }) {
             Ok(member) => {
                 members.threads.push(member);
                 Ok(true)
@@ -149,6 +161,9 @@ impl<R: Role> Pool<R> {
 
     fn thread_body(self: &Arc<Self>, slot: &Slot) {
         let exit = R::run(self, slot);
+        if exit == Exit::Abandoned {
+            return;
+        }
         let replaced = exit == Exit::Replace
             && match self.spawn_thread(false) {
                 Ok(spawned) => spawned,
@@ -158,6 +173,21 @@ impl<R: Role> Pool<R> {
                 }
             };
         if exit != Exit::Retired && !replaced {
+            self.live.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+
+    /// A thread of this pool was retired (stuck past a request's deadline): a new one
+    /// takes its place and its count, so the pool keeps its width.
+    fn replace_retired(&self) {
+        let spawned = match self.spawn_thread(false) {
+            Ok(spawned) => spawned,
+            Err(e) => {
+                tracing::error!(pool = %self.stats.name, "cannot replace a retired PHP thread: {e}");
+                false
+            }
+        };
+        if !spawned {
             self.live.fetch_sub(1, Ordering::AcqRel);
         }
     }
@@ -195,12 +225,18 @@ impl<R: Role> Pool<R> {
             self.queue.wake_all();
         }
         // Threads may hand over to replacements while we join: drain until none is left.
+        // A retired thread may never come back from what it is stuck in: it is left to
+        // end by itself (the engine then skips PHP's shutdown, see deadline.rs).
         loop {
             let handles: Vec<_> = self.members.lock().unwrap().threads.drain(..).collect();
             if handles.is_empty() {
                 break;
             }
-            for (_, h) in handles {
+            for (slot, h) in handles {
+                if slot.state.get() == ThreadState::Retired {
+                    tracing::warn!(pool = %self.stats.name, "not waiting for a retired PHP thread");
+                    continue;
+                }
                 let _ = h.join();
             }
         }

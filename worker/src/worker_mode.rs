@@ -26,6 +26,7 @@ use std::time::Duration;
 use bumpalo::Bump;
 use php_sys as sys;
 
+use crate::deadline;
 use crate::job::Job;
 use crate::observe::{self, Slot};
 use crate::php;
@@ -232,8 +233,14 @@ impl Role for Worker {
             unsafe { (*sys::ferrophp_core_globals()).ignore_user_abort = true };
             // SAFETY: on this PHP thread; only resets thread-local bookkeeping.
             unsafe { sys::ferrophp_worker_timer_forget() };
-            let outcome = sapi::run_script(boot_request(config), &boot_arena);
+            let outcome = sapi::run_script(boot_request(config), &boot_arena, None);
             CURRENT.with(|c| c.set(std::ptr::null()));
+            if state.get() == ThreadState::Retired {
+                // The deadline watchdog gave this thread up in a request (another took its
+                // place): its script has ended, and it must not boot again.
+                state.drain_self("back from the request it was retired in");
+                return Exit::Abandoned;
+            }
             // The script's whole run, boot included: always worth the check.
             crate::stack::release_deep_pages(std::time::Duration::MAX);
             let end = thread.end.get();
@@ -520,9 +527,11 @@ impl WorkerThread<'_> {
             self.add_worker_env(cgi);
         }
         let mut arena = self.request_arena.borrow_mut();
-        let mut prepared = match PreparedRequest::new(request, &arena) {
+        deadline::begin_job();
+        let mut prepared = match PreparedRequest::new(request, &arena, deadline::current()) {
             Ok(p) => p,
             Err(outcome) => {
+                deadline::end_job();
                 self.slot.end();
                 let _ = self.slot.state.job_done();
                 crate::job::report(done, outcome);
@@ -552,8 +561,9 @@ impl WorkerThread<'_> {
             }
         }
         let flush_bailed = unsafe { sys::ferrophp_try_void(Some(flush_output)) };
-        if ends_script && !php::headers_sent() {
-            // The worker died on this request and nothing reached the client.
+        if ends_script && !php::headers_sent() && php::response_code() < 500 {
+            // The worker died on this request and nothing reached the client (a deadline
+            // already chose its 5xx).
             php::set_response_code(500);
         }
         let shutdown_bailed = unsafe { sys::ferrophp_worker_request_shutdown() };
@@ -570,9 +580,11 @@ impl WorkerThread<'_> {
         let exit_status = if ends_script { php::exit_status() } else { 0 };
 
         drop(prepared.uninstall());
+        deadline::end_job();
         php::set_server_context(boot_context);
-        // Busy → Idle; an order that came meanwhile is found by the next next_job.
-        let _ = self.slot.state.job_done();
+        // Busy → Idle; an order that came meanwhile is found by the next next_job. A
+        // thread retired meanwhile ends its script (Role::run then lets it go).
+        let retired = self.slot.state.job_done() == Err(ThreadState::Retired);
         arena.reset();
         drop(arena);
         crate::job::report(
@@ -585,7 +597,7 @@ impl WorkerThread<'_> {
         ferrophp_cache::on_request_end();
         // The handler has returned: nothing of it is left below this frame.
         crate::stack::release_deep_pages(ran);
-        ends_script || flush_bailed || shutdown_bailed || finish_bailed
+        ends_script || flush_bailed || shutdown_bailed || finish_bailed || retired
     }
 }
 
