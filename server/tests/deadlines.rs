@@ -399,6 +399,16 @@ fn every_kind(mode: Mode, limit: Limit) {
             &query,
         );
         rows.push(m);
+        // It read the session without its lock: it must not write it back.
+        let data = match handler {
+            "user" => rig.sessions.path().join(format!("user_sess_{sid}")),
+            _ => rig.sessions.path().join(format!("sess_{sid}")),
+        };
+        let data = std::fs::read_to_string(data).unwrap_or_default();
+        assert!(
+            !data.contains("seen"),
+            "{handler}: a session read without its lock was written: {data:?}"
+        );
         drop(other);
         let sid = format!("{tag}mine{handler}");
         let query = format!("kind=session_hold&handler={handler}&sid={sid}&port={port}");
@@ -528,4 +538,319 @@ fn worker_time_limit_ends_every_blocking_kind() {
 #[test]
 fn worker_request_timeout_ends_every_blocking_kind() {
     every_kind(Mode::Worker, Limit::RequestTimeout);
+}
+
+/// GET `path` on the admin listener; its body.
+fn admin_get(server: &Server, path: &str) -> String {
+    let admin = server.admin_addr().expect("the admin listener");
+    let r = common::exchange(
+        admin,
+        format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
+        Duration::from_secs(5),
+    )
+    .expect("admin answers");
+    let r = common::parse_response(&r).expect("an admin response");
+    assert_eq!(r.status, 200);
+    r.text()
+}
+
+/// The value of an unlabelled metric.
+fn metric(server: &Server, name: &str) -> u64 {
+    admin_get(server, "/metrics")
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{name} ")))
+        .unwrap_or_else(|| panic!("no {name} in /metrics"))
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// A request stuck where no signal or replaced function reaches it (shell_exec: glibc's
+/// pclose() waits for the command in a loop of its own): at its deadline + grace the
+/// client gets 504 from the HTTP side, the thread is retired and a new one serves the
+/// next request at once; it is counted; once the command ends the stuck thread comes back
+/// and ends cleanly. Both modes. Past --max-retired-threads stuck at once, the process
+/// drains and exits 75.
+#[test]
+fn a_thread_stuck_past_its_deadline_is_retired_and_replaced() {
+    let worker = format!("{},1", root().join("worker.php").display());
+    let mut server = Server::start(
+        &root(),
+        &[
+            "--threads",
+            "1",
+            "--worker",
+            &worker,
+            "--request-timeout",
+            "1s",
+            "--retire-grace",
+            "1s",
+            "--max-retired-threads",
+            "1",
+            "-d",
+            "max_execution_time=0",
+            "--admin",
+            "127.0.0.1:0",
+        ],
+    );
+    let grace = Duration::from_secs(1);
+    let mut rows = Vec::new();
+    for (mode, seconds) in [(Mode::Classic, 3), (Mode::Worker, 3)] {
+        let before = hello(&server, mode);
+        let started = Instant::now();
+        let r = server.get(&format!("{}?kind=stuck&seconds={seconds}", mode.script()));
+        let took = started.elapsed();
+        assert_eq!(r.status, 504, "{mode:?}: {:?}\n{}", r.text(), server.stderr());
+        assert!(r.text().contains("Gateway Timeout"), "{:?}", r.text());
+        assert!(
+            took >= LIMIT + grace - Duration::from_millis(50) && took <= LIMIT + grace + SLACK,
+            "{mode:?}: answered after {took:?}"
+        );
+        rows.push(Measured {
+            kind: format!("{mode:?}: stuck in pclose() (retired)"),
+            status: r.status,
+            over_limit: took.saturating_sub(LIMIT),
+        });
+        // The pool is at full width again at once: a new thread serves.
+        let started = Instant::now();
+        let after = hello(&server, mode);
+        assert!(started.elapsed() < Duration::from_millis(500));
+        assert_ne!(after, before, "{mode:?}: the stuck thread served again");
+        assert_eq!(metric(&server, "ferrophp_threads_stuck"), 1);
+        assert!(
+            admin_get(&server, "/threads").contains("\"state\":\"retired\""),
+            "{}",
+            admin_get(&server, "/threads")
+        );
+        // The command ends: the retired thread comes back, and ends without serving.
+        assert!(
+            wait_until(Duration::from_secs(seconds + 2), || metric(
+                &server,
+                "ferrophp_threads_stuck"
+            ) == 0),
+            "{mode:?}: the retired thread never ended\n{}",
+            server.stderr()
+        );
+        assert!(!admin_get(&server, "/threads").contains("\"state\":\"retired\""));
+        assert_eq!(hello(&server, mode), after);
+    }
+    assert_eq!(metric(&server, "ferrophp_threads_retired_total"), 2);
+    let timed_out = admin_get(&server, "/metrics");
+    assert!(
+        timed_out.contains("ferrophp_requests_timed_out_total{limit=\"request_timeout\"} 2"),
+        "{timed_out}"
+    );
+    assert_eq!(
+        server
+            .stderr()
+            .matches("a retired PHP thread came back from what it was stuck in")
+            .count(),
+        2
+    );
+
+    // Two stuck at once, past the cap of one: the process asks to be replaced.
+    std::thread::scope(|s| {
+        for mode in [Mode::Classic, Mode::Worker] {
+            let server = &server;
+            s.spawn(move || {
+                let r = server.get(&format!("{}?kind=stuck&seconds=6", mode.script()));
+                assert_eq!(r.status, 504);
+            });
+        }
+    });
+    let status = server.wait_exit(Duration::from_secs(10));
+    assert_eq!(
+        status.and_then(|s| s.code()),
+        Some(75),
+        "{}",
+        server.stderr()
+    );
+    assert!(server.stderr().contains("asking for this process to be replaced"));
+    print_table("Retirement (--request-timeout 1s, --retire-grace 1s)", &rows);
+}
+
+/// Under `--supervise`, the process that exceeded --max-retired-threads is replaced by a
+/// new one on the same socket.
+#[test]
+fn past_the_cap_the_supervisor_starts_a_new_process() {
+    let server = Server::start(
+        &root(),
+        &[
+            "--supervise",
+            "--threads",
+            "1",
+            "--request-timeout",
+            "1s",
+            "--retire-grace",
+            "500ms",
+            "--max-retired-threads",
+            "0",
+        ],
+    );
+    let first = server.get("/run.php?kind=pid").text();
+    let r = server.get("/run.php?kind=stuck&seconds=5");
+    assert_eq!(r.status, 504);
+    assert!(
+        wait_until(Duration::from_secs(15), || {
+            let r = common::exchange(
+                server.addr,
+                b"GET /run.php?kind=pid HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+                Duration::from_secs(5),
+            );
+            r.ok()
+                .and_then(|b| common::parse_response(&b))
+                .is_some_and(|r| r.status == 200 && r.text() != first)
+        }),
+        "no new process took over\n{}",
+        server.stderr()
+    );
+    assert!(server.stderr().contains("exit 75"), "{}", server.stderr());
+}
+
+/// `ferrophp_request_heartbeat()`: a job that beats runs past both limits; one that does
+/// not is ended at them; bad values are refused with clear errors; outside a request it
+/// is an error.
+#[test]
+fn heartbeats_extend_both_limits() {
+    for mode in [Mode::Classic, Mode::Worker] {
+        let worker = format!("{},1", root().join("worker.php").display());
+        let mut args = vec![
+            "--threads",
+            "1",
+            "-d",
+            "max_execution_time=2",
+            "--request-timeout",
+            "2s",
+        ];
+        if mode == Mode::Worker {
+            args.extend(["--worker", &worker]);
+        }
+        let server = Server::start(&root(), &args);
+        let script = mode.script();
+        // Four seconds of work, a beat of 2 s after each second: past both 2 s limits.
+        let started = Instant::now();
+        let r = server.get(&format!("{script}?kind=heartbeat&seconds=4&beat=2"));
+        assert_eq!(r.status, 200, "{mode:?}: {:?}\n{}", r.text(), server.stderr());
+        assert!(r.text().starts_with("job done"), "{:?}", r.text());
+        assert!(started.elapsed() >= Duration::from_secs(4));
+        // Without beats it ends at the limit (PHP's timer fires first: its 500).
+        let started = Instant::now();
+        let r = server.get(&format!("{script}?kind=heartbeat&seconds=4"));
+        assert!(r.status >= 500, "{mode:?}: {:?}", r.text());
+        assert!(started.elapsed() < Duration::from_secs(3));
+        let r = server.get(&format!("{script}?kind=heartbeat_args"));
+        assert_eq!(r.status, 200);
+        let expected = "ValueError: ferrophp_request_heartbeat(): Argument #1 ($seconds) must be \
+                        between 1 and 999999999";
+        assert_eq!(
+            r.text(),
+            format!("{expected}\n{expected}\n{expected}\nTypeError\nok: true"),
+            "{mode:?}"
+        );
+    }
+    // Outside a request (a worker script's boot) it is an Error.
+    let dir = tempfile::tempdir().unwrap();
+    let boot = dir.path().join("boot.php");
+    std::fs::write(
+        &boot,
+        "<?php\ntry { ferrophp_request_heartbeat(5); } catch (Error $e) { $boot = $e->getMessage(); }\n\
+         while (ferrophp_handle_request(function () use ($boot) { echo $boot; })) {}\n",
+    )
+    .unwrap();
+    let spec = format!("{},1", boot.display());
+    let server = Server::start(dir.path(), &["--threads", "1", "--worker", &spec]);
+    let r = server.get("/boot.php");
+    assert_eq!(
+        r.text(),
+        "ferrophp_request_heartbeat() can only be called while a request is served"
+    );
+}
+
+/// The slow log: a request sleeping in a nested function gets exactly one JSON entry with
+/// that stack, captured on its thread; its sleep is not shortened; a request busy in PHP
+/// code is captured at a VM safe point. Both modes; counted in /metrics.
+#[test]
+fn slow_requests_get_one_entry_with_their_stack() {
+    let worker = format!("{},1", root().join("worker.php").display());
+    let server = Server::start(
+        &root(),
+        &[
+            "--threads",
+            "1",
+            "--worker",
+            &worker,
+            "--slowlog-ms",
+            "300",
+            "--log-format",
+            "json",
+            "--admin",
+            "127.0.0.1:0",
+        ],
+    );
+    let entries = |uri: &str| -> Vec<serde_json::Value> {
+        server
+            .stderr()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter(|v| v["target"] == "slowlog" && v["uri"] == uri)
+            .collect()
+    };
+    let mut logged = 0;
+    for mode in [Mode::Classic, Mode::Worker] {
+        let uri = format!("{}?kind=sleep&seconds=1", mode.script());
+        let started = Instant::now();
+        let r = server.get(&uri);
+        let took = started.elapsed();
+        assert_eq!(r.status, 200, "{:?}", r.text());
+        assert!(r.text().starts_with("slept after 1 s"), "{:?}", r.text());
+        assert!(took >= Duration::from_secs(1), "the sleep was cut short: {took:?}");
+        assert!(wait_until(Duration::from_secs(2), || !entries(&uri).is_empty()));
+        // Exactly one, even though the request ran on well past the threshold.
+        std::thread::sleep(Duration::from_millis(300));
+        let found = entries(&uri);
+        assert_eq!(found.len(), 1, "{mode:?}: {found:?}");
+        let e = &found[0];
+        assert_eq!(e["method"], "GET");
+        assert_eq!(e["level"], "WARN");
+        assert_eq!(e["captured_in"], "wait");
+        let elapsed = e["elapsed_ms"].as_u64().unwrap();
+        assert!((300..800).contains(&elapsed), "{e}");
+        assert!(e["thread"].as_str().unwrap().starts_with("php-"));
+        assert!(e["tid"].as_i64().unwrap() > 0);
+        let functions: Vec<&str> = e["stack"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["function"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            functions[..4],
+            ["sleep", "deadline_inner", "deadline_outer", "deadline_run"],
+            "{e}"
+        );
+        assert_eq!(*functions.last().unwrap(), "{main}");
+        let sleep = &e["stack"][0];
+        assert_eq!(sleep["args"], serde_json::json!(["int(1)"]));
+        assert!(sleep["file"].as_str().unwrap().ends_with("kinds.php"));
+        assert_eq!(e["stack"][1]["function"], "deadline_inner");
+        assert!(e["stack"][1]["line"].as_u64().unwrap() > 0);
+        logged += 1;
+
+        // PHP code, not a wait: the VM stops at its next loop iteration to capture.
+        let uri = format!("{}?kind=busy&seconds=1", mode.script());
+        assert_eq!(server.get(&uri).status, 200);
+        assert!(wait_until(Duration::from_secs(2), || entries(&uri).len() == 1));
+        let e = &entries(&uri)[0];
+        assert_eq!(e["captured_in"], "vm", "{e}");
+        assert_eq!(e["stack"][0]["function"], "deadline_run");
+        assert!(e["file"].as_str().unwrap().ends_with("kinds.php"));
+        logged += 1;
+
+        // A fast request gets none.
+        let uri = format!("{}?kind=hello", mode.script());
+        assert_eq!(server.get(&uri).status, 200);
+        std::thread::sleep(Duration::from_millis(400));
+        assert!(entries(&uri).is_empty());
+    }
+    assert_eq!(metric(&server, "ferrophp_slow_requests_total"), logged);
 }

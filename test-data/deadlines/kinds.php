@@ -57,7 +57,10 @@ final class DeadlineLockingHandler implements SessionHandlerInterface
     public function read(string $id): string|false
     {
         $this->lock = fopen("{$this->dir}/user_lock_$id", 'c');
-        flock($this->lock, LOCK_EX);
+        if (!flock($this->lock, LOCK_EX)) {
+            // Never read (and later write) a session without its lock.
+            return false;
+        }
         $data = @file_get_contents("{$this->dir}/user_sess_$id");
         return $data === false ? '' : $data;
     }
@@ -107,6 +110,8 @@ function deadline_run(array $q): string
     switch ($kind) {
         case 'hello':
             return 'ok ' . deadline_tid();
+        case 'pid':
+            return (string) getmypid();
         case 'socket':
             $out = deadline_socket((int) $q['port']);
             break;
