@@ -602,21 +602,24 @@ void ferrophp_deadline_thread_detach(void) {
     free(d);
 }
 
-void ferrophp_deadline_begin(int64_t hard_ns, int64_t slow_ns) {
+void ferrophp_deadline_begin(int64_t now_ns, int64_t hard_ns, int64_t slow_ns) {
     ferrophp_deadline *d = me;
     if (!d) {
         return;
     }
-    atomic_store(&d->active, false);
-    atomic_fetch_add(&d->seq, 1);
-    atomic_store(&d->started_ns, ferrophp_deadline_now());
-    atomic_store(&d->hard_ns, hard_ns);
-    atomic_store(&d->slow_ns, slow_ns);
-    atomic_store(&d->expired, FERROPHP_EXPIRED_NONE);
-    atomic_store(&d->expired_ns, 0);
-    atomic_store(&d->raised, false);
-    atomic_store(&d->slow_pending, false);
-    atomic_store(&d->session_unlocked, false);
+    /* Relaxed: the release store of `active` publishes them, to the watchdog and to this
+     * thread's own signal handlers alike (nothing is moved past a release store). */
+    atomic_store_explicit(&d->active, false, memory_order_relaxed);
+    atomic_store_explicit(&d->seq, atomic_load_explicit(&d->seq, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+    atomic_store_explicit(&d->started_ns, now_ns, memory_order_relaxed);
+    atomic_store_explicit(&d->hard_ns, hard_ns, memory_order_relaxed);
+    atomic_store_explicit(&d->slow_ns, slow_ns, memory_order_relaxed);
+    atomic_store_explicit(&d->expired, FERROPHP_EXPIRED_NONE, memory_order_relaxed);
+    atomic_store_explicit(&d->expired_ns, 0, memory_order_relaxed);
+    atomic_store_explicit(&d->raised, false, memory_order_relaxed);
+    atomic_store_explicit(&d->slow_pending, false, memory_order_relaxed);
+    atomic_store_explicit(&d->session_unlocked, false, memory_order_relaxed);
     atomic_store_explicit(&d->active, true, memory_order_release);
 }
 
@@ -624,7 +627,7 @@ void ferrophp_deadline_end(void) {
     ferrophp_deadline *d = me;
     if (d) {
         atomic_store_explicit(&d->active, false, memory_order_release);
-        atomic_store(&d->slow_pending, false);
+        atomic_store_explicit(&d->slow_pending, false, memory_order_relaxed);
     }
 }
 

@@ -241,8 +241,8 @@ ferrophp_deadline *ferrophp_deadline_thread_attach(void);
 void ferrophp_deadline_thread_detach(void);
 /* CLOCK_MONOTONIC in ns, the clock of every deadline. */
 int64_t ferrophp_deadline_now(void);
-/* The calling thread starts / ends a request (job). 0: no such limit. */
-void ferrophp_deadline_begin(int64_t hard_ns, int64_t slow_ns);
+/* The calling thread starts (at `now_ns`) / ends a request (job). 0: no such limit. */
+void ferrophp_deadline_begin(int64_t now_ns, int64_t hard_ns, int64_t slow_ns);
 void ferrophp_deadline_end(void);
 /* The calling thread's request: has its deadline passed (why, FERROPHP_EXPIRED_*)? */
 uint32_t ferrophp_deadline_expired(void);

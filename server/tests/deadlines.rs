@@ -600,7 +600,13 @@ fn a_thread_stuck_past_its_deadline_is_retired_and_replaced() {
         let started = Instant::now();
         let r = server.get(&format!("{}?kind=stuck&seconds={seconds}", mode.script()));
         let took = started.elapsed();
-        assert_eq!(r.status, 504, "{mode:?}: {:?}\n{}", r.text(), server.stderr());
+        assert_eq!(
+            r.status,
+            504,
+            "{mode:?}: {:?}\n{}",
+            r.text(),
+            server.stderr()
+        );
         assert!(r.text().contains("Gateway Timeout"), "{:?}", r.text());
         assert!(
             took >= LIMIT + grace - Duration::from_millis(50) && took <= LIMIT + grace + SLACK,
@@ -665,8 +671,13 @@ fn a_thread_stuck_past_its_deadline_is_retired_and_replaced() {
         "{}",
         server.stderr()
     );
-    assert!(server.stderr().contains("asking for this process to be replaced"));
-    print_table("Retirement (--request-timeout 1s, --retire-grace 1s)", &rows);
+    assert!(server
+        .stderr()
+        .contains("asking for this process to be replaced"));
+    print_table(
+        "Retirement (--request-timeout 1s, --retire-grace 1s)",
+        &rows,
+    );
 }
 
 /// Under `--supervise`, the process that exceeded --max-retired-threads is replaced by a
@@ -730,7 +741,13 @@ fn heartbeats_extend_both_limits() {
         // Four seconds of work, a beat of 2 s after each second: past both 2 s limits.
         let started = Instant::now();
         let r = server.get(&format!("{script}?kind=heartbeat&seconds=4&beat=2"));
-        assert_eq!(r.status, 200, "{mode:?}: {:?}\n{}", r.text(), server.stderr());
+        assert_eq!(
+            r.status,
+            200,
+            "{mode:?}: {:?}\n{}",
+            r.text(),
+            server.stderr()
+        );
         assert!(r.text().starts_with("job done"), "{:?}", r.text());
         assert!(started.elapsed() >= Duration::from_secs(4));
         // Without beats it ends at the limit (PHP's timer fires first: its 500).
@@ -803,7 +820,10 @@ fn slow_requests_get_one_entry_with_their_stack() {
         let took = started.elapsed();
         assert_eq!(r.status, 200, "{:?}", r.text());
         assert!(r.text().starts_with("slept after 1 s"), "{:?}", r.text());
-        assert!(took >= Duration::from_secs(1), "the sleep was cut short: {took:?}");
+        assert!(
+            took >= Duration::from_secs(1),
+            "the sleep was cut short: {took:?}"
+        );
         assert!(wait_until(Duration::from_secs(2), || !entries(&uri).is_empty()));
         // Exactly one, even though the request ran on well past the threshold.
         std::thread::sleep(Duration::from_millis(300));

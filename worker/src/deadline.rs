@@ -300,7 +300,7 @@ pub(crate) fn begin_job() {
     let at = |d: Option<Duration>| d.map_or(0, |d| now.saturating_add(d.as_nanos() as i64));
     IN_JOB.with(|j| j.set(true));
     // SAFETY: on a PHP thread (a no-op on one that has no deadline state).
-    unsafe { sys::ferrophp_deadline_begin(at(config.request_timeout), at(config.slowlog)) };
+    unsafe { sys::ferrophp_deadline_begin(now, at(config.request_timeout), at(config.slowlog)) };
 }
 
 /// The calling PHP thread ended its job (after it took its sink back): counts a deadline

@@ -18,7 +18,9 @@
 //! one more argument for every ferrophp server started (`--ferrophp-arg --max-threads
 //! --ferrophp-arg 64`); a `--threads` given that way replaces the harness's own PHP thread
 //! count for ferrophp (worker pools keep theirs), and a `--max-threads` is also the worker
-//! pool's ceiling.
+//! pool's ceiling. `--baseline-ferrophp PATH` adds the same two ferrophp modes run by
+//! another build (the A side of a change), interleaved in the same rounds, and an A/B
+//! table of this build against it: req/s and server CPU per request, per round.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
@@ -38,6 +40,9 @@ enum System {
     HyperHello,
     /// ferrophp classic again, for the A/A noise floor.
     FerrophpClassicAa,
+    /// The `--baseline-ferrophp` build, classic and worker mode.
+    BaselineClassic,
+    BaselineWorker,
 }
 
 impl System {
@@ -48,6 +53,21 @@ impl System {
             System::NginxFpm => "nginx + php-fpm",
             System::HyperHello => "pure hyper (no PHP)",
             System::FerrophpClassicAa => "ferrophp classic (A/A)",
+            System::BaselineClassic => "baseline build classic",
+            System::BaselineWorker => "baseline build worker",
+        }
+    }
+
+    fn is_worker(self) -> bool {
+        matches!(self, System::FerrophpWorker | System::BaselineWorker)
+    }
+
+    /// The baseline build's counterpart of this system, if it has one.
+    fn baseline(self) -> Option<System> {
+        match self {
+            System::FerrophpClassic => Some(System::BaselineClassic),
+            System::FerrophpWorker => Some(System::BaselineWorker),
+            _ => None,
         }
     }
 }
@@ -212,6 +232,20 @@ struct Options {
     out: Option<PathBuf>,
     /// Extra arguments for every ferrophp server (`--ferrophp-arg`).
     ferrophp_args: Vec<String>,
+    /// Another ferrophp build to measure against (`--baseline-ferrophp`).
+    baseline: Option<PathBuf>,
+}
+
+impl Options {
+    /// The systems of `workload`, with the baseline build's next to ferrophp's when one
+    /// was given.
+    fn systems(&self, workload: &Workload) -> Vec<System> {
+        let mut systems = workload.systems.to_vec();
+        if self.baseline.is_some() {
+            systems.extend(workload.systems.iter().filter_map(|s| s.baseline()));
+        }
+        systems
+    }
 }
 
 #[derive(Serialize, Clone, Debug)]
@@ -273,7 +307,7 @@ fn main() {
             )],
         };
         for round in 0..options.rounds {
-            for &system in workload.systems {
+            for system in options.systems(workload) {
                 let run = measure(
                     &options, workload, system, round, &root, &scratch, &ferrophp, &hyper, &ini,
                 );
@@ -316,6 +350,7 @@ fn parse_args() -> Options {
         threads: 2 * std::thread::available_parallelism().map_or(1, |n| n.get()),
         out: None,
         ferrophp_args: Vec::new(),
+        baseline: None,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -337,6 +372,11 @@ fn parse_args() -> Options {
             "--ferrophp-arg" => options
                 .ferrophp_args
                 .push(args.next().expect("--ferrophp-arg ARG")),
+            "--baseline-ferrophp" => {
+                let bin = PathBuf::from(args.next().expect("--baseline-ferrophp PATH"));
+                assert!(bin.exists(), "{} missing", bin.display());
+                options.baseline = Some(bin);
+            }
             "--quick" => {
                 options.rounds = 1;
                 options.seconds = 2;
@@ -444,8 +484,18 @@ fn start(
     let listen = format!("127.0.0.1:{port}");
     let quiet = || Stdio::null();
     let children = match system {
-        System::FerrophpClassic | System::FerrophpClassicAa | System::FerrophpWorker => {
-            let mut cmd = Command::new(ferrophp);
+        System::FerrophpClassic
+        | System::FerrophpClassicAa
+        | System::FerrophpWorker
+        | System::BaselineClassic
+        | System::BaselineWorker => {
+            let bin = match system {
+                System::BaselineClassic | System::BaselineWorker => {
+                    options.baseline.as_deref().expect("a baseline build")
+                }
+                _ => ferrophp,
+            };
+            let mut cmd = Command::new(bin);
             cmd.args([
                 "serve",
                 "--no-access-log",
@@ -465,7 +515,7 @@ fn start(
                 cmd.args(["-d", kv.as_str()]);
             }
             cmd.args(&options.ferrophp_args);
-            if system == System::FerrophpWorker {
+            if system.is_worker() {
                 // A `--max-threads` given to ferrophp is the worker pool's ceiling too, so
                 // both modes can grow the same way (`--worker script,N,MAX`).
                 let ceiling = options
@@ -576,13 +626,13 @@ fn measure(
 ) -> Run {
     let running = start(system, options, root, scratch, ferrophp, hyper, ini);
     let path = match system {
-        System::FerrophpWorker => workload.worker_path,
+        s if s.is_worker() => workload.worker_path,
         System::HyperHello => "/",
         _ => workload.classic_path,
     };
     if let Some(slow) = &workload.slow {
         let slow_path = match system {
-            System::FerrophpWorker => slow.worker_path,
+            s if s.is_worker() => slow.worker_path,
             _ => slow.classic_path,
         };
         return measure_mixed(
@@ -825,6 +875,8 @@ struct Report {
     seconds: u64,
     php_threads: usize,
     runs: Vec<Run>,
+    /// `--baseline-ferrophp`, when given.
+    baseline: Option<String>,
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -875,6 +927,7 @@ impl Report {
             seconds: options.seconds,
             php_threads: options.threads,
             runs,
+            baseline: options.baseline.as_ref().map(|p| p.display().to_string()),
         }
     }
 
@@ -901,7 +954,8 @@ impl Report {
         let mut out = String::new();
         let mut rows = String::new();
         for workload in WORKLOADS.iter().filter(|w| w.slow.is_none()) {
-            for &system in workload.systems {
+            let baselines = workload.systems.iter().filter_map(|s| s.baseline());
+            for system in workload.systems.iter().copied().chain(baselines) {
                 let runs = self.runs_of(workload.name, system);
                 if runs.is_empty() {
                     continue;
@@ -937,8 +991,77 @@ impl Report {
             out.push_str("|---|---|---:|---|---:|---:|---:|---:|\n");
             out.push_str(&rows);
         }
+        out.push_str(&self.ab_table());
         out.push_str(&self.head_of_line_table());
         out
+    }
+
+    /// This build against `--baseline-ferrophp`, per round (min / median / max): req/s
+    /// ratio and server CPU per request ratio (below 1: this build costs less).
+    fn ab_table(&self) -> String {
+        let Some(baseline) = &self.baseline else {
+            return String::new();
+        };
+        let mut rows = String::new();
+        for workload in WORKLOADS {
+            for &system in workload.systems {
+                let Some(base) = system.baseline() else {
+                    continue;
+                };
+                let pairs: Vec<(&Run, &Run)> = self
+                    .runs_of(workload.name, system)
+                    .into_iter()
+                    .filter_map(|r| {
+                        let b = self
+                            .runs_of(workload.name, base)
+                            .into_iter()
+                            .find(|b| b.round == r.round)?;
+                        Some((r, b))
+                    })
+                    .collect();
+                if pairs.is_empty() {
+                    continue;
+                }
+                let spread = |v: Vec<f64>| {
+                    let mut sorted = v.clone();
+                    sorted.sort_by(|a, b| a.partial_cmp(b).unwrap());
+                    format!(
+                        "{:.3} / {:.3} / {:.3}",
+                        sorted[0],
+                        median(v),
+                        sorted[sorted.len() - 1]
+                    )
+                };
+                let rps = pairs
+                    .iter()
+                    .filter(|(_, b)| b.requests_per_sec > 0.0)
+                    .map(|(r, b)| r.requests_per_sec / b.requests_per_sec)
+                    .collect::<Vec<_>>();
+                let cpu = pairs
+                    .iter()
+                    .filter(|(_, b)| b.cpu_us_per_request > 0.0)
+                    .map(|(r, b)| r.cpu_us_per_request / b.cpu_us_per_request)
+                    .collect::<Vec<_>>();
+                if rps.is_empty() || cpu.is_empty() {
+                    continue;
+                }
+                rows.push_str(&format!(
+                    "| {} | {} | {} | {} |\n",
+                    workload.name,
+                    system.label(),
+                    spread(rps),
+                    spread(cpu)
+                ));
+            }
+        }
+        if rows.is_empty() {
+            return String::new();
+        }
+        format!(
+            "\nA/B against the baseline build `{baseline}` (same rounds, interleaved):\n\n\
+             | workload | system | req/s this / baseline: min / median / max | server CPU us/req this / baseline: min / median / max |\n\
+             |---|---|---|---|\n{rows}"
+        )
     }
 
     /// The mixed workloads' own table (medians over rounds): the fast class's p99 alone
@@ -947,7 +1070,8 @@ impl Report {
         let mut out = String::new();
         for workload in WORKLOADS.iter().filter(|w| w.slow.is_some()) {
             let mut rows = String::new();
-            for &system in workload.systems {
+            let baselines = workload.systems.iter().filter_map(|s| s.baseline());
+            for system in workload.systems.iter().copied().chain(baselines) {
                 let runs = self.runs_of(workload.name, system);
                 let hol: Vec<&HeadOfLine> = runs
                     .iter()
