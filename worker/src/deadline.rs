@@ -335,7 +335,7 @@ static WATCHDOG: Mutex<Option<(Arc<AtomicBool>, JoinHandle<()>)>> = Mutex::new(N
 pub(crate) fn start_watchdog() -> std::io::Result<()> {
     let stop = Arc::new(AtomicBool::new(false));
     let handle = std::thread::Builder::new()
-        .name("php-watchdog".into())
+        .name("deadline-watch".into())
         .spawn({
             let stop = stop.clone();
             move || watchdog(&stop)
