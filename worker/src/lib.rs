@@ -320,11 +320,12 @@ impl Engine {
                 let stuck = deadline::stuck_threads();
                 if stuck > 0 {
                     // They may come back into PHP at any moment: shutting it down under
-                    // them could crash the process on its way out.
+                    // them could crash the process on its way out. The module is left
+                    // as it is (PHP keeps pointing at it until the process exits).
                     tracing::warn!(
                         "{stuck} retired PHP threads are still stuck: exiting without PHP's shutdown"
                     );
-                    std::mem::forget(module);
+                    let _left_running = module;
                 } else {
                     sapi::engine_shutdown(module);
                 }
