@@ -874,3 +874,58 @@ fn slow_requests_get_one_entry_with_their_stack() {
     }
     assert_eq!(metric(&server, "ferrophp_slow_requests_total"), logged);
 }
+
+/// Our signals reach PHP threads at any time (the slow log's, a kick that raced the end
+/// of a request): a wait whose request is not past its deadline must still last as long
+/// as it was asked to. Both signals are sent to the serving thread every 10 ms while it
+/// waits in usleep, sleep, time_nanosleep, a socket read with a 0.3 s timeout (poll) and
+/// stream_select (select).
+#[test]
+fn our_signals_never_cut_a_wait_short() {
+    let worker = format!("{},1", root().join("worker.php").display());
+    let server = Server::start(&root(), &["--threads", "1", "--worker", &worker]);
+    let hole = blackhole();
+    let port = hole.local_addr().unwrap().port();
+    for mode in [Mode::Classic, Mode::Worker] {
+        let tid: i32 = hello(&server, mode).parse().unwrap();
+        let pid = server.pid() as i32;
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let sent = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let signaller = {
+            let (stop, sent) = (stop.clone(), sent.clone());
+            std::thread::spawn(move || {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    for offset in [3, 4] {
+                        // SAFETY: tgkill only sends a signal to that thread of that
+                        // process; both handlers are installed (the server started PHP).
+                        unsafe {
+                            libc::syscall(libc::SYS_tgkill, pid, tid, libc::SIGRTMIN() + offset)
+                        };
+                        sent.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+            })
+        };
+        let r = server.get(&format!("{}?kind=waits&port={port}", mode.script()));
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        signaller.join().unwrap();
+        assert_eq!(r.status, 200, "{mode:?}: {:?}\n{}", r.text(), server.stderr());
+        let took: serde_json::Value = serde_json::from_str(&r.text()).unwrap();
+        for (wait, at_least) in [
+            ("usleep", 300),
+            ("sleep", 1000),
+            ("time_nanosleep", 300),
+            ("fread", 300),
+            ("stream_select", 300),
+        ] {
+            let ms = took[wait].as_u64().unwrap();
+            assert!(
+                ms >= at_least - 2,
+                "{mode:?}: {wait} took {ms} ms of {at_least} under our signals: {took}"
+            );
+        }
+        assert!(sent.load(std::sync::atomic::Ordering::Relaxed) > 200);
+        assert_eq!(hello(&server, mode), tid.to_string());
+    }
+}

@@ -199,6 +199,28 @@ function deadline_run(array $q): string
             }
             $out = 'job done';
             break;
+        case 'waits':
+            // Timed waits of every replaced kind, each as long as asked: what each took, in
+            // ms (deadlines.rs signals the thread all along: nothing may cut one short).
+            $port = (int) $q['port'];
+            $took = [];
+            $time = function (string $name, callable $wait) use (&$took): void {
+                $t = hrtime(true);
+                $wait();
+                $took[$name] = intdiv(hrtime(true) - $t, 1000000);
+            };
+            $time('usleep', fn () => usleep(300000));
+            $time('sleep', fn () => sleep(1));
+            $time('time_nanosleep', fn () => time_nanosleep(0, 300000000));
+            $f = stream_socket_client("tcp://127.0.0.1:$port", $errno, $errstr, 5);
+            stream_set_timeout($f, 0, 300000);
+            $time('fread', fn () => fread($f, 10));
+            $time('stream_select', function () use ($f): void {
+                $r = [$f];
+                $w = $e = null;
+                stream_select($r, $w, $e, 0, 300000);
+            });
+            return json_encode($took);
         case 'heartbeat_args':
             $results = [];
             foreach ([0, -5, 1000000000] as $bad) {
