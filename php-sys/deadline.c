@@ -29,9 +29,10 @@
  *   - a blocking flock fails with EWOULDBLOCK (unlocking always works). A session whose
  *     session_start lost its lock that way is not written back (it was read unlocked).
  * and EG(vm_interrupt) is set, so the VM ends the request with a fatal error at its next
- * check; ferrophp_deadline_enforce ends it after the script if none came. Request
- * shutdown then runs as after any fatal error: session written and unlocked, flocks and
- * files closed, temp files deleted, connections closed.
+ * check, right after the internal function that waited returns (ZEND_VM_SET_OPCODE checks
+ * after every internal call). Request shutdown then runs as after any fatal error:
+ * session written and unlocked, flocks and files closed, temp files deleted, connections
+ * closed.
  *
  * Two signals reach PHP threads, sent by the watchdog (worker/src/deadline.rs) with
  * pthread_kill, never to another thread:
@@ -528,26 +529,6 @@ static void on_interrupt(zend_execute_data *ex) {
     }
     if (prev_interrupt) {
         prev_interrupt(ex);
-    }
-}
-
-void ferrophp_deadline_enforce(void) {
-    ferrophp_deadline *d = me;
-    if (!d || !passed(d)) {
-        return;
-    }
-    forget_unlocked_session(d);
-    switch (atomic_load(&d->expired)) {
-        case FERROPHP_EXPIRED_TIME_LIMIT:
-            if (zend_atomic_bool_load_ex(&EG(timed_out))) {
-                zend_timeout();
-            }
-            break;
-        case FERROPHP_EXPIRED_REQUEST_TIMEOUT:
-            if (!atomic_load(&d->raised)) {
-                raise_request_timeout(d, ferrophp_deadline_now());
-            }
-            break;
     }
 }
 

@@ -38,8 +38,6 @@ bool ferrophp_try_execute_script(zend_file_handle *file, bool *succeeded) {
     *succeeded = false;
     zend_try {
         *succeeded = php_execute_script(file);
-        /* A deadline that passed unnoticed by the VM still ends the request. */
-        ferrophp_deadline_enforce();
     } zend_catch {
         bailed_out = true;
     } zend_end_try();
@@ -64,7 +62,6 @@ bool ferrophp_try_execute_router(zend_file_handle *file, bool *declined) {
             *declined = Z_TYPE(retval) == IS_FALSE;
             zval_ptr_dtor(&retval);
         }
-        ferrophp_deadline_enforce();
     } zend_catch {
         bailed_out = true;
     } zend_end_try();
@@ -258,9 +255,6 @@ bool ferrophp_try_call(zend_fcall_info *fci, zend_fcall_info_cache *fcc) {
     zend_try {
         if (zend_call_function(fci, fcc) == SUCCESS) {
             zval_ptr_dtor(&retval);
-        }
-        if (!EG(exception)) {
-            ferrophp_deadline_enforce();
         }
     } zend_catch {
         bailed_out = true;

@@ -249,10 +249,6 @@ uint32_t ferrophp_deadline_expired(void);
 /* ferrophp_request_heartbeat(): moves the calling thread's server deadline to `hard_ns`
  * if that is later (0: none set). False when the deadline already passed. */
 bool ferrophp_deadline_extend(int64_t hard_ns);
-/* After the script (or worker handler) returned normally: ends the request with the
- * deadline's fatal error if its deadline passed while nothing in the VM noticed (PHP 8.2
- * checks for interrupts only at loops and calls). Bails out: call inside zend_try. */
-void ferrophp_deadline_enforce(void);
 /* For the watchdog (any thread): `d` is registered and its thread alive. */
 void ferrophp_deadline_peek(const ferrophp_deadline *d, ferrophp_deadline_view *out);
 /* The captured slow-log snapshot of `d`, or NULL; release hands the buffer back. */

@@ -366,6 +366,11 @@ fn every_kind(mode: Mode, limit: Limit) {
     );
     run(
         &mut rows,
+        "socket read, no PHP call after it",
+        &format!("kind=plain&port={port}"),
+    );
+    run(
+        &mut rows,
         "sleep (nested function)",
         "kind=sleep&seconds=30",
     );
@@ -910,7 +915,13 @@ fn our_signals_never_cut_a_wait_short() {
         let r = server.get(&format!("{}?kind=waits&port={port}", mode.script()));
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
         signaller.join().unwrap();
-        assert_eq!(r.status, 200, "{mode:?}: {:?}\n{}", r.text(), server.stderr());
+        assert_eq!(
+            r.status,
+            200,
+            "{mode:?}: {:?}\n{}",
+            r.text(),
+            server.stderr()
+        );
         let took: serde_json::Value = serde_json::from_str(&r.text()).unwrap();
         for (wait, at_least) in [
             ("usleep", 300),

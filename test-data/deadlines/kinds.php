@@ -115,6 +115,9 @@ function deadline_run(array $q): string
         case 'socket':
             $out = deadline_socket((int) $q['port']);
             break;
+        case 'plain':
+            require __DIR__ . '/plain.php';
+            return '';
         case 'sleep':
             deadline_outer($seconds);
             $out = 'slept';
