@@ -482,10 +482,19 @@ static void on_timeout(int seconds) {
     }
 }
 
-/* A session_start() that lost its lock read the session unlocked: never write it back. */
+/* A session_start() that lost its lock read the session unlocked: never write it back.
+ * (Not a write either when its data was unchanged: with session.lazy_write=0 PHP would
+ * write it anyway, over what the lock's holder may have written meanwhile.) */
 static void forget_unlocked_session(ferrophp_deadline *d) {
     if (atomic_load(&d->session_unlocked) && PS(session_status) == php_session_active) {
         PS(session_status) = php_session_none;
+    }
+}
+
+void ferrophp_deadline_session_check(void) {
+    ferrophp_deadline *d = me;
+    if (d && atomic_load(&d->active)) {
+        forget_unlocked_session(d);
     }
 }
 

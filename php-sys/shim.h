@@ -249,6 +249,9 @@ uint32_t ferrophp_deadline_expired(void);
 /* ferrophp_request_heartbeat(): moves the calling thread's server deadline to `hard_ns`
  * if that is later (0: none set). False when the deadline already passed. */
 bool ferrophp_deadline_extend(int64_t hard_ns);
+/* Before the session module's request shutdown: a session whose session_start() lost its
+ * lock to the deadline is closed without being written back. */
+void ferrophp_deadline_session_check(void);
 /* For the watchdog (any thread): `d` is registered and its thread alive. */
 void ferrophp_deadline_peek(const ferrophp_deadline *d, ferrophp_deadline_view *out);
 /* The captured slow-log snapshot of `d`, or NULL; release hands the buffer back. */

@@ -277,6 +277,7 @@ bool ferrophp_worker_request_shutdown(void) {
      * loop, as Symfony and Laravel apps do at boot) is app state, not request state:
      * the session's RSHUTDOWN releases it, so it is handed back right after. */
     ferrophp_session_handler_keep();
+    ferrophp_deadline_session_check();
     ferrophp_module_request_hook("session", sizeof("session") - 1, false);
     ferrophp_session_handler_restore();
     ferrophp_delete_session_global();

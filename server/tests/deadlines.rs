@@ -395,7 +395,22 @@ fn every_kind(mode: Mode, limit: Limit) {
     for handler in ["files", "user"] {
         let sid = format!("{tag}other{handler}");
         let other = hold_session(&rig, handler, &sid);
-        let query = format!("kind=session&handler={handler}&sid={sid}");
+        // Its data file, with data, dated back (not so far that a session sweep removes
+        // it): any write by the waiting request would show.
+        let data = match handler {
+            "user" => rig.sessions.path().join(format!("user_sess_{sid}")),
+            _ => rig.sessions.path().join(format!("sess_{sid}")),
+        };
+        let dated = std::time::SystemTime::now() - Duration::from_secs(600);
+        let mut file = File::options()
+            .create(true)
+            .append(true)
+            .open(&data)
+            .unwrap();
+        file.write_all(b"k|s:1:\"v\";").unwrap();
+        file.set_modified(dated).unwrap();
+        drop(file);
+        let query = format!("kind=session&handler={handler}&sid={sid}&lazy_write=0");
         let m = past_limit(
             server,
             mode,
@@ -404,15 +419,16 @@ fn every_kind(mode: Mode, limit: Limit) {
             &query,
         );
         rows.push(m);
-        // It read the session without its lock: it must not write it back.
-        let data = match handler {
-            "user" => rig.sessions.path().join(format!("user_sess_{sid}")),
-            _ => rig.sessions.path().join(format!("sess_{sid}")),
-        };
-        let data = std::fs::read_to_string(data).unwrap_or_default();
+        // Without its lock it must not have written the session back (lazy_write=0 would
+        // write it even unchanged).
+        let modified = std::fs::metadata(&data).unwrap().modified().unwrap();
+        eprintln!(
+            "DEBUG {handler} {data:?} modified {:?} ago",
+            modified.elapsed()
+        );
         assert!(
-            !data.contains("seen"),
-            "{handler}: a session read without its lock was written: {data:?}"
+            modified < dated + Duration::from_secs(1),
+            "{handler}: a session read without its lock was written back"
         );
         drop(other);
         let sid = format!("{tag}mine{handler}");

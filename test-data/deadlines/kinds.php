@@ -97,6 +97,10 @@ function deadline_session_start(array $q): void
     if (($q['handler'] ?? 'files') === 'user') {
         session_set_save_handler(new DeadlineLockingHandler(), true);
     }
+    if (isset($q['lazy_write'])) {
+        // Written back at the end even when unchanged (so a write would show).
+        ini_set('session.lazy_write', $q['lazy_write']);
+    }
     session_id($q['sid']);
     session_start();
 }

@@ -66,6 +66,10 @@ pub extern "C" fn ferrophp_module_rshutdown(
 ) -> sys::zend_result {
     ferrophp_cache::request_shutdown();
     crate::env::reset();
+    // Ours runs before the session module's request shutdown (modules end in reverse
+    // order of registration, and this one is registered last), which writes the session.
+    // SAFETY: a PHP thread at the end of its engine request; reads its own state.
+    unsafe { sys::ferrophp_deadline_session_check() };
     // SAFETY: a PHP thread at the end of its engine request; only its own locale changes.
     unsafe { sys::ferrophp_locale_thread_reset() };
     sys::ZEND_RESULT_CODE_SUCCESS
