@@ -40,8 +40,13 @@
  *     timeout (flock, waitpid, a read on a pipe) once its deadline passed, and closes the
  *     race between a wait's check of the deadline and the syscall (the watchdog repeats
  *     it while the request runs on past its deadline);
- *   - the slow-log signal (SIGRTMIN+4, SA_RESTART: restartable syscalls go on as if
- *     nothing happened; poll and the sleeps return EINTR, which the replacements retry).
+ *   - the slow-log signal (SIGRTMIN+4, SA_RESTART), only to a thread blocked in flock or
+ *     waitpid, which the kernel restarts after the handler captured the stack. A thread
+ *     running PHP code is asked for its stack without a signal: the watchdog sets its
+ *     EG(vm_interrupt) (an atomic, as PHP's timer sets it) and the next VM safe point
+ *     captures; a thread in a timed wait captures when the wait wakes for it. So no wait
+ *     of a slow request returns EINTR because of the slow log (and a stray signal of ours
+ *     that reaches a replaced wait is retried with the time left).
  * Both handlers only read the thread's own state, write atomics and EG(vm_interrupt) as
  * PHP's own timer handler does, and read the clock (async-signal-safe calls only, errno
  * kept).
@@ -657,6 +662,14 @@ const ferrophp_slow_snapshot *ferrophp_deadline_slow_snapshot(const ferrophp_dea
     return atomic_load_explicit(&m->slow_ready, memory_order_acquire) ? &m->snap : NULL;
 }
 
+void ferrophp_deadline_slow_at_safe_point(ferrophp_deadline *d) {
+    /* Both are atomics meant to be set from outside the VM (PHP's own timer does the same
+     * from a signal handler, and from a timer thread on Windows). A request that ended
+     * meanwhile is not harmed: the next safe point finds nothing due and goes on. */
+    atomic_store(&d->slow_pending, true);
+    set_vm_interrupt(d);
+}
+
 void ferrophp_deadline_slow_release(ferrophp_deadline *d) {
     atomic_store_explicit(&d->slow_ready, false, memory_order_release);
 }
@@ -687,7 +700,7 @@ void ferrophp_deadline_reap(void) {
             int status;
             pid_t r = wait(pid, &status, WNOHANG);
             if (r == pid || (r < 0 && errno == ECHILD)) {
-                atomic_store(&abandoned[i], 0);
+                atomic_compare_exchange_strong(&abandoned[i], &pid, 0);
             }
         }
     }
@@ -777,7 +790,8 @@ int poll(struct pollfd *fds, nfds_t nfds, int timeout) {
 int select(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval *timeout) {
     ferrophp_deadline *d = me;
     select_fn call = (select_fn) real(R_SELECT);
-    if (__builtin_expect(d == NULL, 1)) {
+    /* Sets past FD_SETSIZE (allocated bigger by their caller) cannot be copied here. */
+    if (__builtin_expect(d == NULL, 1) || nfds > FD_SETSIZE) {
         return call(nfds, rd, wr, ex, timeout);
     }
     atomic_store(&d->ours, false);
@@ -794,7 +808,7 @@ int select(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval *timeout
         if (ex) *ex = want_ex;
         int64_t now = ferrophp_deadline_now();
         if (passed(d)) {
-            for (int fd = 0; fd < nfds && fd < FD_SETSIZE; fd++) {
+            for (int fd = 0; fd < nfds; fd++) {
                 if ((rd && FD_ISSET(fd, rd)) || (wr && FD_ISSET(fd, wr)) || (ex && FD_ISSET(fd, ex))) {
                     cut(fd);
                 }

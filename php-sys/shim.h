@@ -254,6 +254,8 @@ bool ferrophp_deadline_extend(int64_t hard_ns);
 void ferrophp_deadline_session_check(void);
 /* For the watchdog (any thread): `d` is registered and its thread alive. */
 void ferrophp_deadline_peek(const ferrophp_deadline *d, ferrophp_deadline_view *out);
+/* For the watchdog: the thread of `d` captures its stack at its next VM safe point. */
+void ferrophp_deadline_slow_at_safe_point(ferrophp_deadline *d);
 /* The captured slow-log snapshot of `d`, or NULL; release hands the buffer back. */
 const ferrophp_slow_snapshot *ferrophp_deadline_slow_snapshot(const ferrophp_deadline *d);
 void ferrophp_deadline_slow_release(ferrophp_deadline *d);

@@ -122,9 +122,13 @@ struct LockHolder(Child);
 
 impl LockHolder {
     fn hold(path: &Path) -> LockHolder {
+        Self::hold_for(path, "60")
+    }
+
+    fn hold_for(path: &Path, seconds: &str) -> LockHolder {
         let child = Command::new("flock")
             .arg(path)
-            .args(["sleep", "60"])
+            .args(["sleep", seconds])
             .stdin(Stdio::null())
             .spawn()
             .expect("flock (util-linux) runs");
@@ -885,6 +889,33 @@ fn slow_requests_get_one_entry_with_their_stack() {
         assert_eq!(e["captured_in"], "vm", "{e}");
         assert_eq!(e["stack"][0]["function"], "deadline_run");
         assert!(e["file"].as_str().unwrap().ends_with("kinds.php"));
+        logged += 1;
+
+        // Blocked in flock() (a process holds the lock for a while): the slow-log signal's
+        // handler captures on that thread, and the wait goes on (the kernel restarts it).
+        let locks = tempfile::tempdir().unwrap();
+        let (held, wanted) = (locks.path().join("held"), locks.path().join("wanted"));
+        File::create(&held).unwrap();
+        let holder = LockHolder::hold_for(&wanted, "1.2");
+        let uri = format!(
+            "{}?kind=flock&held={}&wanted={}",
+            mode.script(),
+            held.display(),
+            wanted.display()
+        );
+        let r = server.get(&uri);
+        assert_eq!(r.status, 200, "{:?}", r.text());
+        assert!(
+            r.text().starts_with("flock returned true"),
+            "{:?}",
+            r.text()
+        );
+        drop(holder);
+        assert!(wait_until(Duration::from_secs(2), || entries(&uri).len() == 1));
+        let e = &entries(&uri)[0];
+        assert_eq!(e["captured_in"], "signal", "{e}");
+        assert_eq!(e["stack"][0]["function"], "flock");
+        assert_eq!(e["stack"][1]["function"], "deadline_flock");
         logged += 1;
 
         // A fast request gets none.

@@ -19,10 +19,11 @@
 //!   [`DeadlineConfig::max_retired_threads`] threads stuck at once, the process asks to be
 //!   replaced ([`EngineConfig::on_replace`](crate::EngineConfig)) since each holds memory
 //!   and whatever it was stuck on;
-//! - a request running longer than `--slowlog-ms` gets the slow-log signal unless its
-//!   thread waits in a timed wait (which captures by itself); the captured stack, made on
-//!   the request's own thread, is turned into a [`SlowEntry`] here and handed to the
-//!   slow-log sink.
+//! - a request running longer than `--slowlog-ms` is asked for its stack: a thread in a
+//!   timed wait captures by itself, one blocked in flock/waitpid gets the slow-log signal,
+//!   one running PHP code gets `EG(vm_interrupt)` set and captures at its next VM safe
+//!   point; the stack, captured on the request's own thread, is turned into a
+//!   [`SlowEntry`] here and handed to the slow-log sink.
 //!
 //! The request path pays a few stores to its own thread's state at the start and end of
 //! a job, plus one uncontended lock per output call (the sink lives in the thread's
@@ -446,10 +447,19 @@ fn look_at(watch: &Arc<Watch>, now: i64, grace_ns: i64, actions: &mut Vec<Action
         if now < view.slow_ns {
             next = next.min(view.slow_ns);
         } else {
-            // A timed wait wakes for its slow-log moment by itself.
-            if view.in_wait != 1 && now - seen.last_slow_ns >= SLOW_RESIGNAL.as_nanos() as i64 {
+            // A timed wait wakes for its slow-log moment by itself; a thread blocked in
+            // flock/waitpid (which the kernel restarts) captures in the signal's handler;
+            // one running PHP code at its next VM safe point, asked without a signal (a
+            // signal could cut short a wait we do not replace).
+            if now - seen.last_slow_ns >= SLOW_RESIGNAL.as_nanos() as i64 {
                 seen.last_slow_ns = now;
-                kick(watch, 1);
+                match view.in_wait {
+                    1 => {}
+                    2 => kick(watch, 1),
+                    // SAFETY: registered, so its state is alive (the caller holds the
+                    // registry's lock); two atomic stores.
+                    _ => unsafe { sys::ferrophp_deadline_slow_at_safe_point(watch.ctl) },
+                }
             }
             next = next.min(now + SLOW_RESIGNAL.as_nanos() as i64);
         }

@@ -233,11 +233,15 @@ impl<R: Role> Pool<R> {
                 break;
             }
             for (slot, h) in handles {
-                if slot.state.get() == ThreadState::Retired {
-                    tracing::warn!(pool = %self.stats.name, "not waiting for a retired PHP thread");
-                    continue;
+                // A thread stuck in a request may be retired while we wait for it.
+                while !h.is_finished() && slot.state.get() != ThreadState::Retired {
+                    std::thread::sleep(Duration::from_millis(10));
                 }
-                let _ = h.join();
+                if h.is_finished() {
+                    let _ = h.join();
+                } else {
+                    tracing::warn!(pool = %self.stats.name, "not waiting for a retired PHP thread");
+                }
             }
         }
         if let Some(watcher) = self.watcher.lock().unwrap().take() {
