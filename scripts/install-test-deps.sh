@@ -5,8 +5,9 @@
 # (Octane's worker contract, server/tests/frankenphp_octane.rs), and MariaDB,
 # PostgreSQL, WordPress (with a classic theme) and Adminer for the database tests,
 # redis-server (the shipped phpredis, release.rs), locales (localedef builds the test
-# locale, isolation_faults.rs), openssl (s_client probes the TLS policy) and linux-perf
-# (perf: scripts/count-allocs.sh, count-handoffs.sh and profile-hot-path.sh).
+# locale, isolation_faults.rs), openssl (s_client probes the TLS policy), linux-perf
+# (perf: scripts/count-allocs.sh, count-handoffs.sh and profile-hot-path.sh) and iproute2
+# (ss: deadlines.rs checks no connection to the database outlives a cut query).
 # Idempotent; quick when everything is present. Services are not started here: tests
 # start their own instances on loopback.
 set -euo pipefail
@@ -21,7 +22,7 @@ PACKAGES=(nginx php8.2-fpm php8.2-xml dokuwiki mediawiki wrk valgrind
   php-symfony-event-dispatcher php-symfony-error-handler
   php-symfony-cache composer php-laravel-framework docker-compose
   mariadb-server mariadb-client postgresql wordpress wordpress-theme-twentytwentyone adminer
-  redis-server locales openssl linux-perf)
+  redis-server locales openssl linux-perf iproute2)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
