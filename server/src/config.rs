@@ -664,3 +664,57 @@ pub(crate) fn split_key_value(kv: &str, flag: &str) -> Result<(String, String), 
         _ => Err(format!("{flag} expects KEY=VALUE, got {kv:?}")),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resolve(toml: &str, args: ServeArgs) -> Result<ServeConfig, String> {
+        let file =
+            FileConfig::parse(&format!("root = \".\"\n{toml}")).map_err(|e| e.to_string())?;
+        ServeConfig::resolve(args, file)
+    }
+
+    #[test]
+    fn deadline_settings_from_the_file_flags_and_defaults() {
+        let d = resolve("", ServeArgs::default()).unwrap().deadlines;
+        assert_eq!(d.request_timeout, None);
+        assert_eq!(d.retire_grace, worker::DEFAULT_RETIRE_GRACE);
+        assert_eq!(d.max_retired_threads, 8);
+        assert_eq!(d.slowlog, None);
+
+        let toml = "request_timeout = \"30s\"\nretire_grace = \"500ms\"\n\
+                    max_retired_threads = 3\nslowlog_ms = 250";
+        let d = resolve(toml, ServeArgs::default()).unwrap().deadlines;
+        assert_eq!(d.request_timeout, Some(Duration::from_secs(30)));
+        assert_eq!(d.retire_grace, Duration::from_millis(500));
+        assert_eq!(d.max_retired_threads, 3);
+        assert_eq!(d.slowlog, Some(Duration::from_millis(250)));
+
+        // Flags (and their FERROPHP_* variables) win over the file.
+        let args = ServeArgs {
+            request_timeout: Some(Duration::from_secs(5)),
+            slowlog_ms: Some(1000),
+            max_retired_threads: Some(0),
+            ..ServeArgs::default()
+        };
+        let d = resolve(toml, args).unwrap().deadlines;
+        assert_eq!(d.request_timeout, Some(Duration::from_secs(5)));
+        assert_eq!(d.slowlog, Some(Duration::from_secs(1)));
+        assert_eq!(d.max_retired_threads, 0);
+        assert_eq!(d.retire_grace, Duration::from_millis(500));
+
+        for bad in [
+            "request_timeout = \"0s\"",
+            "request_timeout = \"soon\"",
+            "retire_grace = \"10ms\"",
+            "slowlog_ms = 0",
+            "max_retired_threads = -1",
+        ] {
+            assert!(
+                resolve(bad, ServeArgs::default()).is_err(),
+                "{bad} accepted"
+            );
+        }
+    }
+}
