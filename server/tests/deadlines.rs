@@ -679,6 +679,35 @@ fn a_thread_stuck_past_its_deadline_is_retired_and_replaced() {
         2
     );
 
+    // A response already streaming when its thread is retired is cut, never completed.
+    let started = Instant::now();
+    let bytes = common::exchange(
+        server.addr,
+        b"GET /run.php?kind=stuck_streaming&seconds=3 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        Duration::from_secs(10),
+    )
+    .expect("a response");
+    let took = started.elapsed();
+    let text = String::from_utf8_lossy(&bytes);
+    assert!(
+        text.starts_with("HTTP/1.1 200"),
+        "{}",
+        &text[..text.len().min(200)]
+    );
+    assert!(text
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked"));
+    assert!(
+        !text.ends_with("0\r\n\r\n"),
+        "a cut response ended as complete"
+    );
+    assert!(!text.contains("command ended"));
+    assert!(took <= LIMIT + grace + SLACK, "cut after {took:?}");
+    assert!(wait_until(Duration::from_secs(5), || metric(
+        &server,
+        "ferrophp_threads_stuck"
+    ) == 0));
+
     // Two stuck at once, past the cap of one: the process asks to be replaced.
     std::thread::scope(|s| {
         for mode in [Mode::Classic, Mode::Worker] {

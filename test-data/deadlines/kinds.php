@@ -196,6 +196,13 @@ function deadline_run(array $q): string
             shell_exec("sleep $seconds");
             $out = 'command ended';
             break;
+        case 'stuck_streaming':
+            // The response is under way when the request gets stuck.
+            echo str_repeat('x', 100000);
+            flush();
+            shell_exec("sleep $seconds");
+            $out = 'command ended';
+            break;
         case 'heartbeat':
             // A long job that means it: one beat per second of work.
             for ($i = 0; $i < $seconds; $i++) {

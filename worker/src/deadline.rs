@@ -495,15 +495,17 @@ fn retire(watch: &Arc<Watch>, seq: u64, grace: Duration) {
     if !still_there || !watch.slot.state.order_retire() {
         return;
     }
+    // Counted while the thread still cannot leave its job (we hold its sink): its own
+    // uncounting, once back, always comes after.
+    let stuck = STUCK.fetch_add(1, Ordering::AcqRel) + 1;
+    RETIRED.fetch_add(1, Ordering::Relaxed);
     watch.retired.store(true, Ordering::Release);
+    let request = watch.slot.current_request();
     let abandoned = sink.take();
     drop(sink);
-    let request = watch.slot.current_request();
     if let Some(sink) = abandoned {
         sink.abandon();
     }
-    let stuck = STUCK.fetch_add(1, Ordering::AcqRel) + 1;
-    RETIRED.fetch_add(1, Ordering::Relaxed);
     tracing::error!(
         thread = watch.slot.name(),
         tid = watch.tid,
