@@ -24,6 +24,7 @@ fn main() {
         "metrics.h",
         "metrics.c",
         "locale.c",
+        "deadline.c",
         "../scripts/build-php.sh",
     ] {
         println!("cargo:rerun-if-changed={f}");
@@ -252,6 +253,7 @@ fn compile_shim(includes: &[String], link: LinkMode) {
         .file("thread.c")
         .file("metrics.c")
         .file("locale.c")
+        .file("deadline.c")
         .include(".")
         .warnings(false)
         .flag_if_supported("-std=gnu11");
@@ -307,7 +309,7 @@ fn generate_bindings(includes: &[String]) {
         // The shared cache (ferrophp-cache): values, objects and errors.
         .allowlist_function("object_init_ex|object_properties_load|_zend_new_array|zend_new_array|zend_array_destroy|zend_array_count|zend_lookup_class|zend_enum_get_case|zend_std_get_properties|zend_type_error|zend_value_error|zend_argument_(type|value)_error|zend_throw_error")
         .allowlist_var("zend_empty_array|zend_standard_class_def")
-        .allowlist_var("(PARSE|IS|E|ZEND|PHP|SAPI|TRACK_VARS|GC|IS_STR|IS_ARRAY|HASH|CONST|ZEND_ACC)_.*")
+        .allowlist_var("(PARSE|IS|E|ZEND|PHP|SAPI|TRACK_VARS|GC|IS_STR|IS_ARRAY|HASH|CONST|ZEND_ACC|FERROPHP)_.*")
         .allowlist_type("sapi_.*|zend_.*|php_.*|zval|HashTable|Bucket|_zend_.*|_sapi_.*|_php_.*")
         .derive_default(true)
         .layout_tests(false)

@@ -10,6 +10,9 @@
  *   thread.c          what a long-lived PHP thread keeps or releases (execution timer,
  *                     uploads' realpath cache entries, persistent resources).
  *   locale.c          setlocale() per PHP thread.
+ *   deadline.c        per-request deadlines through blocking calls (libc wait functions
+ *                     replaced for PHP threads, two signals, the engine's timeout and
+ *                     interrupt hooks) and the slow log's stack capture.
  */
 #ifndef FERROPHP_SHIM_H
 #define FERROPHP_SHIM_H
@@ -46,6 +49,7 @@ void ferrophp_fn_headers_send(zend_execute_data *execute_data, zval *return_valu
 void ferrophp_fn_response_headers(zend_execute_data *execute_data, zval *return_value);
 void ferrophp_fn_handle_request(zend_execute_data *execute_data, zval *return_value);
 void ferrophp_fn_log(zend_execute_data *execute_data, zval *return_value);
+void ferrophp_fn_request_heartbeat(zend_execute_data *execute_data, zval *return_value);
 extern const zend_function_entry ferrophp_sapi_functions[];
 
 /* An ini default set during module start-up, after the ini entries were registered
@@ -166,6 +170,9 @@ bool ferrophp_worker_output_started(void);
  * runs on outside a request; forget drops what this thread knew of it (a new boot). */
 void ferrophp_worker_timer_stop(void);
 void ferrophp_worker_timer_forget(void);
+/* ferrophp_request_heartbeat(): the max_execution_time timer gets at least `seconds`
+ * more from now (worker_request.c). */
+void ferrophp_execution_timer_extend(zend_long seconds);
 
 /* locale.c: setlocale() per PHP thread. */
 /* Points PHP's setlocale() at the per-thread one (module start-up). */
@@ -175,5 +182,96 @@ void ferrophp_locale_install(void);
 void ferrophp_locale_thread_reset(void);
 /* Frees this thread's locale object (the thread's last PHP call). */
 void ferrophp_locale_thread_release(void);
+
+/* deadline.c: the PHP-thread side of request deadlines and of the slow log. Policy (when
+ * to signal, when to give a thread up) is the caller's; see deadline.c for the
+ * mechanism and why it is safe for every other thread. */
+typedef struct ferrophp_deadline ferrophp_deadline; /* one per PHP thread, opaque */
+
+/* Why a request's deadline passed. */
+#define FERROPHP_EXPIRED_NONE 0
+/* PHP's max_execution_time timer fired (zend_on_timeout). */
+#define FERROPHP_EXPIRED_TIME_LIMIT 1
+/* The server's own limit (--request-timeout, extended by heartbeats). */
+#define FERROPHP_EXPIRED_REQUEST_TIMEOUT 2
+
+/* A snapshot of one thread's deadline state, for the watchdog (plain copies). */
+typedef struct {
+    bool active;
+    uint64_t seq;
+    int64_t started_ns;
+    int64_t hard_ns;
+    int64_t slow_ns;
+    uint32_t expired;
+    int64_t expired_ns;
+    /* Blocked inside a replaced wait: 1 one with a timeout (it wakes for the deadline
+     * and the slow log by itself), 2 one without (flock, waitpid). */
+    uint32_t in_wait;
+    bool slow_done;
+    bool slow_ready;
+} ferrophp_deadline_view;
+
+/* The slow log's capture of one request: offsets/lengths into text[]. Written on the
+ * PHP thread itself, read by the watchdog once `ready` (see deadline.c). */
+#define FERROPHP_SLOW_FRAMES 48
+#define FERROPHP_SLOW_TEXT 12288
+typedef struct {
+    uint32_t function, function_len; /* "Class::method", "sleep", "{main}" */
+    uint32_t file, file_len;         /* where it was called from (empty: nowhere) */
+    uint32_t line;
+    uint32_t args, args_len;         /* summaries separated by 0x1f */
+    uint32_t arg_count;              /* how many the call had */
+} ferrophp_slow_frame;
+typedef struct {
+    uint64_t seq;
+    int64_t started_ns;
+    int64_t captured_ns;
+    uint32_t method, method_len;
+    uint32_t uri, uri_len;
+    uint32_t file, file_len;         /* the innermost PHP code running */
+    uint32_t line;
+    uint32_t frame_count;
+    uint32_t frames_omitted;
+    /* 0 at a VM safe point (zend_interrupt_function), 1 in a wait that timed itself,
+     * 2 in the signal handler of a thread blocked in flock/waitpid. */
+    uint32_t how;
+    ferrophp_slow_frame frames[FERROPHP_SLOW_FRAMES];
+    uint32_t text_len;
+    char text[FERROPHP_SLOW_TEXT];
+} ferrophp_slow_snapshot;
+
+/* Once, after php_module_startup: the signal handlers and the engine hooks.
+ * `overrun_ns`: how long past its deadline PHP code may still run (shutdown functions,
+ * destructors) before it is stopped again. */
+void ferrophp_deadline_install(int64_t overrun_ns);
+/* The signals the watchdog sends: 0 the deadline kick (no SA_RESTART), 1 the slow log's
+ * (SA_RESTART). */
+int ferrophp_deadline_signal(int which);
+/* On a new PHP thread / before it ends. attach returns the thread's state for the
+ * watchdog, valid until detach (which the thread calls itself). */
+ferrophp_deadline *ferrophp_deadline_thread_attach(void);
+void ferrophp_deadline_thread_detach(void);
+/* CLOCK_MONOTONIC in ns, the clock of every deadline. */
+int64_t ferrophp_deadline_now(void);
+/* The calling thread starts (at `now_ns`) / ends a request (job). 0: no such limit. */
+void ferrophp_deadline_begin(int64_t now_ns, int64_t hard_ns, int64_t slow_ns);
+void ferrophp_deadline_end(void);
+/* The calling thread's request: has its deadline passed (why, FERROPHP_EXPIRED_*)? */
+uint32_t ferrophp_deadline_expired(void);
+/* ferrophp_request_heartbeat(): moves the calling thread's server deadline to `hard_ns`
+ * if that is later (0: none set). False when the deadline already passed. */
+bool ferrophp_deadline_extend(int64_t hard_ns);
+/* Before the session module's request shutdown: a session whose session_start() lost its
+ * lock to the deadline is closed without being written back. */
+void ferrophp_deadline_session_check(void);
+/* For the watchdog (any thread): `d` is registered and its thread alive. */
+void ferrophp_deadline_peek(const ferrophp_deadline *d, ferrophp_deadline_view *out);
+/* For the watchdog: the thread of `d` captures its stack at its next VM safe point. */
+void ferrophp_deadline_slow_at_safe_point(ferrophp_deadline *d);
+/* The captured slow-log snapshot of `d`, or NULL; release hands the buffer back. */
+const ferrophp_slow_snapshot *ferrophp_deadline_slow_snapshot(const ferrophp_deadline *d);
+void ferrophp_deadline_slow_release(ferrophp_deadline *d);
+/* Children whose wait a deadline cut short (proc_close): reaped without blocking. */
+void ferrophp_deadline_reap(void);
 
 #endif

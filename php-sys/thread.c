@@ -96,7 +96,22 @@ int ferrophp_sapi_deactivate(void) {
  * it keeps its descriptor and its flock() on the session file for the thread's life:
  * every later request for that session hangs (FrankenPHP issue #2368). php-fpm never
  * sees this because it kills a timed-out worker process. No handler runs at request
- * shutdown's start, so the flag is only ever stale there. */
+ * shutdown's start, so the flag is only ever stale there.
+ *
+ * The handler was cut short in the middle of its work (a read that may not hold the
+ * lock yet, a write half done): what $_SESSION holds must not be written back. So the
+ * handler is closed here, releasing what it holds, and the session is left inactive for
+ * request shutdown, which then neither writes nor closes it again. */
 void ferrophp_session_handler_unwind(void) {
+    if (!PS(in_save_handler)) {
+        return;
+    }
     PS(in_save_handler) = 0;
+    if (PS(session_status) == php_session_active && PS(mod)
+        && (PS(mod_data) || PS(mod_user_implemented))) {
+        zend_try {
+            PS(mod)->s_close(&PS(mod_data));
+        } zend_end_try();
+    }
+    PS(session_status) = php_session_none;
 }

@@ -134,6 +134,35 @@ void ferrophp_worker_timer_forget(void) {
     timer_seconds = -1;
 }
 
+/* ferrophp_request_heartbeat(): the max_execution_time timer runs `seconds` from now if
+ * it had less left (classic and worker requests alike). EG(timeout_seconds), the limit
+ * the error names and the next worker request arms, stays; the worker bookkeeping above
+ * learns of the new arming, so the next request re-arms and the request's end disarms
+ * as for any other. Nothing without a limit (max_execution_time=0). */
+void ferrophp_execution_timer_extend(zend_long seconds) {
+#ifdef ZEND_MAX_EXECUTION_TIMERS
+    if (EG(timeout_seconds) <= 0 || EG(pid) == 0) {
+        return;
+    }
+    struct itimerspec left;
+    if (timer_gettime(EG(max_execution_timer_timer), &left) == 0 && left.it_value.tv_sec >= seconds) {
+        return;
+    }
+    zend_long limit = EG(timeout_seconds);
+    zend_set_timeout(seconds, 0);
+    EG(timeout_seconds) = limit;
+    /* zend_set_timeout cleared EG(timed_out): if the timer fired just before, PHP must
+     * still end the request. */
+    if (ferrophp_deadline_expired() == FERROPHP_EXPIRED_TIME_LIMIT) {
+        zend_atomic_bool_store_ex(&EG(timed_out), true);
+    }
+    timer_seconds = seconds;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &timer_armed_at);
+#else
+    (void) seconds;
+#endif
+}
+
 bool ferrophp_worker_output_release(void) {
     volatile bool bailed_out = false;
     zend_try {
@@ -275,6 +304,7 @@ bool ferrophp_worker_request_shutdown(void) {
      * loop, as Symfony and Laravel apps do at boot) is app state, not request state:
      * the session's RSHUTDOWN releases it, so it is handed back right after. */
     ferrophp_session_handler_keep();
+    ferrophp_deadline_session_check();
     ferrophp_module_request_hook("session", sizeof("session") - 1, false);
     ferrophp_session_handler_restore();
     ferrophp_delete_session_global();

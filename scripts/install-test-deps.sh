@@ -5,8 +5,9 @@
 # (Octane's worker contract, server/tests/frankenphp_octane.rs), and MariaDB,
 # PostgreSQL, WordPress (with a classic theme) and Adminer for the database tests,
 # redis-server (the shipped phpredis, release.rs), locales (localedef builds the test
-# locale, isolation_faults.rs), openssl (s_client probes the TLS policy) and linux-perf
-# (perf: scripts/count-allocs.sh, count-handoffs.sh and profile-hot-path.sh), the
+# locale, isolation_faults.rs), openssl (s_client probes the TLS policy), linux-perf
+# (perf: scripts/count-allocs.sh, count-handoffs.sh and profile-hot-path.sh), iproute2
+# (ss: deadlines.rs checks no connection to the database outlives a cut query), the
 # Debian-packaged apps of server/tests/debian_apps.rs: phpMyAdmin, Roundcube (on
 # PostgreSQL, with Dovecot for IMAP) and PostfixAdmin. The comparison harness
 # (benches/src/compare) serves WordPress, MediaWiki and a Symfony app (FrameworkBundle +
@@ -28,7 +29,7 @@ PACKAGES=(nginx php8.2-fpm php8.2-xml php8.2-mysql php8.2-sqlite3 php8.2-mbstrin
   php-symfony-cache php-symfony-framework-bundle php-symfony-twig-bundle php-twig
   composer php-laravel-framework docker-compose
   mariadb-server mariadb-client postgresql wordpress wordpress-theme-twentytwentyone adminer
-  redis-server locales openssl linux-perf
+  redis-server locales openssl linux-perf iproute2
   phpmyadmin roundcube-core roundcube-pgsql dovecot-imapd postfixadmin)
 missing=()
 for p in "${PACKAGES[@]}"; do

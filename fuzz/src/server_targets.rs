@@ -389,4 +389,8 @@ pub fn config(data: &[u8]) {
         assert!(push.url.starts_with("http://"));
         assert!(!push.interval.is_zero() && push.buffer >= 1);
     }
+    let d = cfg.deadlines;
+    assert!(!matches!(d.request_timeout, Some(t) if t.is_zero()));
+    assert!(d.retire_grace >= std::time::Duration::from_millis(100));
+    assert!(!matches!(d.slowlog, Some(s) if s.is_zero()));
 }

@@ -199,6 +199,8 @@ fn frankenphp_threads_json() -> String {
                     ThreadState::Restarting => "restarting",
                     ThreadState::Draining => "shutting down",
                     ThreadState::Done => "done",
+                    // Stuck past its deadline and replaced: FrankenPHP has no such state.
+                    ThreadState::Retired => "retired",
                 },
                 "IsWaiting": waiting,
                 "IsBusy": busy,

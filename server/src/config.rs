@@ -194,6 +194,27 @@ pub struct ServeArgs {
     /// scripts' directories, the upload temporary directory and the session save path.
     #[arg(long, env = "FERROPHP_CONFINE")]
     pub confine: bool,
+    // --- deadlines and the slow log (see docs/operating.md, "Deadlines") ---
+    /// Longest any PHP request may run, whatever its script's max_execution_time
+    /// (php-fpm's request_terminate_timeout): `30s`, `500ms`, `2m`, or seconds; it ends
+    /// the request even inside a blocking call (socket, database, sleep, lock) with a
+    /// 504 [default: off]
+    #[arg(long, env = "FERROPHP_REQUEST_TIMEOUT", value_name = "DURATION", value_parser = parse_duration)]
+    pub request_timeout: Option<Duration>,
+    /// How long a request may take to end once past its deadline (either one) before its
+    /// PHP thread is retired and replaced (it is stuck in code nothing can interrupt)
+    /// [default: 2s]
+    #[arg(long, env = "FERROPHP_RETIRE_GRACE", value_name = "DURATION", value_parser = parse_duration)]
+    pub retire_grace: Option<Duration>,
+    /// Retired PHP threads still stuck that the process keeps; one more and it drains
+    /// and exits (status 75) for its supervisor (--supervise, systemd) to start a fresh
+    /// process [default: 8]
+    #[arg(long, env = "FERROPHP_MAX_RETIRED_THREADS", value_name = "N")]
+    pub max_retired_threads: Option<usize>,
+    /// Log the PHP stack of every request running longer than this, in milliseconds
+    /// (php-fpm's request_slowlog_timeout): one `slowlog` entry per request [default: off]
+    #[arg(long, env = "FERROPHP_SLOWLOG_MS", value_name = "MS")]
+    pub slowlog_ms: Option<u64>,
 }
 
 /// `--admin`: an address, or a bare port (`2019`, `:2019`) meaning loopback only.
@@ -293,6 +314,10 @@ pub struct FileConfig {
     session_gc: Option<crate::sessions::GcMode>,
     session_gc_interval_ms: Option<u64>,
     confine: Option<bool>,
+    request_timeout: Option<String>,
+    retire_grace: Option<String>,
+    max_retired_threads: Option<usize>,
+    slowlog_ms: Option<u64>,
 }
 
 /// Resolved settings.
@@ -337,6 +362,8 @@ pub struct ServeConfig {
     pub session_gc: crate::sessions::GcMode,
     pub session_gc_interval: Duration,
     pub confine: bool,
+    /// Request deadlines and the slow log.
+    pub deadlines: worker::DeadlineConfig,
 }
 
 /// Push mode settings.
@@ -515,6 +542,33 @@ impl ServeConfig {
             .static_cache_mb
             .or(file.static_cache_mb)
             .unwrap_or(crate::static_cache::DEFAULT_MB);
+        let duration = |flag: Option<Duration>, file: Option<String>| match (flag, file) {
+            (Some(d), _) => Ok(Some(d)),
+            (None, Some(text)) => parse_duration(&text).map(Some),
+            (None, None) => Ok(None),
+        };
+        let request_timeout = duration(args.request_timeout, file.request_timeout)?;
+        if request_timeout.is_some_and(|d| d.is_zero()) {
+            return Err("request timeout must be at least 1 ms (leave it unset for none)".into());
+        }
+        let retire_grace =
+            duration(args.retire_grace, file.retire_grace)?.unwrap_or(worker::DEFAULT_RETIRE_GRACE);
+        if retire_grace < Duration::from_millis(100) {
+            return Err("retire grace must be at least 100ms".into());
+        }
+        let slowlog = match args.slowlog_ms.or(file.slowlog_ms) {
+            Some(0) => return Err("slowlog_ms must be at least 1".into()),
+            ms => ms.map(Duration::from_millis),
+        };
+        let deadlines = worker::DeadlineConfig {
+            request_timeout,
+            retire_grace,
+            max_retired_threads: args
+                .max_retired_threads
+                .or(file.max_retired_threads)
+                .unwrap_or(8),
+            slowlog,
+        };
         let session_gc_interval_ms = args
             .session_gc_interval_ms
             .or(file.session_gc_interval_ms)
@@ -571,6 +625,7 @@ impl ServeConfig {
             server_name: args.server_name.or(file.server_name),
             log: args.log.or(file.log).unwrap_or_else(|| "info".into()),
             confine: args.confine || file.confine.unwrap_or(false),
+            deadlines,
         })
     }
 }
@@ -607,5 +662,59 @@ pub(crate) fn split_key_value(kv: &str, flag: &str) -> Result<(String, String), 
     match kv.split_once('=') {
         Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_owned(), v.to_owned())),
         _ => Err(format!("{flag} expects KEY=VALUE, got {kv:?}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resolve(toml: &str, args: ServeArgs) -> Result<ServeConfig, String> {
+        let file =
+            FileConfig::parse(&format!("root = \".\"\n{toml}")).map_err(|e| e.to_string())?;
+        ServeConfig::resolve(args, file)
+    }
+
+    #[test]
+    fn deadline_settings_from_the_file_flags_and_defaults() {
+        let d = resolve("", ServeArgs::default()).unwrap().deadlines;
+        assert_eq!(d.request_timeout, None);
+        assert_eq!(d.retire_grace, worker::DEFAULT_RETIRE_GRACE);
+        assert_eq!(d.max_retired_threads, 8);
+        assert_eq!(d.slowlog, None);
+
+        let toml = "request_timeout = \"30s\"\nretire_grace = \"500ms\"\n\
+                    max_retired_threads = 3\nslowlog_ms = 250";
+        let d = resolve(toml, ServeArgs::default()).unwrap().deadlines;
+        assert_eq!(d.request_timeout, Some(Duration::from_secs(30)));
+        assert_eq!(d.retire_grace, Duration::from_millis(500));
+        assert_eq!(d.max_retired_threads, 3);
+        assert_eq!(d.slowlog, Some(Duration::from_millis(250)));
+
+        // Flags (and their FERROPHP_* variables) win over the file.
+        let args = ServeArgs {
+            request_timeout: Some(Duration::from_secs(5)),
+            slowlog_ms: Some(1000),
+            max_retired_threads: Some(0),
+            ..ServeArgs::default()
+        };
+        let d = resolve(toml, args).unwrap().deadlines;
+        assert_eq!(d.request_timeout, Some(Duration::from_secs(5)));
+        assert_eq!(d.slowlog, Some(Duration::from_secs(1)));
+        assert_eq!(d.max_retired_threads, 0);
+        assert_eq!(d.retire_grace, Duration::from_millis(500));
+
+        for bad in [
+            "request_timeout = \"0s\"",
+            "request_timeout = \"soon\"",
+            "retire_grace = \"10ms\"",
+            "slowlog_ms = 0",
+            "max_retired_threads = -1",
+        ] {
+            assert!(
+                resolve(bad, ServeArgs::default()).is_err(),
+                "{bad} accepted"
+            );
+        }
     }
 }

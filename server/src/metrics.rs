@@ -445,6 +445,43 @@ fn render_server(out: &mut String) {
         let _ = writeln!(out, "{name} {v}");
     }
 
+    let d = worker::deadline_stats();
+    header(
+        out,
+        "ferrophp_requests_timed_out_total",
+        "counter",
+        "PHP requests whose deadline passed: max_execution_time (PHP's) or request_timeout (--request-timeout).",
+    );
+    let _ = writeln!(
+        out,
+        "ferrophp_requests_timed_out_total{{limit=\"max_execution_time\"}} {}\n\
+         ferrophp_requests_timed_out_total{{limit=\"request_timeout\"}} {}",
+        d.timed_out_time_limit, d.timed_out_request_timeout
+    );
+    for (name, kind, help, v) in [
+        (
+            "ferrophp_threads_retired_total",
+            "counter",
+            "PHP threads given up (and replaced) while stuck past a request's deadline in code nothing could interrupt.",
+            d.threads_retired,
+        ),
+        (
+            "ferrophp_threads_stuck",
+            "gauge",
+            "Retired PHP threads still stuck; past --max-retired-threads the process exits to be replaced.",
+            d.threads_stuck,
+        ),
+        (
+            "ferrophp_slow_requests_total",
+            "counter",
+            "Slow-log entries: requests that ran longer than --slowlog-ms.",
+            d.slow_requests,
+        ),
+    ] {
+        header(out, name, kind, help);
+        let _ = writeln!(out, "{name} {v}");
+    }
+
     for (name, help, v) in [
         (
             "ferrophp_session_sweeps_total",

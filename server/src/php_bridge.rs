@@ -771,6 +771,34 @@ impl ResponseSink for HttpSink {
         }
     }
 
+    fn abandon(mut self: Box<Self>) {
+        match std::mem::replace(&mut self.state, SinkState::Done) {
+            SinkState::Buffering { reply, .. } => {
+                let mut head = ResponseHead {
+                    status: StatusCode::GATEWAY_TIMEOUT.as_u16(),
+                    headers: http::HeaderMap::new(),
+                };
+                head.headers.insert(
+                    http::header::CONTENT_TYPE,
+                    HeaderValue::from_static("text/plain; charset=utf-8"),
+                );
+                let _ = reply.send(Reply {
+                    head,
+                    body: ReplyBody::Complete(Bytes::from_static(
+                        b"Gateway Timeout: the request ran past its deadline\n",
+                    )),
+                });
+            }
+            // Already under way: cut, never ended as if complete.
+            SinkState::Streaming(tx) => {
+                self.mark_stalled();
+                drop(tx);
+            }
+            SinkState::Done | SinkState::Declined => {}
+        }
+        // Dropping the sink releases the pool permit it held.
+    }
+
     fn declined(&mut self) {
         // Only while nothing left and nothing is buffered: output the router already
         // produced stays its response.

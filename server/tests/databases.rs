@@ -32,10 +32,9 @@ mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
-use common::db::{run, MariaDb, Postgres};
+use common::db::{databases, run, Databases};
 use common::{client_builder, Server};
 use serde_json::Value;
 
@@ -44,63 +43,6 @@ fn data_dir() -> PathBuf {
         .join("../test-data/databases")
         .canonicalize()
         .expect("test-data/databases exists")
-}
-
-/// Both servers in one temporary directory. Field order matters: the servers are
-/// stopped before the directory goes.
-struct Databases {
-    mariadb: MariaDb,
-    postgres: Postgres,
-    _dir: tempfile::TempDir,
-}
-
-impl Databases {
-    /// Environment for ferrophp so PHP scripts find the servers.
-    fn env(&self) -> Vec<(&'static str, String)> {
-        vec![
-            ("DB_MY_SOCKET", self.mariadb.socket.display().to_string()),
-            ("DB_PG_SOCKDIR", self.postgres.sockdir.display().to_string()),
-            ("DB_PG_PORT", self.postgres.port.to_string()),
-        ]
-    }
-}
-
-static SHARED: Mutex<Weak<Databases>> = Mutex::new(Weak::new());
-
-/// The servers, started on first use and shared by the tests that run concurrently.
-fn databases() -> Arc<Databases> {
-    let mut shared = SHARED.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(dbs) = shared.upgrade() {
-        return dbs;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let started = Instant::now();
-    let (mariadb, postgres) = std::thread::scope(|s| {
-        let my = s.spawn(|| MariaDb::start(dir.path()));
-        let pg = Postgres::start(dir.path());
-        (my.join().unwrap(), pg)
-    });
-    // Database `app` on both, user `app`/`app-pass` allowed everything on MariaDB.
-    mariadb.sql(
-        "CREATE DATABASE app; \
-         CREATE USER 'app'@'localhost' IDENTIFIED BY 'app-pass'; \
-         GRANT ALL ON *.* TO 'app'@'localhost'; \
-         CREATE TABLE app.marks (id INT AUTO_INCREMENT PRIMARY KEY, tag VARCHAR(200)) \
-         ENGINE=InnoDB;",
-    );
-    postgres.sql("postgres", "CREATE DATABASE app");
-    postgres.sql(
-        "app",
-        "CREATE TABLE marks (id SERIAL PRIMARY KEY, tag TEXT NOT NULL)",
-    );
-    eprintln!("databases started in {:?}", started.elapsed());
-    let dbs = Arc::new(Databases {
-        mariadb,
-        postgres,
-        _dir: dir,
-    });
-    *shared = Arc::downgrade(&dbs);
-    dbs
 }
 
 fn start_server(root: &Path, args: &[&str], dbs: &Databases) -> Server {

@@ -1,14 +1,17 @@
 //! The classic PHP thread: takes a job from its pool's queue, runs the script from
 //! scratch (one engine request per job), and waits for the next. It has nothing to boot,
 //! so it leaves `Booting` at once; it retires when it idled `max_idle` above the floor,
-//! and ends once its queue is closed and drained.
+//! and ends once its queue is closed and drained, or once back from a request the
+//! deadline watchdog gave it up in (`deadline.rs`: another thread took its place).
 
 use std::sync::Arc;
 
+use crate::deadline;
 use crate::observe::Slot;
 use crate::pool::{Exit, Pool, Role};
 use crate::queue::{Next, OnClose};
 use crate::sapi;
+use crate::thread_state::ThreadState;
 
 /// The classic pool's role.
 pub(crate) struct Classic;
@@ -40,12 +43,17 @@ impl Role for Classic {
                         Some(cgi) => slot.begin(cgi.method.as_str(), cgi.request_uri()),
                         None => slot.begin("RUN", &job.request.script_filename.to_string_lossy()),
                     }
-                    let outcome = sapi::run_script(job.request, &arena);
+                    deadline::begin_job();
+                    let outcome = sapi::run_script(job.request, &arena, deadline::current());
+                    deadline::end_job();
                     let ran = slot.end();
                     arena.reset();
                     crate::job::report(job.done, outcome);
                     crate::stack::release_deep_pages(ran);
-                    let _ = state.job_done();
+                    if state.job_done() == Err(ThreadState::Retired) {
+                        state.drain_self("back from the request it was retired in");
+                        return Exit::Abandoned;
+                    }
                 }
                 Next::TimedOut => {
                     if pool.try_retire() {

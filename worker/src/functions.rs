@@ -144,7 +144,7 @@ pub unsafe extern "C" fn ferrophp_fn_headers_send(
                 // SAFETY: SG(sapi_headers) is this thread's live header list.
                 let mut head = unsafe { response_head(&(*sg).sapi_headers) };
                 head.status = status as u16;
-                let sent = ctx.sink.borrow_mut().send_informational(head);
+                let sent = ctx.sink.send(|sink| sink.send_informational(head));
                 if sent.is_ok() {
                     status
                 } else {

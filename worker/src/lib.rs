@@ -5,12 +5,14 @@
 //! Layout: [`sapi`] is the SAPI module and request lifecycle; the PHP threads are
 //! `thread_state` (each thread's state machine), `spawn` (how every PHP thread starts),
 //! `pool` (a pool of threads of one role), `classic` and `worker_mode` (the two roles),
-//! `queue` and `job` (the hand-off), `scale` (autoscaling); [`request`] the plain types
+//! `queue` and `job` (the hand-off), `scale` (autoscaling), `deadline` (request deadlines
+//! through blocking calls, retiring stuck threads, the slow log); [`request`] the plain types
 //! crossing the boundary, `php` the FFI edge helpers. Dependencies go one way:
 //! roles → pool → scale/queue → job; nothing imports a role or the pool back.
 
 mod classic;
 pub mod cli;
+mod deadline;
 #[cfg(feature = "bench-fixtures")]
 pub mod diagnostics;
 mod env;
@@ -38,6 +40,10 @@ mod worker_mode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 
+pub use deadline::{
+    stats as deadline_stats, DeadlineConfig, DeadlineStats, ReplaceHook, SlowEntry, SlowFrame,
+    SlowSink, DEFAULT_RETIRE_GRACE,
+};
 pub use queue::{Placement, Ticket, STALLED_AFTER};
 pub use request::{
     env_list, BufferSink, CgiRequest, Disconnected, EnvList, RequestTarget, ResponseHead,
@@ -86,6 +92,28 @@ pub struct EngineConfig {
     /// Stack size of every PHP thread, in bytes: bounds how deep recursion through C
     /// frames may go before memory_limit stops it (docs/operating.md).
     pub php_stack_size: usize,
+    /// Request deadlines, retiring stuck threads, the slow log.
+    pub deadlines: DeadlineConfig,
+    pub hooks: EngineHooks,
+}
+
+/// What the engine calls back, from its own threads.
+#[derive(Clone, Default)]
+pub struct EngineHooks {
+    /// Receives each slow-log entry (default: a `slowlog` warning in the log).
+    pub slow_log: Option<SlowSink>,
+    /// Called once when more threads are stuck than `max_retired_threads`: the process
+    /// should drain and exit for its supervisor to start a fresh one.
+    pub replace_process: Option<ReplaceHook>,
+}
+
+impl std::fmt::Debug for EngineHooks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EngineHooks")
+            .field("slow_log", &self.slow_log.is_some())
+            .field("replace_process", &self.replace_process.is_some())
+            .finish()
+    }
 }
 
 impl Default for EngineConfig {
@@ -102,6 +130,8 @@ impl Default for EngineConfig {
             log_target: LogTarget::Tracing,
             sapi_name: SapiName::Server,
             php_stack_size: spawn::DEFAULT_PHP_STACK_SIZE,
+            deadlines: DeadlineConfig::default(),
+            hooks: EngineHooks::default(),
         }
     }
 }
@@ -250,6 +280,11 @@ impl Engine {
         let threads = config.threads.max(1);
         // Before the first PHP thread (php-main) is spawned; the engine starts once.
         spawn::set_php_stack_size(config.php_stack_size.max(MIN_PHP_STACK_SIZE));
+        deadline::configure(
+            config.deadlines,
+            config.hooks.slow_log.clone(),
+            config.hooks.replace_process.clone(),
+        );
         let classic_scaling = scale::Scaling {
             min: threads,
             max: config.max_threads.max(threads),
@@ -309,16 +344,32 @@ impl Engine {
                 }
                 pool.stop();
                 drop(pool);
-                sapi::engine_shutdown(module);
+                let stuck = deadline::stuck_threads();
+                if stuck > 0 {
+                    // They may come back into PHP at any moment: shutting it down under
+                    // them could crash the process on its way out. The module is left
+                    // as it is (PHP keeps pointing at it until the process exits).
+                    tracing::warn!(
+                        "{stuck} retired PHP threads are still stuck: exiting without PHP's shutdown"
+                    );
+                    let _left_running = module;
+                } else {
+                    sapi::engine_shutdown(module);
+                }
             })
             .map_err(|e| EngineError::Startup(e.to_string()))?;
         match ready_rx.recv() {
-            Ok(Ok((classic, workers))) => Ok(Engine {
-                classic,
-                workers,
-                stop: Some(stop_tx),
-                main: Some(main),
-            }),
+            Ok(Ok((classic, workers))) => {
+                if let Err(e) = deadline::start_watchdog() {
+                    tracing::error!("cannot start the deadline watchdog: {e}");
+                }
+                Ok(Engine {
+                    classic,
+                    workers,
+                    stop: Some(stop_tx),
+                    main: Some(main),
+                })
+            }
             Ok(Err(msg)) => {
                 let _ = main.join();
                 Err(EngineError::Startup(msg))
@@ -453,6 +504,7 @@ impl Engine {
         if let Some(main) = self.main.take() {
             let _ = main.join();
         }
+        deadline::stop_watchdog();
     }
 }
 

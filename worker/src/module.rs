@@ -68,8 +68,14 @@ pub extern "C" fn ferrophp_module_rshutdown(
     _module_number: c_int,
 ) -> sys::zend_result {
     ferrophp_cache::request_shutdown();
+    // PHP's CLI keeps PHP's own putenv() and setlocale() and has no request deadlines.
     if !crate::cli::running_cli() {
         crate::env::reset();
+        // Ours runs before the session module's request shutdown (modules end in reverse
+        // order of registration, and this one is registered last), which writes the
+        // session.
+        // SAFETY: a PHP thread at the end of its engine request; reads its own state.
+        unsafe { sys::ferrophp_deadline_session_check() };
         // SAFETY: a PHP thread at the end of its engine request; only its own locale
         // changes.
         unsafe { sys::ferrophp_locale_thread_reset() };

@@ -230,6 +230,22 @@ impl Slot {
         }
     }
 
+    /// The thread's name (`php-3`, `php-worker-0`).
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Its pool's name (`classic` or the worker script).
+    pub(crate) fn pool_name(&self) -> &str {
+        &self.pool.name
+    }
+
+    /// "METHOD URI" of the request running now, if any.
+    pub(crate) fn current_request(&self) -> Option<String> {
+        let cur = self.current.lock().unwrap();
+        (!cur.is_empty()).then(|| cur.clone())
+    }
+
     /// A request starts on this thread.
     pub(crate) fn begin(&self, method: &str, uri: &str) {
         self.pool.busy.fetch_add(1, Ordering::Relaxed);

@@ -35,6 +35,9 @@ pub(crate) enum Exit {
     Retired,
     /// Wants a fresh OS thread in its place (`max_requests`: a new TSRM context).
     Replace,
+    /// Retired by the deadline watchdog, which already spawned its replacement (and moved
+    /// its count to it).
+    Abandoned,
 }
 
 /// What the threads of a pool do.
@@ -187,7 +190,16 @@ impl<R: Role> Pool<R> {
         if count {
             self.live.fetch_add(1, Ordering::AcqRel);
         }
-        match crate::spawn::spawn(name, &self.stats, move |slot| pool.thread_body(slot)) {
+        // For the deadline watchdog, should this thread ever be retired.
+        let weak = self.me.clone();
+        let replace = Box::new(move || {
+            if let Some(pool) = weak.upgrade() {
+                pool.replace_retired();
+            }
+        });
+        match crate::spawn::spawn(name, &self.stats, replace, move |slot| {
+            pool.thread_body(slot)
+        }) {
             Ok((slot, handle)) => {
                 members.threads.push(Member {
                     slot: slot.clone(),
@@ -208,6 +220,9 @@ impl<R: Role> Pool<R> {
 
     fn thread_body(self: &Arc<Self>, slot: &Slot) {
         let exit = R::run(self, slot);
+        if exit == Exit::Abandoned {
+            return;
+        }
         let replaced = exit == Exit::Replace
             && match self.spawn_thread(false) {
                 Ok(spawned) => spawned,
@@ -217,6 +232,21 @@ impl<R: Role> Pool<R> {
                 }
             };
         if exit != Exit::Retired && !replaced {
+            self.live.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+
+    /// A thread of this pool was retired (stuck past a request's deadline): a new one
+    /// takes its place and its count, so the pool keeps its width.
+    fn replace_retired(&self) {
+        let spawned = match self.spawn_thread(false) {
+            Ok(spawned) => spawned,
+            Err(e) => {
+                tracing::error!(pool = %self.stats.name, "cannot replace a retired PHP thread: {e}");
+                false
+            }
+        };
+        if !spawned {
             self.live.fetch_sub(1, Ordering::AcqRel);
         }
     }
@@ -357,7 +387,8 @@ impl<R: Role> Pool<R> {
         };
         loop {
             match fresh.state.get() {
-                ThreadState::Idle | ThreadState::Busy => break,
+                // Booted and serving (a thread retired in its first request had booted too).
+                ThreadState::Idle | ThreadState::Busy | ThreadState::Retired => break,
                 // It gave up booting (or the pool stops it).
                 ThreadState::Draining | ThreadState::Done => {
                     return if self.queue.is_closed() {
@@ -404,13 +435,23 @@ impl<R: Role> Pool<R> {
             self.queue.wake_all();
         }
         // Threads may hand over to replacements while we join: drain until none is left.
+        // A retired thread may never come back from what it is stuck in: it is left to
+        // end by itself (the engine then skips PHP's shutdown, see deadline.rs).
         loop {
             let handles: Vec<_> = self.members.lock().unwrap().threads.drain(..).collect();
             if handles.is_empty() {
                 break;
             }
             for m in handles {
-                let _ = m.handle.join();
+                // A thread stuck in a request may be retired while we wait for it.
+                while !m.handle.is_finished() && m.slot.state.get() != ThreadState::Retired {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                if m.handle.is_finished() {
+                    let _ = m.handle.join();
+                } else {
+                    tracing::warn!(pool = %self.stats.name, "not waiting for a retired PHP thread");
+                }
             }
         }
         // The queue is closed: a roller spawns nothing more and ends.

@@ -254,6 +254,11 @@ pub trait ResponseSink: Send {
     /// answers the request itself, and what PHP sends from now on is dropped. Sinks
     /// that already passed output on keep that response.
     fn declined(&mut self) {}
+    /// The PHP thread running this request was retired, stuck past the request's
+    /// deadline (called on the watchdog's thread, never while the PHP thread uses the
+    /// sink): answer the client with a gateway timeout, or cut a response already under
+    /// way; it must never look complete. The PHP thread sees its client gone.
+    fn abandon(self: Box<Self>) {}
 }
 
 /// How a script run ended.

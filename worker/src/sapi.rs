@@ -17,8 +17,11 @@ use bumpalo::Bump;
 
 use php_sys as sys;
 
+use crate::deadline::Watch;
 use crate::php;
-use crate::request::{CgiRequest, ResponseHead, ResponseSink, ScriptOutcome, ScriptRequest};
+use crate::request::{
+    CgiRequest, Disconnected, ResponseHead, ResponseSink, ScriptOutcome, ScriptRequest,
+};
 use crate::server_vars;
 
 /// Which SAPI the engine presents to scripts (`PHP_SAPI`, `php_sapi_name()`).
@@ -144,6 +147,7 @@ pub(crate) fn engine_startup(settings: &ModuleSettings) -> Result<StartedModule,
         return Err("php_module_startup failed (see the errors above)".into());
     }
     server_vars::init();
+    crate::deadline::install();
     // SAFETY: module start-up is done and no request runs yet; the shim only swaps the
     // treat_data pointer of PHP's global sapi_module for its wrapper.
     let fast_input = unsafe { sys::ferrophp_install_treat_data() };
@@ -216,9 +220,47 @@ pub(crate) fn detach_thread() {
     }
 }
 
+/// Where a request's output goes: a sink of its own, or, for a job, the sink held in the
+/// PHP thread's deadline [`Watch`], which the watchdog takes away (answering the client)
+/// if it retires the thread.
+pub(crate) enum SinkCell {
+    Own(RefCell<Box<dyn ResponseSink>>),
+    Watched(std::sync::Arc<Watch>),
+}
+
+impl SinkCell {
+    /// Runs `f` on the sink; None once the watchdog took it.
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&mut dyn ResponseSink) -> R) -> Option<R> {
+        match self {
+            SinkCell::Own(cell) => Some(f(cell.borrow_mut().as_mut())),
+            SinkCell::Watched(watch) => watch
+                .sink
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .as_mut()
+                .map(|sink| f(sink.as_mut())),
+        }
+    }
+
+    /// Output calls that fail once the sink is gone, as for a client that went away.
+    pub(crate) fn send(
+        &self,
+        f: impl FnOnce(&mut dyn ResponseSink) -> Result<(), Disconnected>,
+    ) -> Result<(), Disconnected> {
+        self.with(f).unwrap_or(Err(Disconnected))
+    }
+
+    fn into_inner(self) -> Option<Box<dyn ResponseSink>> {
+        match self {
+            SinkCell::Own(cell) => Some(cell.into_inner()),
+            SinkCell::Watched(watch) => watch.sink.lock().unwrap_or_else(|e| e.into_inner()).take(),
+        }
+    }
+}
+
 /// The request in progress on this thread, as seen by SAPI callbacks.
 pub(crate) struct RequestContext<'a> {
-    pub(crate) sink: RefCell<Box<dyn ResponseSink>>,
+    pub(crate) sink: SinkCell,
     body: RefCell<Box<dyn Read + Send>>,
     pub(crate) cgi: Option<CgiRequest>,
     /// NUL-terminated copies `SG(request_info)` points into; they outlive the request.
@@ -270,7 +312,7 @@ impl RequestContext<'_> {
     }
 
     pub(crate) fn finish_response(&self) {
-        self.sink.borrow_mut().finish();
+        self.sink.with(|sink| sink.finish());
         self.finished.set(true);
     }
 }
@@ -337,7 +379,12 @@ pub(crate) struct PreparedRequest<'a> {
 }
 
 impl<'a> PreparedRequest<'a> {
-    pub(crate) fn new(request: ScriptRequest, arena: &'a Bump) -> Result<Self, ScriptOutcome> {
+    /// `watch`: the calling PHP thread's, for a job (its sink then lives there).
+    pub(crate) fn new(
+        request: ScriptRequest,
+        arena: &'a Bump,
+        watch: Option<std::sync::Arc<Watch>>,
+    ) -> Result<Self, ScriptOutcome> {
         let ScriptRequest {
             script_filename,
             cgi,
@@ -392,8 +439,15 @@ impl<'a> PreparedRequest<'a> {
                 .and_then(|v| arena_c_str(arena, v.as_bytes()));
         }
 
+        let sink = match watch {
+            Some(watch) => {
+                *watch.sink.lock().unwrap_or_else(|e| e.into_inner()) = Some(sink);
+                SinkCell::Watched(watch)
+            }
+            None => SinkCell::Own(RefCell::new(sink)),
+        };
         let ctx = RequestContext {
-            sink: RefCell::new(sink),
+            sink,
             body: RefCell::new(body),
             cgi,
             c_strings: strings,
@@ -478,8 +532,8 @@ impl<'a> PreparedRequest<'a> {
     }
 
     /// Clears every pointer `install` stored and hands back the sink, so the caller can
-    /// complete the response.
-    pub(crate) fn uninstall(self) -> Box<dyn ResponseSink> {
+    /// complete the response (None: the watchdog took it, and answered the client).
+    pub(crate) fn uninstall(self) -> Option<Box<dyn ResponseSink>> {
         php::set_server_context(std::ptr::null_mut());
         // SAFETY: plain writes to this thread's SAPI globals.
         unsafe {
@@ -502,10 +556,15 @@ impl<'a> PreparedRequest<'a> {
 }
 
 /// Runs one script as one PHP request on the calling PHP thread. Per-request strings go
-/// into `arena`, which the caller resets afterwards.
-pub(crate) fn run_script(request: ScriptRequest, arena: &Bump) -> ScriptOutcome {
+/// into `arena`, which the caller resets afterwards. `watch`: as for
+/// [`PreparedRequest::new`].
+pub(crate) fn run_script(
+    request: ScriptRequest,
+    arena: &Bump,
+    watch: Option<std::sync::Arc<Watch>>,
+) -> ScriptOutcome {
     forget_stale_resolutions();
-    let mut prepared = match PreparedRequest::new(request, arena) {
+    let mut prepared = match PreparedRequest::new(request, arena, watch) {
         Ok(p) => p,
         Err(outcome) => return outcome,
     };
@@ -529,7 +588,7 @@ pub(crate) fn run_script(request: ScriptRequest, arena: &Bump) -> ScriptOutcome 
                     match declined {
                         false => routed,
                         true if router == prepared.script_filename() => {
-                            prepared.ctx.sink.borrow_mut().declined();
+                            prepared.ctx.sink.with(|sink| sink.declined());
                             routed
                         }
                         true => execute_file(prepared.script_filename()),
@@ -550,7 +609,9 @@ pub(crate) fn run_script(request: ScriptRequest, arena: &Bump) -> ScriptOutcome 
             sys::ferrophp_execution_timer_restore(timer);
         }
     }
-    prepared.uninstall().finish();
+    if let Some(mut sink) = prepared.uninstall() {
+        sink.finish();
+    }
     outcome
 }
 
@@ -747,7 +808,7 @@ unsafe extern "C" fn on_ub_write(str_: *const c_char, len: usize) -> usize {
         return len;
     }
     if !ctx.disconnected.get() {
-        let result = ctx.sink.borrow_mut().write(bytes);
+        let result = ctx.sink.send(|sink| sink.write(bytes));
         if result.is_ok() {
             return len;
         }
@@ -772,7 +833,7 @@ unsafe extern "C" fn on_flush(_server_context: *mut c_void) {
         return;
     }
     if !ctx.disconnected.get() {
-        let result = ctx.sink.borrow_mut().flush();
+        let result = ctx.sink.send(|sink| sink.flush());
         if result.is_ok() {
             return;
         }
@@ -787,7 +848,7 @@ unsafe extern "C" fn on_send_headers(headers: *mut sys::sapi_headers_struct) -> 
     };
     // SAFETY: PHP passes SG(sapi_headers), valid for this call.
     let head = unsafe { response_head(&*headers) };
-    if ctx.sink.borrow_mut().send_head(head).is_err() {
+    if ctx.sink.send(|sink| sink.send_head(head)).is_err() {
         ctx.disconnected.set(true);
     }
     sys::SAPI_HEADER_SENT_SUCCESSFULLY as c_int

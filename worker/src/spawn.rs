@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
+use crate::deadline;
 use crate::observe::{self, PoolStats, Slot};
 use crate::sapi;
 
@@ -56,11 +57,13 @@ fn schedule_as_batch() {
 
 /// Spawns a PHP thread named `name` in the pool `stats` describes. Its [`Slot`] (state
 /// machine and counters) exists before the thread runs, so the pool can give it orders
-/// at once; `body` runs attached to PHP and registered, and the thread ends in
-/// `ThreadState::Done`.
+/// at once; `body` runs attached to PHP and registered (for the admin view and the
+/// deadline watchdog, which calls `replace` if it ever retires the thread), and the
+/// thread ends in `ThreadState::Done`.
 pub(crate) fn spawn(
     name: String,
     stats: &Arc<PoolStats>,
+    replace: Box<dyn Fn() + Send + Sync>,
     body: impl FnOnce(&Slot) + Send + 'static,
 ) -> std::io::Result<(Arc<Slot>, JoinHandle<()>)> {
     let slot = Arc::new(Slot::new(name.clone(), stats.clone()));
@@ -73,10 +76,15 @@ pub(crate) fn spawn(
                 schedule_as_batch();
                 sapi::attach_thread();
                 let registered = observe::enter(&slot);
+                deadline::register(slot.clone(), replace);
                 body(&slot);
                 slot.state.done();
                 drop(registered);
+                let was_retired = deadline::unregister();
                 sapi::detach_thread();
+                if was_retired {
+                    deadline::retired_thread_ended();
+                }
             }
         })?;
     Ok((slot, handle))

@@ -24,6 +24,13 @@
 //!          └──────┘
 //! ```
 //!
+//! One more state sits beside the diagram: `Retired`, ordered by the deadline watchdog
+//! (`deadline.rs`) for a thread still running a request well past its deadline, in code
+//! that cannot be interrupted (from `Busy`, or `Restarting`/`Draining` ordered while it
+//! was busy). Another thread takes its place; if the call it is stuck in ever returns,
+//! its own next transition fails with `Retired` and it drains and ends without serving
+//! again.
+//!
 //! Orders from outside (a stop: shutdown, or a rolling restart replacing the thread) are
 //! transitions too, made with a compare-and-swap from whatever state the thread is in,
 //! so an order that arrives while a thread is busy or booting is not lost: the thread's
@@ -57,6 +64,8 @@ pub enum ThreadState {
     Restarting = 4,
     /// Ended; the OS thread is gone or about to be.
     Done = 5,
+    /// Given up while stuck in a request past its deadline; replaced, ends if it returns.
+    Retired = 6,
 }
 
 impl ThreadState {
@@ -67,6 +76,7 @@ impl ThreadState {
             2 => ThreadState::Busy,
             3 => ThreadState::Draining,
             4 => ThreadState::Restarting,
+            6 => ThreadState::Retired,
             _ => ThreadState::Done,
         }
     }
@@ -80,6 +90,7 @@ impl ThreadState {
             ThreadState::Draining => "draining",
             ThreadState::Restarting => "restarting",
             ThreadState::Done => "done",
+            ThreadState::Retired => "retired",
         }
     }
 }
@@ -94,8 +105,9 @@ fn legal(from: ThreadState, to: ThreadState) -> bool {
             | (Busy, Idle)
             | (Booting | Idle | Busy, Restarting)
             | (Restarting, Booting)
-            | (Booting | Idle | Busy | Restarting, Draining)
+            | (Booting | Idle | Busy | Restarting | Retired, Draining)
             | (Draining, Done)
+            | (Busy | Restarting | Draining, Retired)
     )
 }
 
@@ -209,7 +221,8 @@ impl StateCell {
     }
 
     /// → Draining on the thread's own decision (idle retirement, `max_requests`, the
-    /// queue closed). A no-op when already draining.
+    /// queue closed, back from the request it was retired in). A no-op when already
+    /// draining.
     pub(crate) fn drain_self(&self, why: &'static str) {
         let _ = self.step(
             &[
@@ -217,6 +230,7 @@ impl StateCell {
                 ThreadState::Idle,
                 ThreadState::Busy,
                 ThreadState::Restarting,
+                ThreadState::Retired,
             ],
             ThreadState::Draining,
             why,
@@ -230,6 +244,21 @@ impl StateCell {
     }
 
     // --- Orders from the pool (any thread).
+
+    /// The deadline watchdog gives up the thread, stuck in its request (see the module
+    /// doc). False when it is not in a request any more.
+    pub(crate) fn order_retire(&self) -> bool {
+        self.step(
+            &[
+                ThreadState::Busy,
+                ThreadState::Restarting,
+                ThreadState::Draining,
+            ],
+            ThreadState::Retired,
+            "stuck past its deadline",
+        )
+        .is_ok()
+    }
 
     /// Stop after the current request. False when already draining or done.
     pub(crate) fn order_stop(&self) -> bool {
@@ -291,15 +320,42 @@ mod tests {
     }
 
     #[test]
+    fn a_retired_thread_never_serves_again() {
+        let c = cell();
+        c.booted().unwrap();
+        assert!(
+            !c.order_retire(),
+            "an idle thread is not stuck in a request"
+        );
+        c.take_job().unwrap();
+        assert!(c.order_retire());
+        assert!(!c.order_retire());
+        // Back from the request: every way on to another request fails.
+        assert_eq!(c.job_done(), Err(ThreadState::Retired));
+        assert_eq!(c.restart_self("test"), Err(ThreadState::Retired));
+        assert!(!c.order_stop());
+        c.done();
+        assert_eq!(c.get(), ThreadState::Done);
+        // A stop ordered while busy does not keep a stuck thread from being retired.
+        let c = cell();
+        c.booted().unwrap();
+        c.take_job().unwrap();
+        assert!(c.order_stop());
+        assert!(c.order_retire());
+    }
+
+    #[test]
     fn only_the_diagram_edges_are_legal() {
         use ThreadState::*;
-        let all = [Booting, Idle, Busy, Draining, Restarting, Done];
+        let all = [Booting, Idle, Busy, Draining, Restarting, Done, Retired];
         let edges = all
             .iter()
             .flat_map(|&a| all.iter().map(move |&b| (a, b)))
             .filter(|&(a, b)| legal(a, b))
             .count();
-        assert_eq!(edges, 12);
+        assert_eq!(edges, 16);
+        assert!(!legal(Retired, Idle));
+        assert!(!legal(Idle, Retired));
         assert!(!legal(Done, Booting));
         assert!(!legal(Draining, Idle));
         assert!(!legal(Idle, Booting));

@@ -29,6 +29,7 @@ use std::time::Duration;
 use bumpalo::Bump;
 use php_sys as sys;
 
+use crate::deadline;
 use crate::job::Job;
 use crate::observe::{self, Slot};
 use crate::php;
@@ -321,11 +322,17 @@ impl Role for Worker {
             unsafe { (*sys::ferrophp_core_globals()).ignore_user_abort = true };
             // SAFETY: on this PHP thread; only resets thread-local bookkeeping.
             unsafe { sys::ferrophp_worker_timer_forget() };
-            let outcome = sapi::run_script(boot_request(config, script), &boot_arena);
+            let outcome = sapi::run_script(boot_request(config, script), &boot_arena, None);
             // The engine request is over: the request whose handler ended the script (if
             // one did) has all of its response now.
             thread.finish_ending();
             CURRENT.with(|c| c.set(std::ptr::null()));
+            if state.get() == ThreadState::Retired {
+                // The deadline watchdog gave this thread up in a request (another took its
+                // place): its script has ended, and it must not boot again.
+                state.drain_self("back from the request it was retired in");
+                return Exit::Abandoned;
+            }
             // The script's whole run, boot included: always worth the check.
             crate::stack::release_deep_pages(std::time::Duration::MAX);
             let end = thread.end.get();
@@ -649,9 +656,11 @@ impl WorkerThread<'_> {
             }
         }
         let mut arena = self.request_arena.borrow_mut();
-        let mut prepared = match PreparedRequest::new(request, &arena) {
+        deadline::begin_job();
+        let mut prepared = match PreparedRequest::new(request, &arena, deadline::current()) {
             Ok(p) => p,
             Err(outcome) => {
+                deadline::end_job();
                 self.slot.end();
                 let _ = self.slot.state.job_done();
                 crate::job::report(done, outcome);
@@ -699,9 +708,11 @@ impl WorkerThread<'_> {
         let finish_bailed = unsafe { sys::ferrophp_worker_request_finish() };
 
         drop(prepared.uninstall());
+        deadline::end_job();
         php::set_server_context(boot_context);
-        // Busy → Idle; an order that came meanwhile is found by the next next_job.
-        let _ = self.slot.state.job_done();
+        // Busy → Idle; an order that came meanwhile is found by the next next_job. A
+        // thread retired meanwhile ends its script (Role::run then lets it go).
+        let retired = self.slot.state.job_done() == Err(ThreadState::Retired);
         arena.reset();
         drop(arena);
         crate::job::report(
@@ -714,7 +725,7 @@ impl WorkerThread<'_> {
         ferrophp_cache::on_request_end();
         // The handler has returned: nothing of it is left below this frame.
         crate::stack::release_deep_pages(ran);
-        flush_bailed || shutdown_bailed || finish_bailed
+        flush_bailed || shutdown_bailed || finish_bailed || retired
     }
 
     /// The handler ended the script: leaves its request installed for the script's
@@ -772,7 +783,11 @@ impl WorkerThread<'_> {
         self.slot.end();
         prepared.ctx.finish_response();
         drop(prepared.uninstall());
-        // Busy → Idle; an order that came meanwhile stays for the reboot to find.
+        // The request's deadlines covered the script's shutdown too (a destructor may
+        // block); they end with its response.
+        deadline::end_job();
+        // Busy → Idle (or Retired: the script has ended either way); an order that came
+        // meanwhile stays for the reboot to find.
         let _ = self.slot.state.job_done();
         crate::job::report(
             done,

@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use worker::{Engine, EngineConfig, LogTarget, WorkerConfig};
+use worker::{Engine, EngineConfig, EngineHooks, LogTarget, WorkerConfig};
 
 use super::DevMode;
 use crate::config::ServeConfig;
@@ -150,6 +150,11 @@ pub(super) async fn build(
             worker::SapiName::Server
         },
         php_stack_size: config.php_stack_size,
+        deadlines: config.deadlines,
+        hooks: EngineHooks {
+            slow_log: Some(crate::logging::slow_log_sink(config.log_format)),
+            replace_process: Some(super::shutdown::replace_hook()),
+        },
     })
     .map_err(|e| e.to_string())?;
     // Sized to each pool's ceiling (three per thread), so autoscaling has requests to

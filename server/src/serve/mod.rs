@@ -84,6 +84,7 @@ fn serve_to_the_end(
         }
     };
     match runtime.block_on(serve(config, inherited, dev)) {
+        Ok(()) if shutdown::replacement_requested() => shutdown::REPLACE_EXIT_STATUS,
         Ok(()) => 0,
         Err(e) => {
             tracing::error!("{e}");

@@ -1,5 +1,6 @@
-//! The end of a server: the signals that start it (SIGTERM, SIGINT), then closing the
-//! listener, draining the connections for up to the grace period, shutting PHP down
+//! The end of a server: the signals that start it (SIGTERM, SIGINT, or the engine asking
+//! for the process to be replaced: more PHP threads stuck than `--max-retired-threads`),
+//! then closing the listener, draining the connections for up to the grace period, shutting PHP down
 //! (scripts may still run after their response, `fastcgi_finish_request`), and what is
 //! left at exit (the last metrics push, the server's own session directory).
 //!
@@ -13,6 +14,7 @@
 //! This is Envoy's drain, shortened: a connection idle for the whole linger is closed
 //! with the same race, but no busy one is.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -22,19 +24,44 @@ use tokio::net::TcpListener;
 use super::app::{App, AtExit};
 use crate::admin;
 
-/// Resolves on the first SIGTERM or SIGINT (never, if the handlers cannot be set).
+/// The exit status of a server that drained because the engine asked for the process to
+/// be replaced (EX_TEMPFAIL): not 0, so `--supervise` and systemd's `Restart=on-failure`
+/// start a fresh one.
+pub(super) const REPLACE_EXIT_STATUS: i32 = 75;
+
+static REPLACE: tokio::sync::Notify = tokio::sync::Notify::const_new();
+static REPLACE_REQUESTED: AtomicBool = AtomicBool::new(false);
+
+/// For the engine: called (from its watchdog thread) when this process should be replaced.
+pub(super) fn replace_hook() -> worker::ReplaceHook {
+    Arc::new(|why: &str| {
+        if !REPLACE_REQUESTED.swap(true, Ordering::AcqRel) {
+            tracing::error!("{why}: draining, then exiting with status {REPLACE_EXIT_STATUS} for a supervisor to restart the server");
+            REPLACE.notify_one();
+        }
+    })
+}
+
+/// Whether the server is ending because the engine asked to be replaced.
+pub(super) fn replacement_requested() -> bool {
+    REPLACE_REQUESTED.load(Ordering::Acquire)
+}
+
+/// Resolves on the first SIGTERM or SIGINT (never, if the handlers cannot be set), or
+/// when the engine asks for the process to be replaced.
 pub(super) async fn signal() {
     use tokio::signal::unix::{signal, SignalKind};
     let (Ok(mut term), Ok(mut int)) = (
         signal(SignalKind::terminate()),
         signal(SignalKind::interrupt()),
     ) else {
-        std::future::pending::<()>().await;
+        REPLACE.notified().await;
         return;
     };
     tokio::select! {
         _ = term.recv() => {},
         _ = int.recv() => {},
+        _ = REPLACE.notified() => {},
     }
 }
 

@@ -5,10 +5,13 @@
 //! stopped by pid (SIGTERM for mariadbd, SIGINT for postgres, SIGKILL after 20 s) when its
 //! handle drops, so nothing is left running or listening afterwards. Each starts empty
 //! (MariaDB's root over the socket, PostgreSQL's `postgres` with `trust`): the caller
-//! creates its databases and users.
+//! creates its databases and users. [`databases`] is the pair most tests share: one of
+//! each, with database `app` ready, started on first use and stopped when the last test
+//! of the binary that uses it drops its handle (`databases.rs`, `deadlines.rs`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 /// How long a database server may take to accept connections.
@@ -282,4 +285,65 @@ impl Postgres {
             "psql",
         )
     }
+}
+
+/// Both servers in one temporary directory. Field order matters: the servers are
+/// stopped before the directory goes.
+pub struct Databases {
+    pub mariadb: MariaDb,
+    pub postgres: Postgres,
+    _dir: tempfile::TempDir,
+}
+
+impl Databases {
+    /// Environment for ferrophp so PHP scripts find the servers.
+    pub fn env(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("DB_MY_SOCKET", self.mariadb.socket.display().to_string()),
+            ("DB_PG_SOCKDIR", self.postgres.sockdir.display().to_string()),
+            ("DB_PG_PORT", self.postgres.port.to_string()),
+        ]
+    }
+}
+
+static SHARED: Mutex<Weak<Databases>> = Mutex::new(Weak::new());
+
+/// The servers, started on first use and shared by the tests that run concurrently:
+/// database `app` on both (with a table `marks`), user `app`/`app-pass` allowed everything
+/// on MariaDB.
+pub fn databases() -> Arc<Databases> {
+    let mut shared = SHARED.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(dbs) = shared.upgrade() {
+        return dbs;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // The postgres user must reach its directory inside ours.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let started = std::time::Instant::now();
+    let (mariadb, postgres) = std::thread::scope(|s| {
+        let my = s.spawn(|| MariaDb::start(dir.path()));
+        let pg = Postgres::start(dir.path());
+        (my.join().unwrap(), pg)
+    });
+    mariadb.sql(
+        "CREATE DATABASE app; \
+         CREATE USER 'app'@'localhost' IDENTIFIED BY 'app-pass'; \
+         GRANT ALL ON *.* TO 'app'@'localhost'; \
+         CREATE TABLE app.marks (id INT AUTO_INCREMENT PRIMARY KEY, tag VARCHAR(200)) \
+         ENGINE=InnoDB;",
+    );
+    postgres.sql("postgres", "CREATE DATABASE app");
+    postgres.sql(
+        "app",
+        "CREATE TABLE marks (id SERIAL PRIMARY KEY, tag TEXT NOT NULL)",
+    );
+    eprintln!("databases started in {:?}", started.elapsed());
+    let dbs = Arc::new(Databases {
+        mariadb,
+        postgres,
+        _dir: dir,
+    });
+    *shared = Arc::downgrade(&dbs);
+    dbs
 }
