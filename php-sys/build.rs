@@ -22,6 +22,8 @@ fn main() {
         "thread.c",
         "metrics.h",
         "metrics.c",
+        "trace.h",
+        "trace.c",
         "locale.c",
         "../scripts/build-php.sh",
     ] {
@@ -184,6 +186,7 @@ fn compile_shim(includes: &[String]) {
         .file("worker_request.c")
         .file("thread.c")
         .file("metrics.c")
+        .file("trace.c")
         .file("locale.c")
         .include(".")
         .warnings(false)

@@ -23,6 +23,7 @@ mod static_cache;
 mod static_files;
 pub mod supervise;
 mod tls;
+mod traces;
 mod workers;
 
 /// What the process does before any thread exists and before the command line is read:

@@ -468,18 +468,27 @@ fn render_server(out: &mut String) {
 }
 
 /// `GET /metrics`: every series merged across threads, the server's and runtime's own
-/// metrics, and push-mode counters.
+/// metrics, the trace exporter's and push mode's counters; every family with its
+/// `# HELP` and `# TYPE`.
 pub fn render() -> String {
     let snap = global().snapshot();
     let mut out = String::with_capacity(8192 + 200 * snap.series.len());
-    ferrophp_metrics::prometheus::render(&mut out, &snap);
+    ferrophp_metrics::prometheus::render(&mut out, &snap, |name| {
+        (name == REQUEST_DURATION)
+            .then_some("Time from receiving a request to its response head, by status class.")
+    });
     render_server(&mut out);
+    crate::traces::render(&mut out);
     let _ = write!(
         out,
-        "# TYPE ferrophp_metrics_push_payloads_sent_total counter\n\
+        "# HELP ferrophp_metrics_push_payloads_sent_total Push-mode payloads the collector took.\n\
+         # TYPE ferrophp_metrics_push_payloads_sent_total counter\n\
          ferrophp_metrics_push_payloads_sent_total {}\n\
+         # HELP ferrophp_metrics_push_payloads_dropped_total Push-mode payloads dropped from a \
+         full queue (the collector failing).\n\
          # TYPE ferrophp_metrics_push_payloads_dropped_total counter\n\
          ferrophp_metrics_push_payloads_dropped_total {}\n\
+         # HELP ferrophp_metrics_push_failures_total Push-mode POSTs that failed or timed out.\n\
          # TYPE ferrophp_metrics_push_failures_total counter\n\
          ferrophp_metrics_push_failures_total {}\n",
         PAYLOADS_SENT.load(Ordering::Relaxed),

@@ -73,9 +73,11 @@ fn valid_name(s: &str) -> bool {
 
 /// Parses the Prometheus text format (0.0.4) strictly: names and label names valid,
 /// label values properly quoted and escaped, values numbers, every sample in a family
-/// whose `# TYPE` came first, no family typed twice, no sample twice.
+/// whose `# TYPE` came first, no family typed twice, no sample twice, and every family
+/// with its `# HELP` line.
 fn parse(text: &str) -> Exposition {
     let mut e = Exposition::default();
+    let mut helped = std::collections::HashSet::new();
     for (n, line) in text.lines().enumerate() {
         let ctx = || format!("line {}: {line:?}", n + 1);
         if line.is_empty() {
@@ -100,7 +102,18 @@ fn parse(text: &str) -> Exposition {
                     );
                 }
                 Some("HELP") => {
-                    assert!(parts.next().is_some_and(valid_name), "{}", ctx());
+                    let name = parts.next().unwrap_or_default();
+                    assert!(valid_name(name), "{}", ctx());
+                    assert!(
+                        parts.next().is_some_and(|t| !t.is_empty()),
+                        "empty help: {}",
+                        ctx()
+                    );
+                    assert!(
+                        helped.insert(name.to_owned()),
+                        "family helped twice: {}",
+                        ctx()
+                    );
                 }
                 _ => {} // a comment
             }
@@ -187,6 +200,9 @@ fn parse(text: &str) -> Exposition {
             ctx()
         );
     }
+    for family in e.types.keys() {
+        assert!(helped.contains(family), "family without # HELP: {family}");
+    }
     e
 }
 
@@ -208,11 +224,13 @@ fn get(c: &reqwest::blocking::Client, url: &str) -> (u16, String) {
 fn parser_accepts_escapes_and_rejects_untyped_samples() {
     let e = parse(
         "# HELP a_total x\n# TYPE a_total counter\na_total{x=\"q\\\"\\\\\\n\",y=\"\"} 3\n\
-         # TYPE s summary\ns_sum 1.5\ns_count 2\n",
+         # HELP s y\n# TYPE s summary\ns_sum 1.5\ns_count 2\n",
     );
     assert_eq!(e.value("a_total", &[("x", "q\"\\\n"), ("y", "")]), 3.0);
     assert_eq!(e.value("s_count", &[]), 2.0);
     assert!(std::panic::catch_unwind(|| parse("b 1\n")).is_err());
+    // A family without its help line.
+    assert!(std::panic::catch_unwind(|| parse("# TYPE b counter\nb 1\n")).is_err());
 }
 
 #[test]

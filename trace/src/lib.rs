@@ -109,12 +109,12 @@ impl Tracing {
     /// The trace a request joins or starts. `traceparent`: the request's one
     /// `traceparent` header (None when absent or repeated); `tracestate`: its
     /// `tracestate`, asked for only when the parent is valid and the span sampled.
-    /// `start_unix_nano`: when the request arrived.
+    /// `start_unix_nano`: when the request arrived (asked for only when sampled).
     pub fn start_request(
         &'static self,
         traceparent: Option<&[u8]>,
         tracestate: impl FnOnce() -> Option<String>,
-        start_unix_nano: u64,
+        start_unix_nano: impl FnOnce() -> u64,
     ) -> RequestTrace {
         let parent = traceparent.and_then(parse_traceparent);
         let trace_id = parent.map_or_else(ids::new_trace_id, |p| p.trace_id);
@@ -132,7 +132,7 @@ impl Tracing {
             data.parent_remote = parent.is_some();
             data.flags = SAMPLED;
             data.kind = Kind::Server;
-            data.start_unix_nano = start_unix_nano;
+            data.start_unix_nano = start_unix_nano();
             if parent.is_some() {
                 if let Some(state) = tracestate() {
                     data.trace_state = state;

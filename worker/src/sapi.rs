@@ -235,6 +235,8 @@ pub(crate) struct RequestContext<'a> {
     /// `fastcgi_finish_request()` ended the response; output is now discarded.
     pub(crate) finished: Cell<bool>,
     started_at: f64,
+    /// Response body bytes the script wrote (for the trace's server span).
+    written: Cell<u64>,
 }
 
 #[derive(Default)]
@@ -333,6 +335,8 @@ pub(crate) struct PreparedRequest<'a> {
     pub(crate) define_std_streams: bool,
     /// The router script to run first (`ScriptRequest::router`).
     router: Option<&'a CStr>,
+    /// Installed for the engine request by `install` (`crate::trace`).
+    trace: Option<ferrophp_trace::RequestTrace>,
 }
 
 impl<'a> PreparedRequest<'a> {
@@ -348,6 +352,7 @@ impl<'a> PreparedRequest<'a> {
             body,
             sink,
             router,
+            trace,
         } = request;
         let router = match router {
             Some(r) => Some(
@@ -409,6 +414,7 @@ impl<'a> PreparedRequest<'a> {
             started_at: SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .map_or(0.0, |d| d.as_secs_f64()),
+            written: Cell::new(0),
         };
         // argv must outlive the request: PHP reads it while building $argv.
         let argv: Vec<CString> = argv.iter().filter_map(|a| c_string(a.as_bytes())).collect();
@@ -430,6 +436,7 @@ impl<'a> PreparedRequest<'a> {
             keep_working_directory,
             define_std_streams,
             router,
+            trace,
         })
     }
 
@@ -467,11 +474,13 @@ impl<'a> PreparedRequest<'a> {
             // fields and frees them at deactivation.
             sys::php_handle_auth_data(opt_ptr(&self.authorization));
         }
+        crate::trace::request_begin(self.trace.take());
     }
 
     /// Clears every pointer `install` stored and hands back the sink, so the caller can
     /// complete the response.
     pub(crate) fn uninstall(self) -> Box<dyn ResponseSink> {
+        crate::trace::request_end(self.ctx.written.get());
         php::set_server_context(std::ptr::null_mut());
         // SAFETY: plain writes to this thread's SAPI globals.
         unsafe {
@@ -699,6 +708,7 @@ unsafe extern "C" fn on_ub_write(str_: *const c_char, len: usize) -> usize {
     if !ctx.disconnected.get() {
         let result = ctx.sink.borrow_mut().write(bytes);
         if result.is_ok() {
+            ctx.written.set(ctx.written.get() + len as u64);
             return len;
         }
         ctx.disconnected.set(true);

@@ -91,6 +91,8 @@ pub(super) async fn build(
     let worker_router = WorkerRouter::new(&worker_configs, &config.workers)?;
     let worker_count = worker_configs.len();
     crate::metrics::configure(config.metrics);
+    // Before PHP starts: requests may be traced from the first one on.
+    crate::traces::configure();
     // Process-wide, read by the static file path: the configuration this process serves.
     crate::static_cache::configure(config.static_cache_mb);
     // The development server keeps PHP's own session defaults (files in the temporary

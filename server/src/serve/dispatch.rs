@@ -1,8 +1,8 @@
 //! One request's way to its answer: the checks every request passes (Host and
 //! `:authority`, CONNECT and odd transfer codings), `OPTIONS *` (answered here, it asks
 //! about the server, not a resource), routing to a static file, a PHP script (classic or
-//! worker) or an error, the development server's routing (`php -S`), and the metrics
-//! and access log of each response.
+//! worker) or an error, the development server's routing (`php -S`), and the metrics,
+//! trace span and access log of each response.
 
 use std::time::Instant;
 
@@ -20,14 +20,22 @@ use crate::static_files;
 /// Answers one request, and records it (metrics, access log).
 pub(super) async fn handle(
     app: &App,
-    req: Request<Incoming>,
+    mut req: Request<Incoming>,
     conn: &Connection,
 ) -> Response<ResponseBody> {
     let started = Instant::now();
     let method = req.method().clone();
     let uri = req.uri().clone();
     let mut mode = Mode::Static;
+    // A sampled request's server span; it reaches the PHP thread through the extensions.
+    let trace = crate::traces::start(&req, conn);
+    if let Some(trace) = &trace {
+        req.extensions_mut().insert(trace.clone());
+    }
     let response = dispatch(app, req, conn, &mut mode).await;
+    if let Some(trace) = trace {
+        crate::traces::finish(trace, &response, mode);
+    }
     crate::metrics::record_request(response.status().as_u16(), started.elapsed());
     crate::metrics::count_request(mode, response.status().as_u16());
     if app.access_log {

@@ -1,7 +1,8 @@
 //! The end of a server: the signals that start it (SIGTERM, SIGINT), then closing the
 //! listener, draining the connections for up to the grace period, shutting PHP down
 //! (scripts may still run after their response, `fastcgi_finish_request`), and what is
-//! left at exit (the last metrics push, the server's own session directory).
+//! left at exit (the last metrics push, the last spans, the server's own session
+//! directory).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -69,6 +70,10 @@ pub(super) async fn drain(
     if let Some(push) = metrics_push {
         push.finish(Duration::from_secs(5)).await;
     }
+    // Every request has ended (PHP is down): its spans are queued; send them all.
+    tokio::task::spawn_blocking(|| crate::traces::shutdown(Duration::from_secs(5)))
+        .await
+        .map_err(|e| e.to_string())?;
     if let Some(dir) = remove_at_exit {
         let _ = std::fs::remove_dir_all(dir);
     }
