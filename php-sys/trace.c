@@ -34,7 +34,8 @@ static zend_object *span_create(zend_class_entry *ce) {
 static void span_free(zend_object *obj) {
     ferrophp_span_object *span = span_from(obj);
     if (span->ref.generation != 0) {
-        ferrophp_trace_span_released(&span->ref);
+        bool unwinding = EG(exception) != NULL && !zend_is_unwind_exit(EG(exception));
+        ferrophp_trace_span_released(&span->ref, unwinding);
     }
     zend_object_std_dtor(obj);
 }

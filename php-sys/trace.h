@@ -41,8 +41,9 @@ typedef struct {
     uint8_t span_id[8];
 } ferrophp_span_ref;
 
-/* Rust: a Span object is being freed (ends its span if still open). */
-void ferrophp_trace_span_released(const ferrophp_span_ref *ref);
+/* Rust: a Span object is being freed (ends its span if still open); `unwinding`: an
+ * exception is in flight (its frame is being left because of it). */
+void ferrophp_trace_span_released(const ferrophp_span_ref *ref, bool unwinding);
 /* Rust: whether the running request records spans (the throw hook reads exceptions only
  * then). */
 bool ferrophp_trace_records(void);

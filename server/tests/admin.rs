@@ -647,3 +647,50 @@ fn json_logs_carry_the_access_fields() {
     std::thread::sleep(Duration::from_millis(300));
     assert!(!quiet.stderr().contains("\"access\""), "{}", quiet.stderr());
 }
+
+/// Every family of a scrape has its `# HELP` line (the parser insists): PHP's own series,
+/// the server's latency, the runtime's counters and, with tracing on, the trace
+/// exporter's (here failing against a collector that is down).
+#[test]
+fn every_metric_family_has_help_including_php_series_and_traces() {
+    let app = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../test-data/metrics/app")
+        .canonicalize()
+        .unwrap();
+    let down = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let endpoint = format!("http://127.0.0.1:{down}");
+    let server = Server::start_with_env(
+        &app,
+        &["--admin", "127.0.0.1:0", "--no-access-log"],
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()),
+            ("OTEL_BSP_SCHEDULE_DELAY", "10"),
+        ],
+    );
+    let c = client();
+    for v in ["1", "2.5"] {
+        assert_eq!(get(&c, &server.url(&format!("/classic.php?v={v}"))).0, 200);
+    }
+    let admin = server.admin_addr().unwrap();
+    assert!(wait_until(Duration::from_secs(10), || {
+        scrape(admin).value(
+            "ferrophp_trace_spans_dropped_total",
+            &[("reason", "export_failed")],
+        ) >= 2.0
+    }));
+    let e = scrape(admin);
+    for family in [
+        "app_value",
+        "app_requests_total",
+        "ferrophp_http_request_duration_seconds",
+        "ferrophp_metrics_series",
+        "ferrophp_metrics_push_failures_total",
+        "ferrophp_trace_spans_exported_total",
+        "ferrophp_trace_queue_spans",
+    ] {
+        assert!(e.types.contains_key(family), "{family} missing");
+    }
+}

@@ -847,8 +847,10 @@ pub unsafe extern "C" fn ferrophp_span_update_name(ed: Ed, rv: Rv) {
 }
 
 /// Ends the span `r` names if it is open in the current request (the server span ends
-/// with its request, never earlier).
-fn end_ref(r: &sys::ferrophp_span_ref) {
+/// with its request, never earlier). `failed`: an exception is unwinding through the
+/// span's scope (the last one thrown): the span gets status Error with its class and
+/// message, unless it was set to Ok.
+fn end_ref(r: &sys::ferrophp_span_ref, failed: bool) {
     if r.generation == 0 || r.index == SERVER_SPAN {
         return;
     }
@@ -856,10 +858,29 @@ fn end_ref(r: &sys::ferrophp_span_ref) {
         let Ok(mut s) = s.try_borrow_mut() else {
             return;
         };
-        if s.generation == r.generation && (r.index as usize) < s.used {
-            end_slot(&mut s, r.index, ft::now_unix_nano());
+        if s.generation != r.generation || (r.index as usize) >= s.used {
+            return;
         }
+        let s = &mut *s;
+        let slot = &mut s.slots[r.index as usize];
+        if failed && slot.open && slot.data.status != StatusCode::Ok {
+            slot.data.status = StatusCode::Error;
+            slot.data.status_message.clear();
+            if let Some((class, message)) = &s.thrown {
+                slot.data.status_message.push_str(&describe(class, message));
+            }
+        }
+        end_slot(s, r.index, ft::now_unix_nano());
     });
+}
+
+/// "Class: message" (the class alone without a message).
+fn describe(class: &str, message: &str) -> String {
+    if message.is_empty() {
+        class.to_owned()
+    } else {
+        format!("{class}: {message}")
+    }
 }
 
 /// `Span::end(): void`
@@ -870,16 +891,20 @@ pub unsafe extern "C" fn ferrophp_span_end(ed: Ed, _rv: Rv) {
     }
     // SAFETY: ed is the running Span method's frame.
     if let Some(r) = unsafe { sys::ferrophp_span_this(ed).as_ref() } {
-        end_ref(r);
+        end_ref(r, false);
     }
 }
 
-/// free_obj of a Span: a span nobody can end any more ends now.
+/// free_obj of a Span: a span nobody can end any more ends now (failed, when an
+/// exception is unwinding its scope).
 #[no_mangle]
-pub unsafe extern "C" fn ferrophp_trace_span_released(r: *const sys::ferrophp_span_ref) {
+pub unsafe extern "C" fn ferrophp_trace_span_released(
+    r: *const sys::ferrophp_span_ref,
+    unwinding: bool,
+) {
     // SAFETY: the object's own ref, alive during free_obj.
     if let Some(r) = unsafe { r.as_ref() } {
-        end_ref(r);
+        end_ref(r, unwinding);
     }
 }
 
@@ -1019,11 +1044,7 @@ pub unsafe extern "C" fn ferrophp_trace_on_error(t: c_int, msg: *const c_char, m
                         }
                     }
                 };
-                let description = if text.is_empty() {
-                    class.clone()
-                } else {
-                    format!("{class}: {text}")
-                };
+                let description = describe(&class, &text);
                 let described = Described {
                     class: class.clone(),
                     message: text,
