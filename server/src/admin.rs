@@ -13,6 +13,7 @@
 //! - `GET /threads`: JSON, one object per PHP thread: pool, state, busy, the request it
 //!   runs, requests served, PHP memory. `GET /frankenphp/threads`: the same in the shape
 //!   of FrankenPHP's admin endpoint, for its tooling.
+//! - `GET /status` (`?json`, `?full`, `?pool=NAME`): php-fpm's status page (`status.rs`).
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -34,7 +35,12 @@ pub fn set_draining() {
     DRAINING.store(true, Ordering::Relaxed);
 }
 
-pub async fn serve(addr: SocketAddr, engine: EngineControl) -> Result<SocketAddr, String> {
+pub async fn serve(
+    addr: SocketAddr,
+    engine: EngineControl,
+    status: crate::status::StatusSetup,
+) -> Result<SocketAddr, String> {
+    let status = std::sync::Arc::new(status);
     let listener = TcpListener::bind(addr)
         .await
         .map_err(|e| format!("cannot listen on {addr} (admin): {e}"))?;
@@ -48,9 +54,11 @@ pub async fn serve(addr: SocketAddr, engine: EngineControl) -> Result<SocketAddr
                 continue;
             };
             let engine = engine.clone();
+            let status = status.clone();
             let service = service_fn(move |req| {
                 let engine = engine.clone();
-                async move { Ok::<_, Infallible>(handle(&engine, req)) }
+                let status = status.clone();
+                async move { Ok::<_, Infallible>(handle(&engine, &status, req)) }
             });
             tokio::spawn(async move {
                 let _ = hyper::server::conn::http1::Builder::new()
@@ -62,8 +70,18 @@ pub async fn serve(addr: SocketAddr, engine: EngineControl) -> Result<SocketAddr
     Ok(local)
 }
 
-fn handle(engine: &EngineControl, req: Request<Incoming>) -> Response<ResponseBody> {
+fn handle(
+    engine: &EngineControl,
+    status: &crate::status::StatusSetup,
+    req: Request<Incoming>,
+) -> Response<ResponseBody> {
     match (req.method(), req.uri().path()) {
+        (&Method::GET, "/status") => {
+            match crate::status::render(req.uri().query().unwrap_or(""), status) {
+                Ok((content_type, body)) => ok_response(content_type, body),
+                Err(why) => body::text_response(StatusCode::NOT_FOUND, &why),
+            }
+        }
         (&Method::POST, "/workers/restart") => {
             engine.restart_workers();
             tracing::info!("admin: restarting workers");

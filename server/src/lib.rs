@@ -21,6 +21,7 @@ pub mod serve;
 mod sessions;
 mod static_cache;
 mod static_files;
+mod status;
 pub mod supervise;
 mod tls;
 mod traces;

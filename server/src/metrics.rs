@@ -122,6 +122,15 @@ impl Drop for Queued {
     }
 }
 
+/// Requests of pool `i` (`pool`, as `worker::observe::pools()` lists it) waiting for a
+/// thread now: for a permit on the HTTP side, or in the pool's queue.
+pub(crate) fn queue_depth(i: usize, pool: Option<&worker::observe::PoolInfo>) -> u64 {
+    QUEUE_DEPTHS[i.min(QUEUE_DEPTHS.len() - 1)]
+        .load(Ordering::Relaxed)
+        .max(0) as u64
+        + pool.map_or(0, |p| p.queued)
+}
+
 /// Prometheus label value escaping (backslash, quote, newline).
 fn label(v: &str) -> String {
     v.replace('\\', "\\\\")
@@ -152,13 +161,7 @@ fn render_server(out: &mut String) {
         }
     }
     let pools = worker::observe::pools();
-    // Waiting for a thread: for a permit on the HTTP side, or in the pool's queue.
-    let depth = |i: usize| {
-        QUEUE_DEPTHS[i.min(QUEUE_DEPTHS.len() - 1)]
-            .load(Ordering::Relaxed)
-            .max(0) as u64
-            + pools.get(i).map_or(0, |p| p.queued)
-    };
+    let depth = |i: usize| queue_depth(i, pools.get(i));
     header(
         out,
         "ferrophp_queue_depth",

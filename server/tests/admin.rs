@@ -694,3 +694,149 @@ fn every_metric_family_has_help_including_php_series_and_traces() {
         assert!(e.types.contains_key(family), "{family} missing");
     }
 }
+
+/// `GET /status`, php-fpm's page: text and JSON, per pool and all pools, the request a
+/// busy thread runs with its growing elapsed time, accepted requests, slow requests past
+/// `--slow-request-ms`, the most threads busy at once; an unknown pool is a 404.
+#[test]
+fn status_page_reads_like_php_fpms() {
+    let server = Server::start(
+        &root(),
+        &[
+            "--threads",
+            "2",
+            "--max-threads",
+            "3",
+            "--worker",
+            &format!("{},1", worker_script()),
+            "--admin",
+            "127.0.0.1:0",
+            "--slow-request-ms",
+            "300",
+            "--no-access-log",
+        ],
+    );
+    let admin = server.admin_addr().unwrap();
+    let c = client();
+    let status =
+        |query: &str| -> (u16, String) { get(&c, &format!("http://{admin}/status{query}")) };
+    let json = |query: &str| -> serde_json::Value {
+        let (code, body) = status(query);
+        assert_eq!(code, 200, "{body}");
+        serde_json::from_str(&body).unwrap()
+    };
+    let classic = |j: &serde_json::Value| -> serde_json::Value {
+        j["pools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["pool"] == "classic")
+            .unwrap()
+            .clone()
+    };
+
+    let (code, text) = status("");
+    assert_eq!(code, 200);
+    for line in [
+        "pool:                 all\n",
+        "pool:                 classic\n",
+        "process manager:      dynamic\n",
+        "process manager:      static\n",
+        "total processes:      3\n",
+        "idle processes:       3\n",
+        "listen queue len:     ",
+        "max children reached: 0\n",
+        "slow requests:        0\n",
+    ] {
+        assert!(text.contains(line), "{line:?} missing in:\n{text}");
+    }
+    assert!(text
+        .lines()
+        .any(|l| l.starts_with("start time:           ") && l.ends_with(" +0000")));
+
+    // Two fast requests, one slow (400 ms > 300 ms), and one held while we look. (The
+    // server's own start-up probe may have run on the classic pool already.)
+    let accepted = json("?json&pool=classic")["accepted conn"]
+        .as_u64()
+        .unwrap();
+    for _ in 0..2 {
+        assert_eq!(get(&c, &server.url("/classic.php")).0, 200);
+    }
+    assert_eq!(get(&c, &server.url("/classic.php?ms=400")).0, 200);
+    let held = server.url("/classic.php?ms=1500&held=1");
+    let h = std::thread::spawn(move || get(&client(), &held));
+    assert!(wait_until(Duration::from_secs(5), || {
+        json("?json")["active processes"] == 1
+    }));
+    let first = json("?json&full&pool=classic");
+    assert_eq!(first["pool"], "classic");
+    assert!(first.get("pools").is_none(), "one pool: one section");
+    assert_eq!(first["accepted conn"], accepted + 4);
+    assert_eq!(first["slow requests"], 1);
+    assert_eq!(first["active processes"], 1);
+    assert_eq!(first["idle processes"], 1);
+    let running: Vec<_> = first["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["state"] == "Running")
+        .cloned()
+        .collect();
+    assert_eq!(running.len(), 1, "{first}");
+    assert_eq!(running[0]["request method"], "GET");
+    assert_eq!(running[0]["request uri"], "/classic.php?ms=1500&held=1");
+    assert!(running[0]["pid"].as_i64().unwrap() > 0);
+    let elapsed = running[0]["request duration"].as_u64().unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let later = json("?json&full&pool=classic");
+    let again = later["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["pid"] == running[0]["pid"])
+        .unwrap()
+        .clone();
+    assert!(
+        again["request duration"].as_u64().unwrap() >= elapsed + 150_000,
+        "{elapsed} then {again}"
+    );
+    let (_, text) = status("?full&pool=classic");
+    assert!(
+        text.contains("request URI:          /classic.php?ms=1500&held=1\n"),
+        "{text}"
+    );
+    assert!(text.contains("state:                Running\n"), "{text}");
+    assert_eq!(h.join().unwrap().0, 200);
+
+    // Idle again: the thread shows its last request and how long it took.
+    let after = json("?json&full");
+    assert_eq!(after["pool"], "all");
+    assert_eq!(classic(&after)["active processes"], 0);
+    assert!(classic(&after)["max active processes"].as_u64().unwrap() >= 1);
+    let last = after["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["pid"] == running[0]["pid"])
+        .unwrap()
+        .clone();
+    assert_eq!(last["state"], "Idle");
+    assert_eq!(last["request uri"], "/classic.php?ms=1500&held=1");
+    assert!(last["request duration"].as_u64().unwrap() >= 1_500_000);
+    // The worker's pool by its script path (percent-encoded in the query).
+    let encoded: String = worker_script()
+        .bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect();
+    let w = json(&format!("?json&pool={encoded}"));
+    assert_eq!(w["pool"], worker_script().as_str());
+    assert_eq!(w["total processes"], 1);
+    assert_eq!(w["process manager"], "static");
+    assert_eq!(status("?pool=nope").0, 404);
+}

@@ -88,9 +88,15 @@ pub(super) async fn build(
     dev: Option<&DevMode>,
 ) -> Result<(App, AtExit), String> {
     let worker_configs = worker_configs(config)?;
+    // (floor, ceiling) of each worker pool, for the admin status page.
+    let worker_pools: Vec<(usize, usize)> = worker_configs
+        .iter()
+        .map(|w| (w.threads, w.max_threads))
+        .collect();
     let worker_router = WorkerRouter::new(&worker_configs, &config.workers)?;
     let worker_count = worker_configs.len();
     crate::metrics::configure(config.metrics);
+    worker::observe::set_slow_request_threshold(config.slow_request);
     // Before PHP starts: requests may be traced from the first one on.
     crate::traces::configure();
     // Process-wide, read by the static file path: the configuration this process serves.
@@ -170,7 +176,12 @@ pub(super) async fn build(
                 "admin listener on {addr}, beyond loopback: keep it off public networks"
             );
         }
-        admin::serve(addr, control.clone()).await?;
+        admin::serve(
+            addr,
+            control.clone(),
+            status_setup(config, &worker_pools, &engine),
+        )
+        .await?;
     }
     let metrics_push = config.metrics_push.clone().map(crate::metrics::spawn_push);
     if config.session_gc == sessions::GcMode::Background {
@@ -219,6 +230,30 @@ pub(super) async fn build(
         remove_at_exit,
     };
     Ok((app, at_exit))
+}
+
+/// What `/status` reports of each pool's configuration (classic first, then the workers,
+/// the order `worker::observe::pools()` lists them).
+fn status_setup(
+    config: &ServeConfig,
+    workers: &[(usize, usize)],
+    engine: &Engine,
+) -> crate::status::StatusSetup {
+    let manager = |floor: usize, ceiling: usize| if ceiling > floor { "dynamic" } else { "static" };
+    let mut pools = vec![crate::status::PoolSetup {
+        manager: manager(config.threads, config.max_threads),
+        listen_queue_len: engine.max_in_flight(worker::Target::Classic) as u64,
+    }];
+    for (i, &(floor, ceiling)) in workers.iter().enumerate() {
+        pools.push(crate::status::PoolSetup {
+            manager: manager(floor, ceiling),
+            listen_queue_len: engine.max_in_flight(worker::Target::Worker(i)) as u64,
+        });
+    }
+    crate::status::StatusSetup {
+        pools,
+        started: std::time::SystemTime::now(),
+    }
 }
 
 /// The configured workers, each with the server's environment under its own (a kernel
