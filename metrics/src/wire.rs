@@ -1,12 +1,14 @@
 //! Protobuf wire-format primitives, written by hand (no build-time `protoc`): the writers
 //! and the reader that the metrics push payload (`proto`) and the trace exporter
-//! (crate `ferrophp-trace`, OTLP) encode and decode with.
+//! (crate `ferrophp-trace`, OTLP) encode and decode with. The small writers are
+//! `#[inline]`: called across crates, byte by byte, on every span PHP ends.
 
 pub const VARINT: u8 = 0;
 pub const I64: u8 = 1;
 pub const LEN: u8 = 2;
 pub const I32: u8 = 5;
 
+#[inline]
 pub fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         out.push((v as u8) | 0x80);
@@ -15,10 +17,12 @@ pub fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     out.push(v as u8);
 }
 
+#[inline]
 pub fn put_tag(out: &mut Vec<u8>, field: u32, wire: u8) {
     put_varint(out, ((field as u64) << 3) | wire as u64);
 }
 
+#[inline]
 pub fn put_double(out: &mut Vec<u8>, field: u32, v: f64) {
     put_tag(out, field, I64);
     out.extend_from_slice(&v.to_le_bytes());

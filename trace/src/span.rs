@@ -96,9 +96,27 @@ pub enum Value<'a> {
     Bool(bool),
 }
 
-/// `bytes` as UTF-8, with invalid sequences replaced; borrowed when already valid.
+/// `bytes` as UTF-8, with invalid sequences replaced; borrowed when already valid (the
+/// plain check first: `from_utf8_lossy` walks chunk by chunk, several times slower).
+#[inline]
 fn utf8(bytes: &[u8]) -> Cow<'_, str> {
-    String::from_utf8_lossy(bytes)
+    match std::str::from_utf8(bytes) {
+        Ok(s) => Cow::Borrowed(s),
+        Err(_) => String::from_utf8_lossy(bytes),
+    }
+}
+
+/// Bytes of `v` as a varint.
+#[inline]
+pub(crate) fn varint_len(v: u64) -> usize {
+    // 1 byte per started 7 bits; 0 takes one.
+    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
+}
+
+/// Bytes of a length-delimited field `field` holding `len` bytes.
+#[inline]
+fn len_field(field: u32, len: usize) -> usize {
+    varint_len((field as u64) << 3) + varint_len(len as u64) + len
 }
 
 /// The longest prefix of `s` of at most `max` bytes that ends at a character boundary.
@@ -124,26 +142,62 @@ fn put_fixed64(out: &mut Vec<u8>, field: u32, v: u64) {
     out.extend_from_slice(&v.to_le_bytes());
 }
 
-/// Encodes `value` as an `AnyValue` body.
-fn put_any_value(out: &mut Vec<u8>, value: &Value<'_>, limits: &Limits) {
-    match *value {
-        Value::Str(s) => {
-            let s = utf8(s);
-            put_bytes(out, 1, cut(&s, limits.value_length).as_bytes());
+/// A single value as it will be written: strings converted and cut once.
+enum Scalar<'a> {
+    Str(Cow<'a, str>),
+    Bool(bool),
+    Int(i64),
+    Double(f64),
+}
+
+impl<'a> Scalar<'a> {
+    fn new(value: &Value<'a>, limits: &Limits) -> Scalar<'a> {
+        match *value {
+            Value::Str(s) => Scalar::Str(match utf8(s) {
+                Cow::Borrowed(b) => Cow::Borrowed(cut(b, limits.value_length)),
+                Cow::Owned(o) => Cow::Owned(cut(&o, limits.value_length).to_owned()),
+            }),
+            Value::Bool(b) => Scalar::Bool(b),
+            Value::Int(i) => Scalar::Int(i),
+            Value::Double(d) => Scalar::Double(d),
         }
-        Value::Bool(b) => {
-            put_tag(out, 2, VARINT);
-            put_varint(out, b as u64);
+    }
+
+    /// Bytes of the `AnyValue` body.
+    fn len(&self) -> usize {
+        match self {
+            Scalar::Str(s) => len_field(1, s.len()),
+            Scalar::Bool(_) => 2,
+            Scalar::Int(i) => 1 + varint_len(*i as u64),
+            Scalar::Double(_) => 9,
         }
-        Value::Int(i) => {
-            put_tag(out, 3, VARINT);
-            put_varint(out, i as u64);
+    }
+
+    /// Writes the `AnyValue` body.
+    fn put(&self, out: &mut Vec<u8>) {
+        match self {
+            Scalar::Str(s) => put_bytes(out, 1, s.as_bytes()),
+            Scalar::Bool(b) => {
+                put_tag(out, 2, VARINT);
+                put_varint(out, *b as u64);
+            }
+            Scalar::Int(i) => {
+                put_tag(out, 3, VARINT);
+                put_varint(out, *i as u64);
+            }
+            Scalar::Double(d) => put_fixed64(out, 4, d.to_bits()),
         }
-        Value::Double(d) => put_fixed64(out, 4, d.to_bits()),
     }
 }
 
-/// Appends one `KeyValue` as field `field` of the enclosing message.
+/// Encodes `value` as an `AnyValue` body.
+fn put_any_value(out: &mut Vec<u8>, value: &Value<'_>, limits: &Limits) {
+    Scalar::new(value, limits).put(out);
+}
+
+/// Appends one `KeyValue` as field `field` of the enclosing message. A single value is
+/// written with its lengths computed first (one reservation, nothing moved); an array
+/// through nested placeholders.
 fn put_key_value(
     out: &mut Vec<u8>,
     field: u32,
@@ -151,17 +205,31 @@ fn put_key_value(
     values: AttrValue<'_>,
     limits: &Limits,
 ) {
-    put_nested(out, field, |o| {
-        put_bytes(o, 1, utf8(key).as_bytes());
-        put_nested(o, 2, |o| match values {
-            AttrValue::One(v) => put_any_value(o, &v, limits),
-            AttrValue::Array(items) => put_nested(o, 5, |o| {
-                for item in items {
-                    put_nested(o, 1, |o| put_any_value(o, item, limits));
-                }
-            }),
-        });
-    });
+    let key = utf8(key);
+    match values {
+        AttrValue::One(v) => {
+            let v = Scalar::new(&v, limits);
+            let any = v.len();
+            let body = len_field(1, key.len()) + len_field(2, any);
+            out.reserve(len_field(field, body));
+            put_tag(out, field, LEN);
+            put_varint(out, body as u64);
+            put_bytes(out, 1, key.as_bytes());
+            put_tag(out, 2, LEN);
+            put_varint(out, any as u64);
+            v.put(out);
+        }
+        AttrValue::Array(items) => put_nested(out, field, |o| {
+            put_bytes(o, 1, key.as_bytes());
+            put_nested(o, 2, |o| {
+                put_nested(o, 5, |o| {
+                    for item in items {
+                        put_nested(o, 1, |o| put_any_value(o, item, limits));
+                    }
+                })
+            });
+        }),
+    }
 }
 
 /// One value or a homogeneous array of them (what an attribute may hold).
@@ -240,6 +308,42 @@ impl SpanData {
         self.name.push_str(&utf8(name));
     }
 
+    /// Bytes of the `Span` body `encode_into` writes.
+    fn encoded_len(&self) -> usize {
+        let mut n = len_field(1, 16) + len_field(2, 8);
+        if !self.trace_state.is_empty() {
+            n += len_field(3, self.trace_state.len());
+        }
+        if self.parent.is_some() {
+            n += len_field(4, 8);
+        }
+        n += len_field(5, self.name.len());
+        n += 1 + varint_len(self.kind as u64);
+        n += 2 * 9;
+        n += self.attributes.len();
+        if self.dropped_attributes > 0 {
+            n += 1 + varint_len(self.dropped_attributes as u64);
+        }
+        n += self.events.len();
+        if self.dropped_events > 0 {
+            n += 1 + varint_len(self.dropped_events as u64);
+        }
+        if self.status != StatusCode::Unset {
+            n += len_field(15, self.status_len());
+        }
+        // flags: a two-byte tag (field 16) and a fixed32.
+        n + 2 + 4
+    }
+
+    fn status_len(&self) -> usize {
+        let message = if self.status_message.is_empty() {
+            0
+        } else {
+            len_field(2, self.status_message.len())
+        };
+        message + 1 + varint_len(self.status as u64)
+    }
+
     /// Sets attribute `key`, replacing an earlier value of the same key (the
     /// specification's rule); past the limit it is dropped and counted.
     pub fn set_attribute<'a>(
@@ -278,10 +382,10 @@ impl SpanData {
     }
 
     /// Appends attribute `key` without looking for an earlier one (the server's own
-    /// attributes, each set once).
+    /// attributes, each set once; the keys of one PHP array, which are distinct).
     pub fn push_attribute<'a>(
         &mut self,
-        key: &str,
+        key: impl AsRef<[u8]>,
         value: impl Into<AttrValue<'a>>,
         limits: &Limits,
     ) {
@@ -290,13 +394,7 @@ impl SpanData {
             crate::stats::ATTRIBUTES_DROPPED.fetch_add(1, Ordering::Relaxed);
             return;
         }
-        put_key_value(
-            &mut self.attributes,
-            9,
-            key.as_bytes(),
-            value.into(),
-            limits,
-        );
+        put_key_value(&mut self.attributes, 9, key.as_ref(), value.into(), limits);
         self.attribute_count += 1;
     }
 
@@ -342,49 +440,58 @@ impl SpanData {
         self.event_count
     }
 
-    /// Appends this span as one `ScopeSpans.spans` field (number 2) to `out`.
+    /// Appends this span as one `ScopeSpans.spans` field (number 2) to `out`: its length
+    /// computed first, so the bytes are written once, in place.
     pub fn encode_into(&self, out: &mut Vec<u8>) {
-        put_nested(out, 2, |o| {
-            put_bytes(o, 1, &self.trace_id.0);
-            put_bytes(o, 2, &self.span_id.0);
-            if !self.trace_state.is_empty() {
-                put_bytes(o, 3, self.trace_state.as_bytes());
+        let body = self.encoded_len();
+        out.reserve(len_field(2, body));
+        put_tag(out, 2, LEN);
+        put_varint(out, body as u64);
+        let start = out.len();
+        put_bytes(out, 1, &self.trace_id.0);
+        put_bytes(out, 2, &self.span_id.0);
+        if !self.trace_state.is_empty() {
+            put_bytes(out, 3, self.trace_state.as_bytes());
+        }
+        if let Some(parent) = self.parent {
+            put_bytes(out, 4, &parent.0);
+        }
+        put_bytes(out, 5, self.name.as_bytes());
+        put_tag(out, 6, VARINT);
+        put_varint(out, self.kind as u64);
+        put_fixed64(out, 7, self.start_unix_nano);
+        put_fixed64(out, 8, self.end_unix_nano.max(self.start_unix_nano));
+        out.extend_from_slice(&self.attributes);
+        if self.dropped_attributes > 0 {
+            put_tag(out, 10, VARINT);
+            put_varint(out, self.dropped_attributes as u64);
+        }
+        out.extend_from_slice(&self.events);
+        if self.dropped_events > 0 {
+            put_tag(out, 12, VARINT);
+            put_varint(out, self.dropped_events as u64);
+        }
+        if self.status != StatusCode::Unset {
+            put_tag(out, 15, LEN);
+            put_varint(out, self.status_len() as u64);
+            if !self.status_message.is_empty() {
+                put_bytes(out, 2, self.status_message.as_bytes());
             }
-            if let Some(parent) = self.parent {
-                put_bytes(o, 4, &parent.0);
-            }
-            put_bytes(o, 5, self.name.as_bytes());
-            put_tag(o, 6, VARINT);
-            put_varint(o, self.kind as u64);
-            put_fixed64(o, 7, self.start_unix_nano);
-            put_fixed64(o, 8, self.end_unix_nano.max(self.start_unix_nano));
-            o.extend_from_slice(&self.attributes);
-            if self.dropped_attributes > 0 {
-                put_tag(o, 10, VARINT);
-                put_varint(o, self.dropped_attributes as u64);
-            }
-            o.extend_from_slice(&self.events);
-            if self.dropped_events > 0 {
-                put_tag(o, 12, VARINT);
-                put_varint(o, self.dropped_events as u64);
-            }
-            if self.status != StatusCode::Unset {
-                put_nested(o, 15, |o| {
-                    if !self.status_message.is_empty() {
-                        put_bytes(o, 2, self.status_message.as_bytes());
-                    }
-                    put_tag(o, 3, VARINT);
-                    put_varint(o, self.status as u64);
-                });
-            }
-            // SpanFlags: the W3C flags, and whether the parent is remote (bits 8 and 9).
-            let mut flags = self.flags as u32;
-            if self.parent.is_some() {
-                flags |= 0x100 | if self.parent_remote { 0x200 } else { 0 };
-            }
-            put_tag(o, 16, I32);
-            o.extend_from_slice(&flags.to_le_bytes());
-        });
+            put_tag(out, 3, VARINT);
+            put_varint(out, self.status as u64);
+        }
+        // SpanFlags: the W3C flags, and whether the parent is remote (bits 8 and 9).
+        let mut flags = self.flags as u32;
+        if self.parent.is_some() {
+            flags |= 0x100 | if self.parent_remote { 0x200 } else { 0 };
+        }
+        put_tag(out, 16, I32);
+        out.extend_from_slice(&flags.to_le_bytes());
+        debug_assert_eq!(
+            out.len() - start,
+            body,
+            "encoded_len disagrees with encode_into"
+        );
     }
 }
 
@@ -459,6 +566,42 @@ mod tests {
         // int_value = 3 (varint 2), bool_value = 2 (false)
         assert_eq!(attrs[1].1, [0x18, 2]);
         assert_eq!(attrs[2].1, [0x10, 0]);
+    }
+
+    #[test]
+    fn computed_lengths_match_what_is_written() {
+        for v in [0u64, 1, 127, 128, 16_383, 16_384, u32::MAX as u64, u64::MAX] {
+            let mut b = Vec::new();
+            put_varint(&mut b, v);
+            assert_eq!(varint_len(v), b.len(), "{v}");
+        }
+        let limits = Limits::default();
+        let mut s = SpanData::default();
+        s.set_name(&[b'n'; 300]);
+        s.trace_state.push_str("a=1");
+        s.parent = Some(SpanId([1; 8]));
+        s.status = StatusCode::Error;
+        s.status_message.push_str("why");
+        for i in 0..40 {
+            s.set_attribute(format!("k{i}").as_bytes(), Value::Int(-i), &limits);
+            s.add_event(i as u64, b"e", &limits, |a| {
+                a.push(b"x", Value::Double(1.5))
+            });
+        }
+        s.set_attribute(
+            b"list",
+            AttrValue::Array(&[Value::Bool(true), Value::Bool(false)]),
+            &limits,
+        );
+        let mut out = Vec::new();
+        s.encode_into(&mut out);
+        // One field spanning it all (the debug assertion checked the body's length).
+        let mut r = Reader::new(&out);
+        let Ok(Some((2, Field::Len(body)))) = r.next_field() else {
+            panic!()
+        };
+        assert_eq!(r.remaining(), 0);
+        assert_eq!(body.len(), s.encoded_len());
     }
 
     #[test]

@@ -237,22 +237,36 @@ unsafe fn attr_value<'a>(v: *const sys::zval) -> Result<PhpValue<'a>, &'static s
 /// `ht` is null or a live array.
 unsafe fn read_attributes(
     ht: *const sys::HashTable,
+    f: impl FnMut(&[u8], AttrValue<'_>),
+) -> Result<(), String> {
+    // SAFETY: guaranteed by the caller.
+    unsafe { read_attributes_as(ht, true, f) }
+}
+
+/// As [`read_attributes`]; `check_first` false reads the array once, calling `f` for the
+/// entries before a bad one (for a span that is thrown away on error).
+///
+/// # Safety
+/// `ht` is null or a live array.
+unsafe fn read_attributes_as(
+    ht: *const sys::HashTable,
+    check_first: bool,
     mut f: impl FnMut(&[u8], AttrValue<'_>),
 ) -> Result<(), String> {
     if ht.is_null() {
         return Ok(());
     }
-    let check = |key: &zv::HKey, v: *const sys::zval| -> Result<(), String> {
+    // One entry: its key and value, or what is wrong with it.
+    let read = |key: zv::HKey, v: *const sys::zval| -> Result<(&[u8], PhpValue<'_>), String> {
         let zv::HKey::Str(k) = key else {
             return Err("attribute keys must be strings (got an integer key)".to_owned());
         };
-        // SAFETY: keys of a live array.
-        let k = unsafe { zv::str_bytes(*k) };
+        // SAFETY: keys and values of a live array (the caller's), unchanged meanwhile.
+        let (k, value) = unsafe { (zv::str_bytes(k), attr_value(v)) };
         if k.is_empty() {
             return Err("attribute keys must not be empty".to_owned());
         }
-        // SAFETY: values of a live array.
-        unsafe { attr_value(v) }.map(|_| ()).map_err(|why| {
+        let value = value.map_err(|why| {
             format!(
                 "attribute {:?} {why}",
                 String::from_utf8_lossy(k)
@@ -260,24 +274,25 @@ unsafe fn read_attributes(
                     .take(100)
                     .collect::<String>()
             )
-        })
+        })?;
+        Ok((k, value))
     };
-    // SAFETY: guaranteed by the caller; neither pass modifies the array.
+    let mut apply = |k: &[u8], value: PhpValue<'_>| match value {
+        PhpValue::One(x) => f(k, AttrValue::One(x)),
+        PhpValue::List(list) => f(k, AttrValue::Array(&list)),
+        PhpValue::Skip => {}
+    };
+    // SAFETY: guaranteed by the caller; no pass modifies the array.
     unsafe {
-        zv::for_each(ht, |key, v| check(&key, v))?;
-        let _ = zv::for_each(ht, |key, v| {
-            if let (zv::HKey::Str(k), Ok(value)) = (key, attr_value(v)) {
-                let k = zv::str_bytes(k);
-                match value {
-                    PhpValue::One(x) => f(k, AttrValue::One(x)),
-                    PhpValue::List(list) => f(k, AttrValue::Array(&list)),
-                    PhpValue::Skip => {}
-                }
-            }
-            Ok::<(), ()>(())
-        });
+        if check_first {
+            zv::for_each(ht, |key, v| read(key, v).map(|_| ()))?;
+        }
+        zv::for_each(ht, |key, v| {
+            let (k, value) = read(key, v)?;
+            apply(k, value);
+            Ok(())
+        })
     }
-    Ok(())
 }
 
 /// A span name from PHP; Err for an empty one.
@@ -454,8 +469,14 @@ pub unsafe extern "C" fn ferrophp_trace_span(ed: Ed, rv: Rv) {
         let limits = tracing.limits;
         let slot = &mut s.slots[index];
         slot.data.reset();
+        // One pass, no search for earlier keys: the span is new (and dropped on error),
+        // and the keys of one array are distinct.
         // SAFETY: as above.
-        unsafe { read_attributes(attributes, |k, v| slot.data.set_attribute(k, v, &limits)) }?;
+        unsafe {
+            read_attributes_as(attributes, false, |k, v| {
+                slot.data.push_attribute(k, v, &limits)
+            })
+        }?;
         let ctx = SpanContext {
             trace_id: parent.trace_id,
             span_id: ft::ids::new_span_id(),
@@ -863,7 +884,11 @@ fn end_ref(r: &sys::ferrophp_span_ref, failed: bool) {
         }
         let s = &mut *s;
         let slot = &mut s.slots[r.index as usize];
-        if failed && slot.open && slot.data.status != StatusCode::Ok {
+        if !slot.open {
+            // Ended already (end() then free, the usual order): nothing to do.
+            return;
+        }
+        if failed && slot.data.status != StatusCode::Ok {
             slot.data.status = StatusCode::Error;
             slot.data.status_message.clear();
             if let Some((class, message)) = &s.thrown {
