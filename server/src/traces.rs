@@ -11,6 +11,7 @@
 //! adds what it knows, and the span is exported when both sides are done with it.
 
 use std::fmt::Write as _;
+use std::io::Write as _;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -69,12 +70,15 @@ const KNOWN_METHODS: [&str; 9] = [
     "CONNECT", "DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT", "TRACE",
 ];
 
+static TRACEPARENT: http::HeaderName = http::HeaderName::from_static("traceparent");
+static TRACESTATE: http::HeaderName = http::HeaderName::from_static("tracestate");
+
 /// A request arrived: its trace, when sampled.
 #[inline]
 pub(crate) fn start<B>(req: &Request<B>, conn: &Connection) -> Option<RequestTrace> {
     let tracing = ft::get()?;
     let headers = req.headers();
-    let mut parents = headers.get_all("traceparent").iter();
+    let mut parents = headers.get_all(&TRACEPARENT).iter();
     // Two headers are no valid context (W3C Trace Context §3.2: start a new trace).
     let traceparent = match (parents.next(), parents.next()) {
         (Some(v), None) => Some(v.as_bytes()),
@@ -82,7 +86,7 @@ pub(crate) fn start<B>(req: &Request<B>, conn: &Connection) -> Option<RequestTra
     };
     let trace = tracing.start_request(
         traceparent,
-        || ft::parse_tracestate(headers.get_all("tracestate").iter().map(|v| v.as_bytes())),
+        || ft::parse_tracestate(headers.get_all(&TRACESTATE).iter().map(|v| v.as_bytes())),
         ft::now_unix_nano,
     );
     let server = trace.server.as_ref()?;
@@ -125,8 +129,14 @@ pub(crate) fn start<B>(req: &Request<B>, conn: &Connection) -> Option<RequestTra
                 .unwrap_or(conn.local_addr.port() as i64);
             attr(d, "server.port", Value::Int(port));
         }
-        let ip = conn.remote_addr.ip().to_string();
-        attr(d, "client.address", Value::Str(ip.as_bytes()));
+        // Formatted on the stack: no allocation per request.
+        let mut ip = [0u8; 64];
+        let len = {
+            let mut w = &mut ip[..];
+            let _ = write!(w, "{}", conn.remote_addr.ip());
+            64 - w.len()
+        };
+        attr(d, "client.address", Value::Str(&ip[..len]));
         attr(d, "client.port", Value::Int(conn.remote_addr.port() as i64));
         let version: &[u8] = match req.version() {
             http::Version::HTTP_09 => b"0.9",
@@ -172,9 +182,10 @@ pub(crate) fn finish<B: http_body::Body>(trace: RequestTrace, response: &Respons
         return;
     };
     let status = response.status().as_u16();
+    // Pushed, not set: these keys come from this side only (no search for an earlier one).
     server.with(|d, limits| {
-        d.set_attribute(
-            b"http.response.status_code",
+        d.push_attribute(
+            "http.response.status_code",
             Value::Int(status as i64),
             limits,
         );
@@ -183,10 +194,11 @@ pub(crate) fn finish<B: http_body::Body>(trace: RequestTrace, response: &Respons
             Mode::Classic => b"classic",
             Mode::Worker => b"worker",
         };
-        d.set_attribute(b"ferrophp.mode", Value::Str(mode_name), limits);
+        d.push_attribute("ferrophp.mode", Value::Str(mode_name), limits);
+        // PHP's answers: the PHP thread counts what the script wrote.
         if mode == Mode::Static {
             if let Some(n) = response.body().size_hint().exact() {
-                d.set_attribute(b"http.response.body.size", Value::Int(n as i64), limits);
+                d.push_attribute("http.response.body.size", Value::Int(n as i64), limits);
             }
         }
         // Server spans: 5xx is an error, 4xx is the client's (semantic conventions).

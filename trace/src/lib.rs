@@ -125,7 +125,8 @@ impl Tracing {
             flags: if sampled { SAMPLED } else { 0 },
         };
         let server = sampled.then(|| {
-            let mut data = SpanData::default();
+            // Room for the server's attributes: no regrowth while they are added.
+            let mut data = SpanData::with_capacity(SERVER_ATTRIBUTE_BYTES);
             data.trace_id = trace_id;
             data.span_id = context.span_id;
             data.parent = parent.map(|p| p.span_id);
@@ -150,6 +151,9 @@ impl Tracing {
         }
     }
 }
+
+/// What the HTTP server's attributes of a span usually take, encoded.
+const SERVER_ATTRIBUTE_BYTES: usize = 640;
 
 /// A request's place in a trace.
 #[derive(Clone)]

@@ -282,6 +282,14 @@ pub struct SpanData {
 }
 
 impl SpanData {
+    /// An empty span whose attributes may take `attribute_bytes` without reallocating.
+    pub fn with_capacity(attribute_bytes: usize) -> SpanData {
+        SpanData {
+            attributes: Vec::with_capacity(attribute_bytes),
+            ..SpanData::default()
+        }
+    }
+
     /// Empties the span for reuse, keeping its buffers.
     pub fn reset(&mut self) {
         self.parent = None;
