@@ -203,6 +203,11 @@ const WORKLOADS: &[Workload] = &[
     },
 ];
 
+/// Where docs/benchmarks.md's sections written by other benchmarks begin: this harness
+/// rewrites what is above it and keeps the rest.
+const KEPT_MARKER: &str =
+    "<!-- Sections below are written by other benchmarks; compare.rs keeps them. -->";
+
 struct Options {
     rounds: usize,
     seconds: u64,
@@ -299,7 +304,18 @@ fn main() {
     let out = options.out.clone().unwrap_or_else(|| repo.join("docs"));
     std::fs::create_dir_all(&out).unwrap();
     std::fs::write(out.join("benchmarks.json"), &json).unwrap();
-    std::fs::write(out.join("benchmarks.md"), report.markdown(&json)).unwrap();
+    // Sections other benchmarks wrote (trace_bench's) stay below the marker.
+    let md_path = out.join("benchmarks.md");
+    let kept = std::fs::read_to_string(&md_path)
+        .ok()
+        .and_then(|old| old.find(KEPT_MARKER).map(|i| old[i..].to_owned()))
+        .unwrap_or_default();
+    let mut md = report.markdown(&json);
+    if !kept.is_empty() {
+        md.push('\n');
+        md.push_str(&kept);
+    }
+    std::fs::write(md_path, md).unwrap();
     println!("{}", report.summary_table());
     eprintln!(
         "wrote benchmarks.md and benchmarks.json in {}",
