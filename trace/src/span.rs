@@ -256,6 +256,9 @@ fn key_of(kv: &[u8]) -> Option<&[u8]> {
     None
 }
 
+/// The largest attribute or event buffer a reused span keeps.
+const KEPT_CAPACITY: usize = 64 << 10;
+
 /// A span being recorded. Reusable: [`SpanData::reset`] keeps the buffers.
 #[derive(Debug, Default)]
 pub struct SpanData {
@@ -290,8 +293,15 @@ impl SpanData {
         }
     }
 
-    /// Empties the span for reuse, keeping its buffers.
+    /// Empties the span for reuse, keeping its buffers (unless one grew past
+    /// [`KEPT_CAPACITY`]: a request with huge attributes must not leave that much held
+    /// by its thread for good).
     pub fn reset(&mut self) {
+        for buf in [&mut self.attributes, &mut self.events] {
+            if buf.capacity() > KEPT_CAPACITY {
+                *buf = Vec::new();
+            }
+        }
         self.parent = None;
         self.parent_remote = false;
         self.flags = 0;

@@ -99,6 +99,11 @@ pub(crate) fn request_begin(trace: Option<RequestTrace>) {
             return;
         };
         s.generation += 1;
+        // Spans of the last request all ended with it (request_end); this only makes sure.
+        let used = s.used;
+        for slot in &mut s.slots[..used] {
+            slot.open = false;
+        }
         s.used = 0;
         s.stack.clear();
         s.thrown = None;
@@ -601,6 +606,9 @@ fn with_this<R>(ed: Ed, f: impl FnOnce(&mut SpanData, &Limits) -> R) -> Option<R
             let server = s.request.as_ref()?.server.clone()?;
             drop(s);
             return Some(server.with(f));
+        }
+        if r.index as usize >= s.used {
+            return None;
         }
         let slot = s.slots.get_mut(r.index as usize)?;
         slot.open.then(|| f(&mut slot.data, &limits))
