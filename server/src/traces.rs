@@ -99,7 +99,7 @@ pub(crate) fn start<B>(req: &Request<B>, conn: &Connection) -> Option<RequestTra
         attr(
             d,
             "http.request.method",
-            Value::Str(if known { method } else { "_OTHER" }.as_bytes()),
+            Value::Text(if known { method } else { "_OTHER" }),
         );
         if !known {
             attr(
@@ -108,21 +108,21 @@ pub(crate) fn start<B>(req: &Request<B>, conn: &Connection) -> Option<RequestTra
                 Value::Str(method.as_bytes()),
             );
         }
-        attr(d, "url.path", Value::Str(req.uri().path().as_bytes()));
+        attr(d, "url.path", Value::Text(req.uri().path()));
         if let Some(q) = req.uri().query() {
-            attr(d, "url.query", Value::Str(q.as_bytes()));
+            attr(d, "url.query", Value::Text(q));
         }
         attr(
             d,
             "url.scheme",
-            Value::Str(if conn.https { b"https" } else { b"http" }),
+            Value::Text(if conn.https { "https" } else { "http" }),
         );
         if let Some(host) = headers
             .get(http::header::HOST)
             .and_then(|h| h.to_str().ok())
         {
             let name = crate::php_bridge::strip_port(host);
-            attr(d, "server.address", Value::Str(name.as_bytes()));
+            attr(d, "server.address", Value::Text(name));
             let port = host[name.len()..]
                 .strip_prefix(':')
                 .and_then(|p| p.parse::<i64>().ok())
@@ -138,14 +138,14 @@ pub(crate) fn start<B>(req: &Request<B>, conn: &Connection) -> Option<RequestTra
         };
         attr(d, "client.address", Value::Str(&ip[..len]));
         attr(d, "client.port", Value::Int(conn.remote_addr.port() as i64));
-        let version: &[u8] = match req.version() {
-            http::Version::HTTP_09 => b"0.9",
-            http::Version::HTTP_10 => b"1.0",
-            http::Version::HTTP_11 => b"1.1",
-            http::Version::HTTP_2 => b"2",
-            _ => b"3",
+        let version = match req.version() {
+            http::Version::HTTP_09 => "0.9",
+            http::Version::HTTP_10 => "1.0",
+            http::Version::HTTP_11 => "1.1",
+            http::Version::HTTP_2 => "2",
+            _ => "3",
         };
-        attr(d, "network.protocol.version", Value::Str(version));
+        attr(d, "network.protocol.version", Value::Text(version));
         if let Some(ua) = headers.get(http::header::USER_AGENT) {
             attr(d, "user_agent.original", Value::Str(ua.as_bytes()));
         }
@@ -165,7 +165,7 @@ pub(crate) fn php_route(trace: &RequestTrace, method: &http::Method, script_name
         return;
     };
     server.with(|d, limits| {
-        d.push_attribute("http.route", Value::Str(script_name.as_bytes()), limits);
+        d.push_attribute("http.route", Value::Text(script_name), limits);
         if KNOWN_METHODS.contains(&method.as_str()) {
             d.name.clear();
             d.name.push_str(method.as_str());
@@ -189,23 +189,24 @@ pub(crate) fn finish<B: http_body::Body>(trace: RequestTrace, response: &Respons
             Value::Int(status as i64),
             limits,
         );
-        let mode_name: &[u8] = match mode {
-            Mode::Static => b"static",
-            Mode::Classic => b"classic",
-            Mode::Worker => b"worker",
+        let mode_name = match mode {
+            Mode::Static => "static",
+            Mode::Classic => "classic",
+            Mode::Worker => "worker",
         };
-        d.push_attribute("ferrophp.mode", Value::Str(mode_name), limits);
-        // PHP's answers: the PHP thread counts what the script wrote.
+        d.push_attribute("ferrophp.mode", Value::Text(mode_name), limits);
+        // PHP's answers: the PHP thread counts what the script wrote. (Set, not pushed:
+        // `php -S`'s router may have run before a static file was served.)
         if mode == Mode::Static {
             if let Some(n) = response.body().size_hint().exact() {
-                d.push_attribute("http.response.body.size", Value::Int(n as i64), limits);
+                d.set_attribute("http.response.body.size", Value::Int(n as i64), limits);
             }
         }
         // Server spans: 5xx is an error, 4xx is the client's (semantic conventions).
         if status >= 500 && d.status == StatusCode::Unset {
             d.status = StatusCode::Error;
             let code = status.to_string();
-            d.set_attribute(b"error.type", Value::Str(code.as_bytes()), limits);
+            d.set_attribute("error.type", Value::Text(&code), limits);
         }
     });
     server.end_now();

@@ -22,24 +22,36 @@ fn write_hex(bytes: &[u8], out: &mut [u8]) {
     }
 }
 
-/// Lower-case hex digits only (the specification refuses upper case).
-fn hex_digit(c: u8) -> Option<u8> {
-    match c {
-        b'0'..=b'9' => Some(c - b'0'),
-        b'a'..=b'f' => Some(c - b'a' + 10),
-        _ => None,
+/// Each byte's value as a lower-case hex digit, 0xff for anything else (the
+/// specification refuses upper case): one table load per digit on the request path.
+const HEX_VALUE: [u8; 256] = {
+    let mut t = [0xffu8; 256];
+    let mut c = 0;
+    while c < 10 {
+        t[b'0' as usize + c] = c as u8;
+        c += 1;
     }
-}
+    let mut c = 0;
+    while c < 6 {
+        t[b'a' as usize + c] = 10 + c as u8;
+        c += 1;
+    }
+    t
+};
 
 fn read_hex<const N: usize>(text: &[u8]) -> Option<[u8; N]> {
     if text.len() != 2 * N {
         return None;
     }
     let mut out = [0u8; N];
+    let mut bad = 0u8;
     for (i, pair) in text.chunks_exact(2).enumerate() {
-        out[i] = (hex_digit(pair[0])? << 4) | hex_digit(pair[1])?;
+        let (hi, lo) = (HEX_VALUE[pair[0] as usize], HEX_VALUE[pair[1] as usize]);
+        // 0xff has the top bit set; a valid digit never does.
+        bad |= hi | lo;
+        out[i] = (hi << 4) | (lo & 0x0f);
     }
-    Some(out)
+    (bad & 0x80 == 0).then_some(out)
 }
 
 impl TraceId {

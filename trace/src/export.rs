@@ -182,7 +182,7 @@ fn envelope_parts(resource: &[(String, String)]) -> (Vec<u8>, Vec<u8>) {
     // scratch span (its attributes are field 9; rewritten as field 1 below).
     let mut scratch = SpanData::default();
     for (k, v) in resource {
-        scratch.push_attribute(k, AttrValue::One(Value::Str(v.as_bytes())), &limits);
+        scratch.push_attribute(k.as_str(), AttrValue::One(Value::Text(v)), &limits);
     }
     let mut encoded = Vec::new();
     scratch.encode_into(&mut encoded);

@@ -23,7 +23,7 @@
 use std::borrow::Cow;
 use std::sync::atomic::Ordering;
 
-use ferrophp_metrics::wire::{put_nested, put_tag, put_varint, Field, Reader, I64, LEN, VARINT};
+use ferrophp_metrics::wire::{put_nested, put_tag, put_varint, I64, LEN, VARINT};
 
 use crate::context::{SpanId, TraceId};
 
@@ -86,11 +86,13 @@ impl Default for Limits {
     }
 }
 
-/// An attribute value. Strings are bytes: what is not UTF-8 is sent with U+FFFD in place
-/// of the invalid sequences (the schema's strings must be UTF-8).
+/// An attribute value. `Str` is bytes (from PHP, from headers): what is not UTF-8 is sent
+/// with U+FFFD in place of the invalid sequences (the schema's strings must be UTF-8);
+/// `Text` is already UTF-8 and is not checked again.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Value<'a> {
     Str(&'a [u8]),
+    Text(&'a str),
     Int(i64),
     Double(f64),
     Bool(bool),
@@ -142,6 +144,32 @@ fn put_fixed64(out: &mut Vec<u8>, field: u32, v: u64) {
     out.extend_from_slice(&v.to_le_bytes());
 }
 
+/// An attribute key: text as it is, bytes made UTF-8 (U+FFFD for invalid sequences).
+pub trait Key {
+    fn text(&self) -> Cow<'_, str>;
+}
+
+impl Key for str {
+    #[inline]
+    fn text(&self) -> Cow<'_, str> {
+        Cow::Borrowed(self)
+    }
+}
+
+impl Key for [u8] {
+    #[inline]
+    fn text(&self) -> Cow<'_, str> {
+        utf8(self)
+    }
+}
+
+impl<const N: usize> Key for [u8; N] {
+    #[inline]
+    fn text(&self) -> Cow<'_, str> {
+        utf8(self)
+    }
+}
+
 /// A single value as it will be written: strings converted and cut once.
 enum Scalar<'a> {
     Str(Cow<'a, str>),
@@ -157,6 +185,7 @@ impl<'a> Scalar<'a> {
                 Cow::Borrowed(b) => Cow::Borrowed(cut(b, limits.value_length)),
                 Cow::Owned(o) => Cow::Owned(cut(&o, limits.value_length).to_owned()),
             }),
+            Value::Text(t) => Scalar::Str(Cow::Borrowed(cut(t, limits.value_length))),
             Value::Bool(b) => Scalar::Bool(b),
             Value::Int(i) => Scalar::Int(i),
             Value::Double(d) => Scalar::Double(d),
@@ -198,14 +227,7 @@ fn put_any_value(out: &mut Vec<u8>, value: &Value<'_>, limits: &Limits) {
 /// Appends one `KeyValue` as field `field` of the enclosing message. A single value is
 /// written with its lengths computed first (one reservation, nothing moved); an array
 /// through nested placeholders.
-fn put_key_value(
-    out: &mut Vec<u8>,
-    field: u32,
-    key: &[u8],
-    values: AttrValue<'_>,
-    limits: &Limits,
-) {
-    let key = utf8(key);
+fn put_key_value(out: &mut Vec<u8>, field: u32, key: &str, values: AttrValue<'_>, limits: &Limits) {
     match values {
         AttrValue::One(v) => {
             let v = Scalar::new(&v, limits);
@@ -245,12 +267,34 @@ impl<'a> From<Value<'a>> for AttrValue<'a> {
     }
 }
 
-/// The key of an encoded `KeyValue` field body.
-fn key_of(kv: &[u8]) -> Option<&[u8]> {
-    let mut r = Reader::new(kv);
-    while let Ok(Some((f, v))) = r.next_field() {
-        if let (1, Field::Len(k)) = (f, v) {
-            return Some(k);
+/// A varint at the start of `b`: (value, bytes it took).
+#[inline]
+fn read_varint(b: &[u8]) -> Option<(usize, usize)> {
+    let mut v = 0usize;
+    for (i, &byte) in b.iter().enumerate().take(10) {
+        v |= ((byte & 0x7f) as usize) << (7 * i);
+        if byte < 0x80 {
+            return Some((v, i + 1));
+        }
+    }
+    None
+}
+
+/// Where the attribute `key` sits in `attributes` (start, end of its field). The buffer
+/// holds only what `put_key_value` wrote there: `attributes` fields (a one-byte tag, a
+/// length, then the key as the `KeyValue`'s first field), so this walks it directly.
+fn find_attribute(attributes: &[u8], key: &[u8]) -> Option<(usize, usize)> {
+    let mut i = 0;
+    while i < attributes.len() {
+        let start = i;
+        let (len, n) = read_varint(attributes.get(i + 1..)?)?;
+        let body = attributes.get(i + 1 + n..i + 1 + n + len)?;
+        i += 1 + n + len;
+        if body.first() == Some(&0x0a) {
+            let (key_len, m) = read_varint(&body[1..])?;
+            if body.get(1 + m..1 + m + key_len) == Some(key) {
+                return Some((start, i));
+            }
         }
     }
     None
@@ -364,30 +408,16 @@ impl SpanData {
 
     /// Sets attribute `key`, replacing an earlier value of the same key (the
     /// specification's rule); past the limit it is dropped and counted.
-    pub fn set_attribute<'a>(
+    pub fn set_attribute<'a, K: Key + ?Sized>(
         &mut self,
-        key: &[u8],
+        key: &K,
         value: impl Into<AttrValue<'a>>,
         limits: &Limits,
     ) {
         let value = value.into();
-        let key_text = utf8(key);
+        let key = key.text();
         // Replace: find the field whose key matches and cut it out.
-        let mut r = Reader::new(&self.attributes);
-        let mut at = 0;
-        let mut found = None;
-        let total = self.attributes.len();
-        while let Ok(Some((_, Field::Len(kv)))) = r.next_field() {
-            // The field ends where the reader stands now: its start is that minus the
-            // body and its header.
-            let end = total - r.remaining();
-            if key_of(kv) == Some(key_text.as_bytes()) {
-                found = Some((at, end));
-                break;
-            }
-            at = end;
-        }
-        if let Some((start, end)) = found {
+        if let Some((start, end)) = find_attribute(&self.attributes, key.as_bytes()) {
             self.attributes.drain(start..end);
             self.attribute_count -= 1;
         } else if self.attribute_count >= limits.attributes {
@@ -395,15 +425,15 @@ impl SpanData {
             crate::stats::ATTRIBUTES_DROPPED.fetch_add(1, Ordering::Relaxed);
             return;
         }
-        put_key_value(&mut self.attributes, 9, key, value, limits);
+        put_key_value(&mut self.attributes, 9, &key, value, limits);
         self.attribute_count += 1;
     }
 
     /// Appends attribute `key` without looking for an earlier one (the server's own
     /// attributes, each set once; the keys of one PHP array, which are distinct).
-    pub fn push_attribute<'a>(
+    pub fn push_attribute<'a, K: Key + ?Sized>(
         &mut self,
-        key: impl AsRef<[u8]>,
+        key: &K,
         value: impl Into<AttrValue<'a>>,
         limits: &Limits,
     ) {
@@ -412,7 +442,7 @@ impl SpanData {
             crate::stats::ATTRIBUTES_DROPPED.fetch_add(1, Ordering::Relaxed);
             return;
         }
-        put_key_value(&mut self.attributes, 9, key.as_ref(), value.into(), limits);
+        put_key_value(&mut self.attributes, 9, &key.text(), value.into(), limits);
         self.attribute_count += 1;
     }
 
@@ -522,20 +552,21 @@ pub struct EventAttributes<'o> {
 }
 
 impl EventAttributes<'_> {
-    pub fn push<'a>(&mut self, key: &[u8], value: impl Into<AttrValue<'a>>) {
+    pub fn push<'a, K: Key + ?Sized>(&mut self, key: &K, value: impl Into<AttrValue<'a>>) {
         if self.count >= self.limits.event_attributes {
             self.dropped += 1;
             crate::stats::ATTRIBUTES_DROPPED.fetch_add(1, Ordering::Relaxed);
             return;
         }
         self.count += 1;
-        put_key_value(self.out, 3, key, value.into(), self.limits);
+        put_key_value(self.out, 3, &key.text(), value.into(), self.limits);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ferrophp_metrics::wire::{Field, Reader};
 
     /// Decodes the KeyValue fields of an encoded span (key → first AnyValue field).
     fn attributes(span: &[u8]) -> Vec<(String, Vec<u8>)> {
@@ -547,12 +578,13 @@ mod tests {
         let mut r = Reader::new(body);
         while let Ok(Some((f, v))) = r.next_field() {
             if let (9, Field::Len(kv)) = (f, v) {
-                let key = String::from_utf8(key_of(kv).unwrap().to_vec()).unwrap();
                 let mut kr = Reader::new(kv);
-                let mut value = Vec::new();
+                let (mut key, mut value) = (String::new(), Vec::new());
                 while let Ok(Some((f, v))) = kr.next_field() {
-                    if let (2, Field::Len(any)) = (f, v) {
-                        value = any.to_vec();
+                    match (f, v) {
+                        (1, Field::Len(k)) => key = String::from_utf8(k.to_vec()).unwrap(),
+                        (2, Field::Len(any)) => value = any.to_vec(),
+                        _ => {}
                     }
                 }
                 out.push((key, value));
@@ -620,6 +652,28 @@ mod tests {
         };
         assert_eq!(r.remaining(), 0);
         assert_eq!(body.len(), s.encoded_len());
+    }
+
+    #[test]
+    fn replacing_finds_keys_past_long_values() {
+        let limits = Limits::default();
+        let long = "x".repeat(300);
+        let mut s = SpanData::default();
+        s.set_attribute("long", Value::Text(&long), &limits);
+        s.set_attribute("k", Value::Int(1), &limits);
+        s.set_attribute(b"k", Value::Int(2), &limits);
+        s.set_attribute("long", Value::Text("short"), &limits);
+        assert_eq!(s.attribute_count(), 2);
+        let mut out = Vec::new();
+        s.encode_into(&mut out);
+        let attrs = attributes(&out);
+        assert_eq!(attrs.len(), 2);
+        assert_eq!(
+            (attrs[0].0.as_str(), &attrs[0].1[..]),
+            ("k", &[0x18, 2][..])
+        );
+        assert_eq!(attrs[1].0, "long");
+        assert_eq!(&attrs[1].1[2..], b"short");
     }
 
     #[test]

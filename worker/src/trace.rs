@@ -143,7 +143,7 @@ pub(crate) fn request_end(bytes_written: u64) {
         let began = s.began_unix_nano;
         server.with(|data, limits| {
             if let Some(name) = std::thread::current().name() {
-                data.push_attribute("thread.name", Value::Str(name.as_bytes()), limits);
+                data.push_attribute("thread.name", Value::Text(name), limits);
             }
             let wait = began.saturating_sub(data.start_unix_nano) as f64 / 1e6;
             data.push_attribute("ferrophp.queue_wait_ms", Value::Double(wait), limits);
@@ -749,10 +749,10 @@ fn exception_event(
     extra: impl FnOnce(&mut ft::span::EventAttributes<'_>),
 ) {
     data.add_event(ft::now_unix_nano(), b"exception", limits, |a| {
-        a.push(b"exception.type", Value::Str(e.class.as_bytes()));
-        a.push(b"exception.message", Value::Str(e.message.as_bytes()));
+        a.push("exception.type", Value::Text(&e.class));
+        a.push("exception.message", Value::Text(&e.message));
         if !e.trace.is_empty() {
-            a.push(b"exception.stacktrace", Value::Str(e.trace.as_bytes()));
+            a.push("exception.stacktrace", Value::Text(&e.trace));
         }
         extra(a);
     });
@@ -1105,7 +1105,7 @@ pub unsafe extern "C" fn ferrophp_trace_on_error(t: c_int, msg: *const c_char, m
             if let Some(e) = &described {
                 exception_event(d, &limits, e, |_| {});
             }
-            d.set_attribute(b"error.type", Value::Str(error_type.as_bytes()), &limits);
+            d.set_attribute("error.type", Value::Text(&error_type), &limits);
             d.status = StatusCode::Error;
             d.status_message.clear();
             d.status_message.push_str(&description);

@@ -463,25 +463,25 @@ fn rust_part(sink: &Sink, tracing: &'static ft::Tracing, rounds: usize) {
             server.with(|d, l| {
                 d.name.clear();
                 d.name.push_str("GET /index.php");
-                d.push_attribute("http.request.method", Value::Str(b"GET"), l);
-                d.push_attribute("url.path", Value::Str(b"/index.php"), l);
-                d.push_attribute("url.scheme", Value::Str(b"http"), l);
-                d.push_attribute("server.address", Value::Str(b"localhost"), l);
+                d.push_attribute("http.request.method", Value::Text("GET"), l);
+                d.push_attribute("url.path", Value::Text("/index.php"), l);
+                d.push_attribute("url.scheme", Value::Text("http"), l);
+                d.push_attribute("server.address", Value::Text("localhost"), l);
                 d.push_attribute("server.port", Value::Int(8080), l);
-                d.push_attribute("client.address", Value::Str(b"127.0.0.1"), l);
+                d.push_attribute("client.address", Value::Text("127.0.0.1"), l);
                 d.push_attribute("client.port", Value::Int(40000 + (i % 1000) as i64), l);
-                d.push_attribute("network.protocol.version", Value::Str(b"1.1"), l);
+                d.push_attribute("network.protocol.version", Value::Text("1.1"), l);
                 d.push_attribute(
                     "user_agent.original",
                     Value::Str(h["user-agent"].as_bytes()),
                     l,
                 );
-                d.push_attribute("http.route", Value::Str(b"/index.php"), l);
-                d.push_attribute("thread.name", Value::Str(b"php-1"), l);
+                d.push_attribute("http.route", Value::Text("/index.php"), l);
+                d.push_attribute("thread.name", Value::Text("php-1"), l);
                 d.push_attribute("ferrophp.queue_wait_ms", Value::Double(0.01), l);
                 d.push_attribute("http.response.body.size", Value::Int(13), l);
-                d.set_attribute(b"http.response.status_code", Value::Int(200), l);
-                d.set_attribute(b"ferrophp.mode", Value::Str(b"classic"), l);
+                d.push_attribute("http.response.status_code", Value::Int(200), l);
+                d.push_attribute("ferrophp.mode", Value::Text("classic"), l);
             });
             server.end_now();
             server.end_now();
