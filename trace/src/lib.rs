@@ -9,10 +9,9 @@
 //! - [`stats`]: counters for `/metrics`.
 //!
 //! Tracing is process-wide: [`install`] once at start-up, [`get`] on the request path
-//! (None when tracing is off: one atomic load). A request gets a [`RequestTrace`] from
-//! [`Tracing::start_request`]: its context (always, so PHP can propagate it) and, when
-//! sampled, its [`ServerSpan`], shared by the HTTP side and the PHP thread and exported
-//! when the last of them lets go of it.
+//! (None when tracing is off: one atomic load). A sampled request gets a [`RequestTrace`]
+//! from [`Tracing::start_request`]: its context and its [`ServerSpan`], shared by the
+//! HTTP side and the PHP thread and exported when the last of them lets go of it.
 //!
 //! Why not the OpenTelemetry SDK: `benches/otel-sdk-cost` measures it (docs/tracing.md);
 //! a child span costs about three times the 300 ns budget of `Trace::span()` there,
@@ -106,25 +105,28 @@ impl Tracing {
         self.exporter.shutdown(timeout)
     }
 
-    /// The trace a request joins or starts. `traceparent`: the request's one
-    /// `traceparent` header (None when absent or repeated); `tracestate`: its
-    /// `tracestate`, asked for only when the parent is valid and the span sampled.
-    /// `start_unix_nano`: when the request arrived (asked for only when sampled).
+    /// The trace of a sampled request, which it joins or starts; None when the request is
+    /// not sampled (nothing is recorded for it: the PHP thread makes a context only if PHP
+    /// asks for one). `traceparent`: the request's one `traceparent` header (None when
+    /// absent or repeated); `tracestate`: its `tracestate`, asked for only when the parent
+    /// is valid. `start_unix_nano`: when the request arrived.
     pub fn start_request(
         &'static self,
         traceparent: Option<&[u8]>,
         tracestate: impl FnOnce() -> Option<String>,
         start_unix_nano: impl FnOnce() -> u64,
-    ) -> RequestTrace {
+    ) -> Option<RequestTrace> {
         let parent = traceparent.and_then(parse_traceparent);
         let trace_id = parent.map_or_else(ids::new_trace_id, |p| p.trace_id);
-        let sampled = self.sampler.should_sample(parent.as_ref(), &trace_id);
+        if !self.sampler.should_sample(parent.as_ref(), &trace_id) {
+            return None;
+        }
         let context = SpanContext {
             trace_id,
             span_id: ids::new_span_id(),
-            flags: if sampled { SAMPLED } else { 0 },
+            flags: SAMPLED,
         };
-        let server = sampled.then(|| {
+        let server = {
             // Room for the server's attributes: no regrowth while they are added.
             let mut data = SpanData::with_capacity(SERVER_ATTRIBUTE_BYTES);
             data.trace_id = trace_id;
@@ -143,34 +145,27 @@ impl Tracing {
                 data: Mutex::new(data),
                 tracing: self,
             }))
-        });
-        RequestTrace {
+        };
+        Some(RequestTrace {
             context,
             remote_parent: parent,
             server,
-        }
+        })
     }
 }
 
 /// What the HTTP server's attributes of a span usually take, encoded.
 const SERVER_ATTRIBUTE_BYTES: usize = 640;
 
-/// A request's place in a trace.
+/// A sampled request's place in a trace.
 #[derive(Clone)]
 pub struct RequestTrace {
-    /// The server span's context (when not sampled, the ids it would have had): what
-    /// outgoing calls name as their parent.
+    /// The server span's context: what outgoing calls name as their parent.
     pub context: SpanContext,
     /// The caller's context, from `traceparent`.
     pub remote_parent: Option<SpanContext>,
-    /// The server span, when sampled.
-    pub server: Option<ServerSpan>,
-}
-
-impl RequestTrace {
-    pub fn is_sampled(&self) -> bool {
-        self.server.is_some()
-    }
+    /// The request's server span.
+    pub server: ServerSpan,
 }
 
 /// A request's server span, shared by whoever handles the request (the HTTP side, the
@@ -193,9 +188,17 @@ impl ServerSpan {
 
     /// This holder is done: the span ends now unless another holder ends it later.
     pub fn end_now(&self) {
+        self.finish(|_, _| ());
+    }
+
+    /// [`ServerSpan::with`] and [`ServerSpan::end_now`] under one lock.
+    pub fn finish<R>(&self, f: impl FnOnce(&mut SpanData, &Limits) -> R) -> R {
+        let limits = self.0.tracing.limits;
         let now = now_unix_nano();
         let mut data = self.0.data.lock().unwrap();
+        let r = f(&mut data, &limits);
         data.end_unix_nano = data.end_unix_nano.max(now);
+        r
     }
 
     pub fn span_id(&self) -> SpanId {

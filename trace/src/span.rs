@@ -122,6 +122,7 @@ fn len_field(field: u32, len: usize) -> usize {
 }
 
 /// The longest prefix of `s` of at most `max` bytes that ends at a character boundary.
+#[inline]
 fn cut(s: &str, max: usize) -> &str {
     if s.len() <= max {
         return s;
@@ -133,12 +134,14 @@ fn cut(s: &str, max: usize) -> &str {
     &s[..end]
 }
 
+#[inline]
 fn put_bytes(out: &mut Vec<u8>, field: u32, bytes: &[u8]) {
     put_tag(out, field, LEN);
     put_varint(out, bytes.len() as u64);
     out.extend_from_slice(bytes);
 }
 
+#[inline]
 fn put_fixed64(out: &mut Vec<u8>, field: u32, v: u64) {
     put_tag(out, field, I64);
     out.extend_from_slice(&v.to_le_bytes());
@@ -179,6 +182,7 @@ enum Scalar<'a> {
 }
 
 impl<'a> Scalar<'a> {
+    #[inline]
     fn new(value: &Value<'a>, limits: &Limits) -> Scalar<'a> {
         match *value {
             Value::Str(s) => Scalar::Str(match utf8(s) {
@@ -193,6 +197,7 @@ impl<'a> Scalar<'a> {
     }
 
     /// Bytes of the `AnyValue` body.
+    #[inline]
     fn len(&self) -> usize {
         match self {
             Scalar::Str(s) => len_field(1, s.len()),
@@ -203,6 +208,7 @@ impl<'a> Scalar<'a> {
     }
 
     /// Writes the `AnyValue` body.
+    #[inline]
     fn put(&self, out: &mut Vec<u8>) {
         match self {
             Scalar::Str(s) => put_bytes(out, 1, s.as_bytes()),
@@ -227,6 +233,7 @@ fn put_any_value(out: &mut Vec<u8>, value: &Value<'_>, limits: &Limits) {
 /// Appends one `KeyValue` as field `field` of the enclosing message. A single value is
 /// written with its lengths computed first (one reservation, nothing moved); an array
 /// through nested placeholders.
+#[inline]
 fn put_key_value(out: &mut Vec<u8>, field: u32, key: &str, values: AttrValue<'_>, limits: &Limits) {
     match values {
         AttrValue::One(v) => {

@@ -109,8 +109,8 @@ pub(crate) fn request_begin(trace: Option<RequestTrace>) {
         s.thrown = None;
         s.unsampled = None;
         s.began_unix_nano = match &trace {
-            Some(t) if t.is_sampled() => ft::now_unix_nano(),
-            _ => 0,
+            Some(_) => ft::now_unix_nano(),
+            None => 0,
         };
         s.request = trace;
     });
@@ -125,7 +125,7 @@ pub(crate) fn request_end(bytes_written: u64) {
             return None;
         };
         let request = s.request.take()?;
-        let server = request.server.as_ref()?;
+        let server = &request.server;
         let tracing = ft::get()?;
         let now = ft::now_unix_nano();
         let s = &mut *s;
@@ -141,7 +141,8 @@ pub(crate) fn request_end(bytes_written: u64) {
             s.out_spans = 0;
         }
         let began = s.began_unix_nano;
-        server.with(|data, limits| {
+        // The PHP side's attributes, and its end, under one lock.
+        server.finish(|data, limits| {
             if let Some(name) = std::thread::current().name() {
                 data.push_attribute("thread.name", Value::Text(name), limits);
             }
@@ -153,7 +154,6 @@ pub(crate) fn request_end(bytes_written: u64) {
                 limits,
             );
         });
-        server.end_now();
         Some(request)
     });
     // The server span is queued when its last holder lets go: maybe this one.
@@ -453,7 +453,7 @@ pub unsafe extern "C" fn ferrophp_trace_span(ed: Ed, rv: Rv) {
         };
         let s = &mut *s;
         let parent = current_context(s);
-        let sampled = s.request.as_ref().is_some_and(RequestTrace::is_sampled);
+        let sampled = s.request.is_some();
         let tracing = ft::get();
         let (Some(parent), true, Some(tracing)) = (parent, sampled, tracing) else {
             // Not recorded: check the attributes all the same (bad input fails alike).
@@ -562,10 +562,7 @@ pub unsafe extern "C" fn ferrophp_trace_is_sampled(ed: Ed, rv: Rv) {
     if !no_args(ed) {
         return;
     }
-    let sampled = STATE.with(|s| {
-        s.try_borrow()
-            .is_ok_and(|s| s.request.as_ref().is_some_and(RequestTrace::is_sampled))
-    });
+    let sampled = STATE.with(|s| s.try_borrow().is_ok_and(|s| s.request.is_some()));
     return_bool(rv, sampled);
 }
 
@@ -603,7 +600,7 @@ fn with_this<R>(ed: Ed, f: impl FnOnce(&mut SpanData, &Limits) -> R) -> Option<R
             return None;
         }
         if r.index == SERVER_SPAN {
-            let server = s.request.as_ref()?.server.clone()?;
+            let server = s.request.as_ref()?.server.clone();
             drop(s);
             return Some(server.with(f));
         }
@@ -996,10 +993,7 @@ pub unsafe extern "C" fn ferrophp_span_traceparent(ed: Ed, rv: Rv) {
 /// The throw hook asks whether to read the exception: only for a recorded request.
 #[no_mangle]
 pub extern "C" fn ferrophp_trace_records() -> bool {
-    STATE.with(|s| {
-        s.try_borrow()
-            .is_ok_and(|s| s.request.as_ref().is_some_and(RequestTrace::is_sampled))
-    })
+    STATE.with(|s| s.try_borrow().is_ok_and(|s| s.request.is_some()))
 }
 
 /// An exception was thrown in a recorded request: kept in case it ends uncaught.
@@ -1060,7 +1054,7 @@ pub unsafe extern "C" fn ferrophp_trace_on_error(t: c_int, msg: *const c_char, m
         let Ok(mut s) = s.try_borrow_mut() else {
             return;
         };
-        let Some(server) = s.request.as_ref().and_then(|r| r.server.clone()) else {
+        let Some(server) = s.request.as_ref().map(|r| r.server.clone()) else {
             return;
         };
         let (described, error_type, description) = match message.strip_prefix("Uncaught ") {

@@ -459,16 +459,17 @@ fn rust_part(sink: &Sink, tracing: &'static ft::Tracing, rounds: usize) {
         let tp = h.get("traceparent").map(|v| v.as_bytes());
         let trace = tracing.start_request(tp, || None, ft::now_unix_nano);
         // What the server sets on a sampled request's span (server/src/traces.rs).
-        if let Some(server) = &trace.server {
+        if let Some(server) = trace.as_ref().map(|t| &t.server) {
+            // The HTTP side at the request's start (traces::start, php_route)...
             server.with(|d, l| {
                 d.name.clear();
-                d.name.push_str("GET /index.php");
+                d.name.push_str("GET");
                 d.push_attribute("http.request.method", Value::Text("GET"), l);
                 d.push_attribute("url.path", Value::Text("/index.php"), l);
                 d.push_attribute("url.scheme", Value::Text("http"), l);
                 d.push_attribute("server.address", Value::Text("localhost"), l);
                 d.push_attribute("server.port", Value::Int(8080), l);
-                d.push_attribute("client.address", Value::Text("127.0.0.1"), l);
+                d.push_attribute("client.address", Value::Str(b"127.0.0.1"), l);
                 d.push_attribute("client.port", Value::Int(40000 + (i % 1000) as i64), l);
                 d.push_attribute("network.protocol.version", Value::Text("1.1"), l);
                 d.push_attribute(
@@ -476,15 +477,22 @@ fn rust_part(sink: &Sink, tracing: &'static ft::Tracing, rounds: usize) {
                     Value::Str(h["user-agent"].as_bytes()),
                     l,
                 );
+            });
+            server.with(|d, l| {
                 d.push_attribute("http.route", Value::Text("/index.php"), l);
+                d.name.push_str(" /index.php");
+            });
+            // ... the PHP thread at the end of the request (worker::trace::request_end) ...
+            server.finish(|d, l| {
                 d.push_attribute("thread.name", Value::Text("php-1"), l);
                 d.push_attribute("ferrophp.queue_wait_ms", Value::Double(0.01), l);
                 d.push_attribute("http.response.body.size", Value::Int(13), l);
+            });
+            // ... and the HTTP side with the response (traces::finish).
+            server.finish(|d, l| {
                 d.push_attribute("http.response.status_code", Value::Int(200), l);
                 d.push_attribute("ferrophp.mode", Value::Text("classic"), l);
             });
-            server.end_now();
-            server.end_now();
         }
         std::hint::black_box(&trace);
     };
@@ -553,8 +561,7 @@ fn php_phase(
         let sink = Arc::new(Mutex::new(BufferSink::default()));
         let mut req = ScriptRequest::new(script(), Box::new(sink.clone()));
         req.argv = vec![script(), n.to_string(), mode.to_string()];
-        let trace = tracing.start_request(Some(tp.as_bytes()), || None, ft::now_unix_nano);
-        req.trace = trace.is_sampled().then_some(trace);
+        req.trace = tracing.start_request(Some(tp.as_bytes()), || None, ft::now_unix_nano);
         let rx = engine.submit(req).expect("engine running");
         let outcome = rx.blocking_recv().expect("request finished");
         assert_eq!(outcome.exit_status, 0, "benchmark script failed");
