@@ -23,6 +23,8 @@ fn main() {
         "thread.c",
         "metrics.h",
         "metrics.c",
+        "trace.h",
+        "trace.c",
         "locale.c",
         "deadline.c",
         "../scripts/build-php.sh",
@@ -252,6 +254,7 @@ fn compile_shim(includes: &[String], link: LinkMode) {
         .file("worker_request.c")
         .file("thread.c")
         .file("metrics.c")
+        .file("trace.c")
         .file("locale.c")
         .file("deadline.c")
         .include(".")

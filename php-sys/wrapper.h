@@ -14,3 +14,4 @@
 #include "ext/standard/head.h"
 #include "shim.h"
 #include "metrics.h"
+#include "trace.h"

@@ -5,6 +5,7 @@
 //! - [`sketch`]: the DDSketch (logarithmic mapping, dense stores), bin-compatible with
 //!   DataDog's reference implementations.
 //! - [`proto`]: the canonical `ddsketch.proto` encoding and the push envelope.
+//! - [`wire`]: protobuf wire-format writers and reader (also used by the OTLP exporter).
 //! - [`registry`]: series (name + sorted tags), the per-thread shards, the series cap.
 //! - [`prometheus`]: text exposition for `GET /metrics`.
 //! - [`push`]: per-interval deltas for push mode and the bounded payload queue.
@@ -14,6 +15,7 @@ pub mod proto;
 pub mod push;
 pub mod registry;
 pub mod sketch;
+pub mod wire;
 
 pub use proto::Kind;
 pub use registry::{

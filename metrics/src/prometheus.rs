@@ -54,9 +54,24 @@ fn num(out: &mut String, v: f64) {
     }
 }
 
+/// `# HELP` text: backslashes and newlines escaped (the text format's rule).
+fn help_text(out: &mut String, text: &str) {
+    for c in text.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+}
+
+/// What a family recorded from PHP says in its `# HELP` line (its name is all we know).
+pub const PHP_HELP: &str = "Recorded by PHP code (Ferrophp\\Metrics).";
+
 /// Appends the exposition of `snap` to `out`. Series arrive sorted by name, so each
-/// metric family's `# TYPE` line is written once, before its samples.
-pub fn render(out: &mut String, snap: &Snapshot) {
+/// metric family's `# HELP` and `# TYPE` lines are written once, before its samples;
+/// `help` gives a family's help text (None: [`PHP_HELP`]).
+pub fn render(out: &mut String, snap: &Snapshot, help: impl Fn(&str) -> Option<&'static str>) {
     let mut last_name: Option<&str> = None;
     for s in &snap.series {
         let name = s.meta.name.as_str();
@@ -66,7 +81,9 @@ pub fn render(out: &mut String, snap: &Snapshot) {
                 Value::Counter(_) => "counter",
                 Value::Gauge(_) => "gauge",
             };
-            let _ = writeln!(out, "# TYPE {name} {t}");
+            let _ = write!(out, "# HELP {name} ");
+            help_text(out, help(name).unwrap_or(PHP_HELP));
+            let _ = writeln!(out, "\n# TYPE {name} {t}");
             last_name = Some(name);
         }
         match &s.value {
@@ -101,7 +118,10 @@ pub fn render(out: &mut String, snap: &Snapshot) {
     }
     let _ = writeln!(
         out,
-        "# TYPE ferrophp_metrics_series gauge\nferrophp_metrics_series {}\n\
+        "# HELP ferrophp_metrics_series Series in the metrics registry (PHP's and the server's).\n\
+         # TYPE ferrophp_metrics_series gauge\nferrophp_metrics_series {}\n\
+         # HELP ferrophp_metrics_dropped_total Records dropped because they would have created \
+         a series past --metrics-max-series.\n\
          # TYPE ferrophp_metrics_dropped_total counter\nferrophp_metrics_dropped_total {}",
         snap.series_count, snap.dropped
     );

@@ -15,6 +15,7 @@
 //! - `GET /threads`: JSON, one object per PHP thread: pool, state, busy, the request it
 //!   runs, requests served, PHP memory. `GET /frankenphp/threads`: the same in the shape
 //!   of FrankenPHP's admin endpoint, for its tooling.
+//! - `GET /status` (`?json`, `?full`, `?pool=NAME`): php-fpm's status page (`status.rs`).
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -47,7 +48,9 @@ pub async fn serve(
     addr: SocketAddr,
     engine: EngineControl,
     sites: Arc<Sites>,
+    status: crate::status::StatusSetup,
 ) -> Result<SocketAddr, String> {
+    let status = Arc::new(status);
     let listener = TcpListener::bind(addr)
         .await
         .map_err(|e| format!("cannot listen on {addr} (admin): {e}"))?;
@@ -62,10 +65,12 @@ pub async fn serve(
             };
             let engine = engine.clone();
             let sites = sites.clone();
+            let status = status.clone();
             let service = service_fn(move |req| {
                 let engine = engine.clone();
                 let sites = sites.clone();
-                async move { Ok::<_, Infallible>(handle(&engine, &sites, req).await) }
+                let status = status.clone();
+                async move { Ok::<_, Infallible>(handle(&engine, &sites, &status, req).await) }
             });
             tokio::spawn(async move {
                 let _ = hyper::server::conn::http1::Builder::new()
@@ -80,9 +85,16 @@ pub async fn serve(
 async fn handle(
     engine: &EngineControl,
     sites: &Arc<Sites>,
+    status: &crate::status::StatusSetup,
     req: Request<Incoming>,
 ) -> Response<ResponseBody> {
     match (req.method(), req.uri().path()) {
+        (&Method::GET, "/status") => {
+            match crate::status::render(req.uri().query().unwrap_or(""), status) {
+                Ok((content_type, body)) => ok_response(content_type, body),
+                Err(why) => body::text_response(StatusCode::NOT_FOUND, &why),
+            }
+        }
         (&Method::POST, "/workers/restart") => {
             tracing::info!("admin: restarting workers, resolving the document root again");
             let sites = sites.clone();

@@ -75,6 +75,10 @@ pub struct ServeArgs {
     /// [default: 60000]
     #[arg(long, env = "FERROPHP_SEND_TIMEOUT_MS", value_name = "MS")]
     pub send_timeout_ms: Option<u64>,
+    /// A PHP request that runs longer than this counts as slow (admin `/status`, a
+    /// warning in the log), as php-fpm's request_slowlog_timeout; 0: off [default: 0]
+    #[arg(long, env = "FERROPHP_SLOW_REQUEST_MS", value_name = "MS")]
+    pub slow_request_ms: Option<u64>,
     /// A connection with no request in flight for this long is closed, in milliseconds
     /// (HTTP/1 keep-alive connections wait at most the header timeout) [default: 60000]
     #[arg(long, env = "FERROPHP_IDLE_TIMEOUT_MS", value_name = "MS")]
@@ -286,6 +290,7 @@ pub struct FileConfig {
     max_header_size: Option<usize>,
     body_timeout_ms: Option<u64>,
     send_timeout_ms: Option<u64>,
+    slow_request_ms: Option<u64>,
     idle_timeout_ms: Option<u64>,
     max_connections: Option<usize>,
     grace_ms: Option<u64>,
@@ -339,6 +344,8 @@ pub struct ServeConfig {
     pub max_header_size: usize,
     pub body_timeout: Duration,
     pub send_timeout: Duration,
+    /// `--slow-request-ms` (None: off).
+    pub slow_request: Option<Duration>,
     pub idle_timeout: Duration,
     pub max_connections: usize,
     pub grace: Duration,
@@ -615,6 +622,10 @@ impl ServeConfig {
                 .max(8192),
             body_timeout,
             send_timeout,
+            slow_request: match args.slow_request_ms.or(file.slow_request_ms).unwrap_or(0) {
+                0 => None,
+                ms => Some(Duration::from_millis(ms)),
+            },
             idle_timeout,
             max_connections,
             grace: Duration::from_millis(args.grace_ms.or(file.grace_ms).unwrap_or(30_000)),

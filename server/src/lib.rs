@@ -22,8 +22,10 @@ mod sessions;
 mod site;
 mod static_cache;
 mod static_files;
+mod status;
 pub mod supervise;
 mod tls;
+mod traces;
 mod workers;
 
 /// What the process does before any thread exists and before the command line is read:

@@ -122,6 +122,15 @@ impl Drop for Queued {
     }
 }
 
+/// Requests of pool `i` (`pool`, as `worker::observe::pools()` lists it) waiting for a
+/// thread now: for a permit on the HTTP side, or in the pool's queue.
+pub(crate) fn queue_depth(i: usize, pool: Option<&worker::observe::PoolInfo>) -> u64 {
+    QUEUE_DEPTHS[i.min(QUEUE_DEPTHS.len() - 1)]
+        .load(Ordering::Relaxed)
+        .max(0) as u64
+        + pool.map_or(0, |p| p.queued)
+}
+
 /// Prometheus label value escaping (backslash, quote, newline).
 fn label(v: &str) -> String {
     v.replace('\\', "\\\\")
@@ -152,13 +161,7 @@ fn render_server(out: &mut String) {
         }
     }
     let pools = worker::observe::pools();
-    // Waiting for a thread: for a permit on the HTTP side, or in the pool's queue.
-    let depth = |i: usize| {
-        QUEUE_DEPTHS[i.min(QUEUE_DEPTHS.len() - 1)]
-            .load(Ordering::Relaxed)
-            .max(0) as u64
-            + pools.get(i).map_or(0, |p| p.queued)
-    };
+    let depth = |i: usize| queue_depth(i, pools.get(i));
     header(
         out,
         "ferrophp_queue_depth",
@@ -505,18 +508,27 @@ fn render_server(out: &mut String) {
 }
 
 /// `GET /metrics`: every series merged across threads, the server's and runtime's own
-/// metrics, and push-mode counters.
+/// metrics, the trace exporter's and push mode's counters; every family with its
+/// `# HELP` and `# TYPE`.
 pub fn render() -> String {
     let snap = global().snapshot();
     let mut out = String::with_capacity(8192 + 200 * snap.series.len());
-    ferrophp_metrics::prometheus::render(&mut out, &snap);
+    ferrophp_metrics::prometheus::render(&mut out, &snap, |name| {
+        (name == REQUEST_DURATION)
+            .then_some("Time from receiving a request to its response head, by status class.")
+    });
     render_server(&mut out);
+    crate::traces::render(&mut out);
     let _ = write!(
         out,
-        "# TYPE ferrophp_metrics_push_payloads_sent_total counter\n\
+        "# HELP ferrophp_metrics_push_payloads_sent_total Push-mode payloads the collector took.\n\
+         # TYPE ferrophp_metrics_push_payloads_sent_total counter\n\
          ferrophp_metrics_push_payloads_sent_total {}\n\
+         # HELP ferrophp_metrics_push_payloads_dropped_total Push-mode payloads dropped from a \
+         full queue (the collector failing).\n\
          # TYPE ferrophp_metrics_push_payloads_dropped_total counter\n\
          ferrophp_metrics_push_payloads_dropped_total {}\n\
+         # HELP ferrophp_metrics_push_failures_total Push-mode POSTs that failed or timed out.\n\
          # TYPE ferrophp_metrics_push_failures_total counter\n\
          ferrophp_metrics_push_failures_total {}\n",
         PAYLOADS_SENT.load(Ordering::Relaxed),

@@ -173,6 +173,10 @@ impl PhpRunner {
         let (mut parts, incoming) = req.into_parts();
         let interim = parts.extensions.remove::<crate::interim::Hints>();
         let on_stall = parts.extensions.remove::<OnStall>();
+        let trace = parts.extensions.remove::<ferrophp_trace::RequestTrace>();
+        if let Some(trace) = &trace {
+            crate::traces::php_route(trace, &parts.method, &script.script_name);
+        }
         // Set when the body breaks off (malformed chunk, reset stream, client gone) or a
         // body without Content-Length turns out to exceed the limit: PHP then saw a
         // truncated body, so the response must not look like a normal one.
@@ -246,6 +250,7 @@ impl PhpRunner {
         request.cgi = Some(cgi);
         request.body = body;
         request.router = router;
+        request.trace = trace;
         let placement = match self.engine.dispatch(target, request) {
             Ok(placement) => placement,
             Err(_) => {

@@ -73,9 +73,11 @@ fn valid_name(s: &str) -> bool {
 
 /// Parses the Prometheus text format (0.0.4) strictly: names and label names valid,
 /// label values properly quoted and escaped, values numbers, every sample in a family
-/// whose `# TYPE` came first, no family typed twice, no sample twice.
+/// whose `# TYPE` came first, no family typed twice, no sample twice, and every family
+/// with its `# HELP` line.
 fn parse(text: &str) -> Exposition {
     let mut e = Exposition::default();
+    let mut helped = std::collections::HashSet::new();
     for (n, line) in text.lines().enumerate() {
         let ctx = || format!("line {}: {line:?}", n + 1);
         if line.is_empty() {
@@ -100,7 +102,18 @@ fn parse(text: &str) -> Exposition {
                     );
                 }
                 Some("HELP") => {
-                    assert!(parts.next().is_some_and(valid_name), "{}", ctx());
+                    let name = parts.next().unwrap_or_default();
+                    assert!(valid_name(name), "{}", ctx());
+                    assert!(
+                        parts.next().is_some_and(|t| !t.is_empty()),
+                        "empty help: {}",
+                        ctx()
+                    );
+                    assert!(
+                        helped.insert(name.to_owned()),
+                        "family helped twice: {}",
+                        ctx()
+                    );
                 }
                 _ => {} // a comment
             }
@@ -187,6 +200,9 @@ fn parse(text: &str) -> Exposition {
             ctx()
         );
     }
+    for family in e.types.keys() {
+        assert!(helped.contains(family), "family without # HELP: {family}");
+    }
     e
 }
 
@@ -208,11 +224,13 @@ fn get(c: &reqwest::blocking::Client, url: &str) -> (u16, String) {
 fn parser_accepts_escapes_and_rejects_untyped_samples() {
     let e = parse(
         "# HELP a_total x\n# TYPE a_total counter\na_total{x=\"q\\\"\\\\\\n\",y=\"\"} 3\n\
-         # TYPE s summary\ns_sum 1.5\ns_count 2\n",
+         # HELP s y\n# TYPE s summary\ns_sum 1.5\ns_count 2\n",
     );
     assert_eq!(e.value("a_total", &[("x", "q\"\\\n"), ("y", "")]), 3.0);
     assert_eq!(e.value("s_count", &[]), 2.0);
     assert!(std::panic::catch_unwind(|| parse("b 1\n")).is_err());
+    // A family without its help line.
+    assert!(std::panic::catch_unwind(|| parse("# TYPE b counter\nb 1\n")).is_err());
 }
 
 #[test]
@@ -628,4 +646,197 @@ fn json_logs_carry_the_access_fields() {
     assert_eq!(get(&c, &quiet.url("/classic.php")).0, 200);
     std::thread::sleep(Duration::from_millis(300));
     assert!(!quiet.stderr().contains("\"access\""), "{}", quiet.stderr());
+}
+
+/// Every family of a scrape has its `# HELP` line (the parser insists): PHP's own series,
+/// the server's latency, the runtime's counters and, with tracing on, the trace
+/// exporter's (here failing against a collector that is down).
+#[test]
+fn every_metric_family_has_help_including_php_series_and_traces() {
+    let app = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../test-data/metrics/app")
+        .canonicalize()
+        .unwrap();
+    let down = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let endpoint = format!("http://127.0.0.1:{down}");
+    let server = Server::start_with_env(
+        &app,
+        &["--admin", "127.0.0.1:0", "--no-access-log"],
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()),
+            ("OTEL_BSP_SCHEDULE_DELAY", "10"),
+        ],
+    );
+    let c = client();
+    for v in ["1", "2.5"] {
+        assert_eq!(get(&c, &server.url(&format!("/classic.php?v={v}"))).0, 200);
+    }
+    let admin = server.admin_addr().unwrap();
+    assert!(wait_until(Duration::from_secs(10), || {
+        scrape(admin).value(
+            "ferrophp_trace_spans_dropped_total",
+            &[("reason", "export_failed")],
+        ) >= 2.0
+    }));
+    let e = scrape(admin);
+    for family in [
+        "app_value",
+        "app_requests_total",
+        "ferrophp_http_request_duration_seconds",
+        "ferrophp_metrics_series",
+        "ferrophp_metrics_push_failures_total",
+        "ferrophp_trace_spans_exported_total",
+        "ferrophp_trace_queue_spans",
+    ] {
+        assert!(e.types.contains_key(family), "{family} missing");
+    }
+}
+
+/// `GET /status`, php-fpm's page: text and JSON, per pool and all pools, the request a
+/// busy thread runs with its growing elapsed time, accepted requests, slow requests past
+/// `--slow-request-ms`, the most threads busy at once; an unknown pool is a 404.
+#[test]
+fn status_page_reads_like_php_fpms() {
+    let server = Server::start(
+        &root(),
+        &[
+            "--threads",
+            "2",
+            "--max-threads",
+            "3",
+            "--worker",
+            &format!("{},1", worker_script()),
+            "--admin",
+            "127.0.0.1:0",
+            "--slow-request-ms",
+            "300",
+            "--no-access-log",
+        ],
+    );
+    let admin = server.admin_addr().unwrap();
+    let c = client();
+    let status =
+        |query: &str| -> (u16, String) { get(&c, &format!("http://{admin}/status{query}")) };
+    let json = |query: &str| -> serde_json::Value {
+        let (code, body) = status(query);
+        assert_eq!(code, 200, "{body}");
+        serde_json::from_str(&body).unwrap()
+    };
+    let classic = |j: &serde_json::Value| -> serde_json::Value {
+        j["pools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["pool"] == "classic")
+            .unwrap()
+            .clone()
+    };
+
+    let (code, text) = status("");
+    assert_eq!(code, 200);
+    for line in [
+        "pool:                 all\n",
+        "pool:                 classic\n",
+        "process manager:      dynamic\n",
+        "process manager:      static\n",
+        "total processes:      3\n",
+        "idle processes:       3\n",
+        "listen queue len:     ",
+        "max children reached: 0\n",
+        "slow requests:        0\n",
+    ] {
+        assert!(text.contains(line), "{line:?} missing in:\n{text}");
+    }
+    assert!(text
+        .lines()
+        .any(|l| l.starts_with("start time:           ") && l.ends_with(" +0000")));
+
+    // Two fast requests, one slow (400 ms > 300 ms), and one held while we look. (The
+    // server's own start-up probe may have run on the classic pool already.)
+    let accepted = json("?json&pool=classic")["accepted conn"]
+        .as_u64()
+        .unwrap();
+    for _ in 0..2 {
+        assert_eq!(get(&c, &server.url("/classic.php")).0, 200);
+    }
+    assert_eq!(get(&c, &server.url("/classic.php?ms=400")).0, 200);
+    let held = server.url("/classic.php?ms=1500&held=1");
+    let h = std::thread::spawn(move || get(&client(), &held));
+    assert!(wait_until(Duration::from_secs(5), || {
+        json("?json")["active processes"] == 1
+    }));
+    let first = json("?json&full&pool=classic");
+    assert_eq!(first["pool"], "classic");
+    assert!(first.get("pools").is_none(), "one pool: one section");
+    assert_eq!(first["accepted conn"], accepted + 4);
+    assert_eq!(first["slow requests"], 1);
+    assert_eq!(first["active processes"], 1);
+    assert_eq!(first["idle processes"], 1);
+    let running: Vec<_> = first["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["state"] == "Running")
+        .cloned()
+        .collect();
+    assert_eq!(running.len(), 1, "{first}");
+    assert_eq!(running[0]["request method"], "GET");
+    assert_eq!(running[0]["request uri"], "/classic.php?ms=1500&held=1");
+    assert!(running[0]["pid"].as_i64().unwrap() > 0);
+    let elapsed = running[0]["request duration"].as_u64().unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let later = json("?json&full&pool=classic");
+    let again = later["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["pid"] == running[0]["pid"])
+        .unwrap()
+        .clone();
+    assert!(
+        again["request duration"].as_u64().unwrap() >= elapsed + 150_000,
+        "{elapsed} then {again}"
+    );
+    let (_, text) = status("?full&pool=classic");
+    assert!(
+        text.contains("request URI:          /classic.php?ms=1500&held=1\n"),
+        "{text}"
+    );
+    assert!(text.contains("state:                Running\n"), "{text}");
+    assert_eq!(h.join().unwrap().0, 200);
+
+    // Idle again: the thread shows its last request and how long it took.
+    let after = json("?json&full");
+    assert_eq!(after["pool"], "all");
+    assert_eq!(classic(&after)["active processes"], 0);
+    assert!(classic(&after)["max active processes"].as_u64().unwrap() >= 1);
+    let last = after["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["pid"] == running[0]["pid"])
+        .unwrap()
+        .clone();
+    assert_eq!(last["state"], "Idle");
+    assert_eq!(last["request uri"], "/classic.php?ms=1500&held=1");
+    assert!(last["request duration"].as_u64().unwrap() >= 1_500_000);
+    // The worker's pool by its script path (percent-encoded in the query).
+    let encoded: String = worker_script()
+        .bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect();
+    let w = json(&format!("?json&pool={encoded}"));
+    assert_eq!(w["pool"], worker_script().as_str());
+    assert_eq!(w["total processes"], 1);
+    assert_eq!(w["process manager"], "static");
+    assert_eq!(status("?pool=nope").0, 404);
 }

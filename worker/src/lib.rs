@@ -35,6 +35,7 @@ mod server_vars;
 mod spawn;
 mod stack;
 mod thread_state;
+mod trace;
 mod worker_mode;
 
 use std::sync::atomic::{AtomicBool, Ordering};

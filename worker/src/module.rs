@@ -3,9 +3,10 @@
 //! a C table in the shim; these are its lifecycle callbacks. The shared cache (crate
 //! `ferrophp_cache`) hooks in here: MINIT registers `UserCache\Cache`, its ini entries and
 //! the optional apcu_* functions; RINIT/RSHUTDOWN and a post-deactivate hook track when a
-//! thread may hold cached values. MINIT also registers `Ferrophp\Metrics` (`crate::metrics`)
-//! and sandboxes `putenv`/`getenv` per thread (`crate::env`), whose changes RSHUTDOWN
-//! forgets.
+//! thread may hold cached values. MINIT also registers `Ferrophp\Metrics` (`crate::metrics`),
+//! `Ferrophp\Trace` and `Ferrophp\Span` with their error observer and throw hook
+//! (`crate::trace`), and sandboxes `putenv`/`getenv` per thread (`crate::env`), whose
+//! changes RSHUTDOWN forgets.
 
 use std::ffi::{c_int, CStr};
 
@@ -26,6 +27,7 @@ pub extern "C" fn ferrophp_module_minit(_type: c_int, module_number: c_int) -> s
         unsafe { sys::ferrophp_locale_install() };
     }
     crate::metrics::module_startup();
+    crate::trace::module_startup();
     // frankenphp_log() levels (FrankenPHP's slog levels).
     for (name, value) in [
         (c"FRANKENPHP_LOG_LEVEL_DEBUG", -4),

@@ -54,6 +54,13 @@ pub struct PoolStats {
     queued: AtomicI64,
     /// Summed time jobs spent in the queue before a thread took them.
     queue_wait_micros: AtomicU64,
+    /// The deepest the queue has been, and the most threads busy at once (`/status`).
+    max_queued: AtomicI64,
+    max_busy: AtomicI64,
+    /// Times the autoscaler wanted another thread while at the ceiling.
+    max_children_reached: AtomicU64,
+    /// Requests that ran longer than `--slow-request-ms`.
+    slow: AtomicU64,
 }
 
 /// A copy of [`PoolStats`] at one moment.
@@ -75,6 +82,15 @@ pub struct PoolInfo {
     pub queued: u64,
     /// Summed time requests waited in the pool's queue, since start.
     pub queue_wait_seconds: f64,
+    /// The deepest the pool's queue has been since start.
+    pub max_queued: u64,
+    /// The most threads of the pool busy at once since start.
+    pub max_busy: u64,
+    /// Times the autoscaler found requests waiting and the pool at its ceiling (php-fpm's
+    /// "max children reached"; a pool that does not scale never tries).
+    pub max_children_reached: u64,
+    /// Requests that ran longer than the slow-request threshold (0 when none is set).
+    pub slow_requests: u64,
 }
 
 static POOLS: Mutex<Vec<Arc<PoolStats>>> = Mutex::new(Vec::new());
@@ -98,6 +114,10 @@ impl PoolStats {
             memory_restarts: AtomicU64::new(0),
             queued: AtomicI64::new(0),
             queue_wait_micros: AtomicU64::new(0),
+            max_queued: AtomicI64::new(0),
+            max_busy: AtomicI64::new(0),
+            max_children_reached: AtomicU64::new(0),
+            slow: AtomicU64::new(0),
         });
         POOLS.lock().unwrap().push(stats.clone());
         stats
@@ -126,6 +146,12 @@ impl PoolStats {
     /// The queue's depth changed (under the queue's lock, so stores land in order).
     pub(crate) fn set_queued(&self, jobs: usize) {
         self.queued.store(jobs as i64, Ordering::Relaxed);
+        self.max_queued.fetch_max(jobs as i64, Ordering::Relaxed);
+    }
+
+    /// The autoscaler wanted to add a thread and the pool was at its ceiling.
+    pub(crate) fn reached_ceiling(&self) {
+        self.max_children_reached.fetch_add(1, Ordering::Relaxed);
     }
 
     /// A thread took a job that had waited in the queue.
@@ -150,6 +176,10 @@ impl PoolStats {
             memory_restarts: self.memory_restarts.load(Ordering::Relaxed),
             queued: g(&self.queued),
             queue_wait_seconds: self.queue_wait_micros.load(Ordering::Relaxed) as f64 / 1e6,
+            max_queued: g(&self.max_queued),
+            max_busy: g(&self.max_busy),
+            max_children_reached: self.max_children_reached.load(Ordering::Relaxed),
+            slow_requests: self.slow.load(Ordering::Relaxed),
         }
     }
 }
@@ -165,9 +195,16 @@ pub(crate) struct Slot {
     ready: std::sync::atomic::AtomicBool,
     requests: AtomicU64,
     memory: AtomicU64,
-    /// "METHOD URI" of the running request (empty when idle). The buffer is reused.
+    /// "METHOD URI" of the running request, or of the last one when `running` is false
+    /// (empty before the first). The buffer is reused.
     current: Mutex<String>,
+    running: std::sync::atomic::AtomicBool,
     started: Mutex<Option<Instant>>,
+    /// How long the last request ran, in microseconds.
+    last_micros: AtomicU64,
+    /// The OS thread id (set when the thread lists itself) and its start (Unix ms).
+    tid: AtomicI64,
+    started_unix_ms: u64,
     /// Unix time in ms of the last begin or end (FrankenPHP's threads view reports the
     /// request's start and how long an idle thread has waited).
     since_ms: AtomicU64,
@@ -200,6 +237,9 @@ impl Drop for SlotGuard {
 /// Lists `slot` (the calling thread's) until the guard drops. Once, when the thread
 /// starts, after it attached to PHP.
 pub(crate) fn enter(slot: &Arc<Slot>) -> SlotGuard {
+    // SAFETY: gettid has no arguments and cannot fail.
+    slot.tid
+        .store(unsafe { libc::gettid() } as i64, Ordering::Relaxed);
     slot.pool.threads.fetch_add(1, Ordering::Relaxed);
     THREADS.lock().unwrap().push(slot.clone());
     SlotGuard(slot.clone())
@@ -215,7 +255,11 @@ impl Slot {
             requests: AtomicU64::new(0),
             memory: AtomicU64::new(0),
             current: Mutex::new(String::new()),
+            running: std::sync::atomic::AtomicBool::new(false),
             started: Mutex::new(None),
+            last_micros: AtomicU64::new(0),
+            tid: AtomicI64::new(0),
+            started_unix_ms: unix_ms(),
             since_ms: AtomicU64::new(unix_ms()),
         }
     }
@@ -248,7 +292,12 @@ impl Slot {
 
     /// A request starts on this thread.
     pub(crate) fn begin(&self, method: &str, uri: &str) {
-        self.pool.busy.fetch_add(1, Ordering::Relaxed);
+        let busy = self.pool.busy.fetch_add(1, Ordering::Relaxed) + 1;
+        // Read first: a new high is rare, and the load shares the busy count's cache line.
+        if busy > self.pool.max_busy.load(Ordering::Relaxed) {
+            self.pool.max_busy.fetch_max(busy, Ordering::Relaxed);
+        }
+        self.running.store(true, Ordering::Relaxed);
         let mut cur = self.current.lock().unwrap();
         cur.clear();
         cur.push_str(method);
@@ -269,7 +318,20 @@ impl Slot {
             .take()
             .map_or(std::time::Duration::ZERO, |t| t.elapsed());
         let micros = took.as_micros() as u64;
-        self.current.lock().unwrap().clear();
+        // The request line stays, as the last request's (php-fpm's status shows it).
+        self.running.store(false, Ordering::Relaxed);
+        self.last_micros.store(micros, Ordering::Relaxed);
+        let slow = SLOW_REQUEST_MICROS.load(Ordering::Relaxed);
+        if slow > 0 && micros >= slow {
+            self.pool.slow.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(
+                thread = %self.name,
+                pool = %self.pool.name,
+                request = %self.current.lock().unwrap(),
+                millis = micros / 1000,
+                "slow request (--slow-request-ms)"
+            );
+        }
         self.requests.fetch_add(1, Ordering::Relaxed);
         self.pool.requests.fetch_add(1, Ordering::Relaxed);
         self.pool
@@ -289,15 +351,34 @@ impl Slot {
     }
 }
 
-/// One PHP thread in the admin `/threads` view.
+/// Requests longer than this (microseconds) count as slow; 0: none does.
+static SLOW_REQUEST_MICROS: AtomicU64 = AtomicU64::new(0);
+
+/// Sets the slow-request threshold (`--slow-request-ms`; None: off).
+pub fn set_slow_request_threshold(threshold: Option<std::time::Duration>) {
+    SLOW_REQUEST_MICROS.store(
+        threshold.map_or(0, |t| t.as_micros().max(1) as u64),
+        Ordering::Relaxed,
+    );
+}
+
+/// One PHP thread in the admin `/threads` and `/status?full` views.
 #[derive(Debug, Clone)]
 pub struct ThreadInfo {
     pub name: String,
+    /// The OS thread id.
+    pub tid: i64,
     /// `"classic"` or the worker script.
     pub pool: String,
     pub state: ThreadState,
     /// `"METHOD URI"` of the request running now, if any.
     pub current: Option<String>,
+    /// `"METHOD URI"` of the last request, when none runs now.
+    pub last: Option<String>,
+    /// How long the running request has run so far, else how long the last one ran.
+    pub request_micros: u64,
+    /// Unix time (ms) the thread started.
+    pub started_unix_ms: u64,
     pub requests: u64,
     /// Bytes the thread's PHP heap holds from the OS, as of its last request.
     pub memory_bytes: u64,
@@ -313,11 +394,24 @@ pub fn threads() -> Vec<ThreadInfo> {
         .iter()
         .map(|s| {
             let cur = s.current.lock().unwrap();
+            let running = s.running.load(Ordering::Relaxed) && !cur.is_empty();
+            let elapsed = s
+                .started
+                .lock()
+                .unwrap()
+                .map(|t| t.elapsed().as_micros() as u64);
             ThreadInfo {
                 name: s.name.clone(),
+                tid: s.tid.load(Ordering::Relaxed),
                 pool: s.pool.name.clone(),
                 state: s.state.get(),
-                current: (!cur.is_empty()).then(|| cur.clone()),
+                current: running.then(|| cur.clone()),
+                last: (!running && !cur.is_empty()).then(|| cur.clone()),
+                request_micros: match (running, elapsed) {
+                    (true, Some(e)) => e,
+                    _ => s.last_micros.load(Ordering::Relaxed),
+                },
+                started_unix_ms: s.started_unix_ms,
                 requests: s.requests.load(Ordering::Relaxed),
                 memory_bytes: s.memory.load(Ordering::Relaxed),
                 since_unix_ms: s.since_ms.load(Ordering::Relaxed),

@@ -515,6 +515,7 @@ impl<R: Role> Grow for Pool<R> {
 
     fn grow(&self) -> Grown {
         if self.live() >= self.scaling.max {
+            self.stats.reached_ceiling();
             return Grown::No;
         }
         let booting = self

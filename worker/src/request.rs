@@ -36,6 +36,9 @@ pub struct ScriptRequest {
     /// When it returns `false` the request goes on with `script_filename`, or, when that
     /// is the router itself, [`ResponseSink::declined`] hands it back to the caller.
     pub router: Option<PathBuf>,
+    /// The request's place in a trace (`ferrophp_trace`): its context for
+    /// `Ferrophp\Trace`, and its server span when sampled. None: not traced.
+    pub trace: Option<ferrophp_trace::RequestTrace>,
 }
 
 impl ScriptRequest {
@@ -52,6 +55,7 @@ impl ScriptRequest {
             body: Box::new(io::empty()),
             sink,
             router: None,
+            trace: None,
         }
     }
 }

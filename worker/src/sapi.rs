@@ -278,6 +278,8 @@ pub(crate) struct RequestContext<'a> {
     /// `fastcgi_finish_request()` ended the response; output is now discarded.
     pub(crate) finished: Cell<bool>,
     started_at: f64,
+    /// Response body bytes the script wrote (for the trace's server span).
+    written: Cell<u64>,
 }
 
 #[derive(Default)]
@@ -376,6 +378,8 @@ pub(crate) struct PreparedRequest<'a> {
     pub(crate) define_std_streams: bool,
     /// The router script to run first (`ScriptRequest::router`).
     router: Option<&'a CStr>,
+    /// Installed for the engine request by `install` (`crate::trace`).
+    trace: Option<ferrophp_trace::RequestTrace>,
 }
 
 impl<'a> PreparedRequest<'a> {
@@ -396,6 +400,7 @@ impl<'a> PreparedRequest<'a> {
             body,
             sink,
             router,
+            trace,
         } = request;
         let router = match router {
             Some(r) => Some(
@@ -464,6 +469,7 @@ impl<'a> PreparedRequest<'a> {
             started_at: SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .map_or(0.0, |d| d.as_secs_f64()),
+            written: Cell::new(0),
         };
         // argv must outlive the request: PHP reads it while building $argv.
         let argv: Vec<CString> = argv.iter().filter_map(|a| c_string(a.as_bytes())).collect();
@@ -485,6 +491,7 @@ impl<'a> PreparedRequest<'a> {
             keep_working_directory,
             define_std_streams,
             router,
+            trace,
         })
     }
 
@@ -522,6 +529,7 @@ impl<'a> PreparedRequest<'a> {
             // fields and frees them at deactivation.
             sys::php_handle_auth_data(opt_ptr(&self.authorization));
         }
+        crate::trace::request_begin(self.trace.take());
     }
 
     /// Points `SG(server_context)` at this request again after the value moved (the
@@ -534,6 +542,7 @@ impl<'a> PreparedRequest<'a> {
     /// Clears every pointer `install` stored and hands back the sink, so the caller can
     /// complete the response (None: the watchdog took it, and answered the client).
     pub(crate) fn uninstall(self) -> Option<Box<dyn ResponseSink>> {
+        crate::trace::request_end(self.ctx.written.get());
         php::set_server_context(std::ptr::null_mut());
         // SAFETY: plain writes to this thread's SAPI globals.
         unsafe {
@@ -810,6 +819,7 @@ unsafe extern "C" fn on_ub_write(str_: *const c_char, len: usize) -> usize {
     if !ctx.disconnected.get() {
         let result = ctx.sink.send(|sink| sink.write(bytes));
         if result.is_ok() {
+            ctx.written.set(ctx.written.get() + len as u64);
             return len;
         }
         ctx.disconnected.set(true);

@@ -47,6 +47,11 @@ use std::time::Duration;
 use measure::Bench;
 use workloads::Workload;
 
+/// Where docs/benchmarks.md's sections written by other benchmarks begin (the marker
+/// line itself is theirs to keep).
+pub const KEPT_MARKER: &str =
+    "<!-- Sections below are written by other benchmarks; compare.rs keeps them. -->";
+
 /// The `compare` binary's whole life; errors end it with a message and exit status 1.
 pub fn main() -> ExitCode {
     match run() {
@@ -150,7 +155,18 @@ fn run() -> Result<(), String> {
             .map_err(|e| format!("{}: {e}", out.join(name).display()))
     };
     write("benchmarks.json", &json)?;
-    write("benchmarks.md", &report.markdown(&json))?;
+    // Sections other benchmarks wrote (trace_bench's, the PHP builds' ablation) stay below
+    // the marker; this harness rewrites what is above it.
+    let kept = std::fs::read_to_string(out.join("benchmarks.md"))
+        .ok()
+        .and_then(|old| old.find(KEPT_MARKER).map(|i| old[i..].to_owned()))
+        .unwrap_or_default();
+    let mut md = report.markdown(&json);
+    if !kept.is_empty() {
+        md.push('\n');
+        md.push_str(&kept);
+    }
+    write("benchmarks.md", &md)?;
     println!("{}", report.summary());
     eprintln!(
         "wrote benchmarks.md and benchmarks.json in {}",

@@ -94,8 +94,16 @@ pub(super) async fn build(
         // Named by the path as configured, which a deploy does not change.
         worker.name = Some(configured.script.display().to_string());
     }
+    // (floor, ceiling) of each worker pool, for the admin status page.
+    let worker_pools: Vec<(usize, usize)> = worker_configs
+        .iter()
+        .map(|w| (w.threads, w.max_threads))
+        .collect();
     let worker_count = worker_configs.len();
     crate::metrics::configure(config.metrics);
+    worker::observe::set_slow_request_threshold(config.slow_request);
+    // Before PHP starts: requests may be traced from the first one on.
+    crate::traces::configure();
     // Process-wide, read by the static file path: the configuration this process serves.
     crate::static_cache::configure(config.static_cache_mb);
     // The development server keeps PHP's own session defaults (files in the temporary
@@ -178,7 +186,13 @@ pub(super) async fn build(
                 "admin listener on {addr}, beyond loopback: keep it off public networks"
             );
         }
-        admin::serve(addr, control.clone(), sites.clone()).await?;
+        admin::serve(
+            addr,
+            control.clone(),
+            sites.clone(),
+            status_setup(config, &worker_pools, &engine),
+        )
+        .await?;
     }
     let metrics_push = config.metrics_push.clone().map(crate::metrics::spawn_push);
     if config.session_gc == sessions::GcMode::Background {
@@ -224,6 +238,30 @@ pub(super) async fn build(
         remove_at_exit,
     };
     Ok((app, at_exit))
+}
+
+/// What `/status` reports of each pool's configuration (classic first, then the workers,
+/// the order `worker::observe::pools()` lists them).
+fn status_setup(
+    config: &ServeConfig,
+    workers: &[(usize, usize)],
+    engine: &Engine,
+) -> crate::status::StatusSetup {
+    let manager = |floor: usize, ceiling: usize| if ceiling > floor { "dynamic" } else { "static" };
+    let mut pools = vec![crate::status::PoolSetup {
+        manager: manager(config.threads, config.max_threads),
+        listen_queue_len: engine.max_in_flight(worker::Target::Classic) as u64,
+    }];
+    for (i, &(floor, ceiling)) in workers.iter().enumerate() {
+        pools.push(crate::status::PoolSetup {
+            manager: manager(floor, ceiling),
+            listen_queue_len: engine.max_in_flight(worker::Target::Worker(i)) as u64,
+        });
+    }
+    crate::status::StatusSetup {
+        pools,
+        started: std::time::SystemTime::now(),
+    }
 }
 
 /// The configured workers, each with the server's environment under its own (a kernel

@@ -1,8 +1,8 @@
 //! One request's way to its answer: the checks every request passes (Host and
 //! `:authority`, CONNECT and odd transfer codings), `OPTIONS *` (answered here, it asks
 //! about the server, not a resource), routing to a static file, a PHP script (classic or
-//! worker) or an error, the development server's routing (`php -S`), and the metrics
-//! and access log of each response.
+//! worker) or an error, the development server's routing (`php -S`), and the metrics,
+//! trace span and access log of each response.
 
 use std::time::Instant;
 
@@ -21,7 +21,7 @@ use crate::static_files;
 /// Answers one request, and records it (metrics, access log).
 pub(super) async fn handle(
     app: &App,
-    req: Request<Incoming>,
+    mut req: Request<Incoming>,
     conn: &Connection,
 ) -> Response<ResponseBody> {
     let started = Instant::now();
@@ -29,7 +29,15 @@ pub(super) async fn handle(
     let uri = req.uri().clone();
     let http1 = req.version() < http::Version::HTTP_2;
     let mut mode = Mode::Static;
+    // A sampled request's server span; it reaches the PHP thread through the extensions.
+    let trace = crate::traces::start(&req, conn);
+    if let Some(trace) = &trace {
+        req.extensions_mut().insert(trace.clone());
+    }
     let mut response = dispatch(app, req, conn, &mut mode).await;
+    if let Some(trace) = trace {
+        crate::traces::finish(trace, &response, mode);
+    }
     if http1 && crate::admin::is_draining() {
         // The client leaves this connection after this response (`shutdown.rs`).
         response.headers_mut().insert(

@@ -2,7 +2,8 @@
 //! for the process to be replaced: more PHP threads stuck than `--max-retired-threads`),
 //! then closing the listener, draining the connections for up to the grace period, shutting PHP down
 //! (scripts may still run after their response, `fastcgi_finish_request`), and what is
-//! left at exit (the last metrics push, the server's own session directory).
+//! left at exit (the last metrics push, the last spans, the server's own session
+//! directory).
 //!
 //! The drain lets clients leave first: for up to [`LINGER`], every HTTP/1 response
 //! carries `Connection: close` (`dispatch.rs`), so a client that is sending requests
@@ -116,6 +117,10 @@ pub(super) async fn drain(
     if let Some(push) = metrics_push {
         push.finish(Duration::from_secs(5)).await;
     }
+    // Every request has ended (PHP is down): its spans are queued; send them all.
+    tokio::task::spawn_blocking(|| crate::traces::shutdown(Duration::from_secs(5)))
+        .await
+        .map_err(|e| e.to_string())?;
     if let Some(dir) = remove_at_exit {
         let _ = std::fs::remove_dir_all(dir);
     }

@@ -63,9 +63,11 @@ impl Server {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        // Settings from the caller's environment must not leak into a test.
+        // Settings from the caller's environment must not leak into a test (OTEL_* would
+        // turn tracing on).
         for (key, _) in std::env::vars_os() {
-            if key.to_string_lossy().starts_with("FERROPHP_") {
+            let key_text = key.to_string_lossy();
+            if key_text.starts_with("FERROPHP_") || key_text.starts_with("OTEL_") {
                 cmd.env_remove(key);
             }
         }

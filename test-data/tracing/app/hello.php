@@ -1,0 +1,3 @@
+<?php
+// No tracing call at all: the server span alone.
+echo "hello\n";
