@@ -30,30 +30,58 @@ PACKAGES=(nginx php8.2-fpm php8.2-xml php8.2-mysql php8.2-sqlite3 php8.2-mbstrin
   composer php-laravel-framework docker-compose
   mariadb-server mariadb-client postgresql wordpress wordpress-theme-twentytwentyone adminer
   redis-server locales openssl linux-perf iproute2
-  phpmyadmin roundcube-core roundcube-pgsql dovecot-imapd postfixadmin)
+  phpmyadmin roundcube-core roundcube-pgsql dovecot-imapd postfixadmin
+  phpunit phpab pkg-php-tools dpkg-dev php-league-commonmark php-twig php-embed
+  php-nyholm-psr7 php-shellcommand php-symfony-finder php-symfony-yaml
+  php-symfony-phpunit-bridge php-psr-container)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-((${#missing[@]})) || exit 0
-if [[ $(id -u) -ne 0 ]]; then
-  log "missing packages; as root run: apt-get install -y ${missing[*]}"
-  exit 1
+if ((${#missing[@]})); then
+  if [[ $(id -u) -ne 0 ]]; then
+    log "missing packages; as root run: apt-get install -y ${missing[*]}"
+    exit 1
+  fi
+  log "installing ${missing[*]}"
+  # Keep package scripts from starting nginx/php-fpm/mariadb/postgresql system services
+  # during install: the database tests start their own private instances.
+  policy=/usr/sbin/policy-rc.d
+  created_policy=0
+  if [[ ! -e $policy ]]; then
+    printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod +x "$policy" && created_policy=1
+  fi
+  trap '[[ $created_policy == 1 ]] && rm -f "$policy"' EXIT
+  # phpMyAdmin, Roundcube and PostfixAdmin ask whether dbconfig-common should set up their
+  # database; no database server runs during the install (the tests start their own), so
+  # the answer is no.
+  for p in phpmyadmin roundcube-core postfixadmin; do
+    echo "$p $p/dbconfig-install boolean false"
+  done | debconf-set-selections
+  apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 fi
-log "installing ${missing[*]}"
-# Keep package scripts from starting nginx/php-fpm/mariadb/postgresql system services
-# during install: the database tests start their own private instances.
-policy=/usr/sbin/policy-rc.d
-created_policy=0
-if [[ ! -e $policy ]]; then
-  printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod +x "$policy" && created_policy=1
-fi
-trap '[[ $created_policy == 1 ]] && rm -f "$policy"' EXIT
-# phpMyAdmin, Roundcube and PostfixAdmin ask whether dbconfig-common should set up their
-# database; no database server runs during the install (the tests start their own), so
-# the answer is no.
-for p in phpmyadmin roundcube-core postfixadmin; do
-  echo "$p $p/dbconfig-install boolean false"
-done | debconf-set-selections
-apt-get update -qq >&2
-DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+
+# server/tests/php_tools.rs runs the PHPUnit suites of Debian's league/commonmark and Twig
+# packages, which only their source packages carry: download them (the versions
+# installed) once into the cache, as build-php.sh does PHP's.
+CACHE_ROOT=${FERROPHP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ferrophp}
+SOURCES=$CACHE_ROOT/src/debian-tests
+mkdir -p "$SOURCES"
+for p in php-league-commonmark php-twig; do
+  version=$(dpkg-query -W -f='${Version}' "$p")
+  [[ -f "$SOURCES/${p}_${version#*:}.dsc" ]] && continue
+  if ! apt-get source --download-only --print-uris "$p=$version" >/dev/null 2>&1; then
+    # A deb-src entry derived from the machine's own apt sources, as build-php.sh makes.
+    if [[ -f /etc/apt/sources.list.d/debian.sources ]]; then
+      sed -e 's/^Types:.*/Types: deb-src/' /etc/apt/sources.list.d/debian.sources \
+        >/etc/apt/sources.list.d/ferrophp-src.sources
+    elif [[ -f /etc/apt/sources.list ]]; then
+      grep -E '^deb ' /etc/apt/sources.list | sed 's/^deb /deb-src /' \
+        >/etc/apt/sources.list.d/ferrophp-src.list
+    fi
+    apt-get update -qq >&2
+  fi
+  log "downloading the source package $p $version (its test suite)"
+  (cd "$SOURCES" && apt-get source --download-only -qq "$p=$version" >&2)
+done

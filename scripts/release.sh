@@ -10,6 +10,8 @@
 #                            scripts/build-pecl.sh, OFF: commented conf.d/*.ini)
 #   lib/php/build, include/  what phpize needs
 #   bin/php-config, phpize   relocatable: they find the tree from their own path
+#   bin/php                  a link to ../ferrophp: called `php`, ferrophp is PHP's CLI
+#                            (what php-config --php-binary names; put bin/ on PATH)
 #   README.md
 #
 # The PHP inside is the fastest build (docs/benchmarks.md, "PHP builds"): profile-guided
@@ -82,6 +84,10 @@ for script in php-config phpize; do
   chmod +x "$TREE/bin/$script"
 done
 
+# ferrophp called through a link named php is PHP's own CLI (server/src/php_cli.rs); a
+# relative link, so the tree can move.
+ln -s ../ferrophp "$TREE/bin/php"
+
 # PECL apcu, igbinary, redis, built with the tree's own phpize (cached).
 scripts/build-pecl.sh "$TREE"
 
@@ -122,6 +128,10 @@ Debian 12 (x86_64); the libraries it needs beyond a base system are in \`lib/\`
     ./ferrophp serve --root public --worker public/index.php     # worker mode
     ./ferrophp php-cli script.php
     ./ferrophp serve --help
+
+\`bin/php\` is a link to \`ferrophp\`: called \`php\`, ferrophp is PHP's own CLI (every
+\`php\` option, the same output), so with \`bin/\` on PATH the same binary runs the app,
+Composer, PHPUnit and console commands (\`php -v\`, \`php vendor/bin/phpunit\`).
 
 PHP configuration: \`php.ini\` next to the binary (PHP's production defaults), \`conf.d/\`
 (or \`PHP_INI_SCAN_DIR\`), \`PHPRC\`, \`--php-ini FILE\`, and \`-d key=value\`.

@@ -1,12 +1,16 @@
 //! `ferrophp` as the `php` command: `ferrophp php-cli ARGS`, ferrophp called through a link
 //! whose name starts with `php` (so it can sit on PATH as `php`), and ferrophp called with
-//! arguments that are not one of its own subcommands (what `PHP_BINARY` points at: tools
-//! such as Composer run `PHP_BINARY -d ... script` as a child). Every such call is PHP's
+//! arguments that are not one of its own subcommands, or with none while its stdin is not
+//! a terminal (what `PHP_BINARY` points at, a link resolved: tools such as Composer run
+//! `PHP_BINARY -d ... script` as a child, PHPUnit pipes a test to a bare `PHP_BINARY`).
+//! ferrophp's own `-h`/`--help`/`-V`/`--version` stay its own unless called as `php`.
+//! Every such call is PHP's
 //! own CLI SAPI ([`worker::cli`]), flag for flag, except `-S ADDR:PORT [-t DOCROOT]
 //! [ROUTER]`, PHP's development web server, which ferrophp serves with its own
 //! classic-mode server (see [`crate::serve::run_dev`]).
 
 use std::ffi::{OsStr, OsString};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 /// The `php-cli` subcommand as `ferrophp --help` lists it; its arguments are `php`'s.
@@ -42,8 +46,10 @@ pub fn run_if_php(argv: &[OsString]) -> Option<i32> {
         match argv.get(1).and_then(|a| a.to_str()) {
             Some("php-cli") => &argv[2..],
             Some(own) if OWN_COMMANDS.contains(&own) => return None,
-            // `ferrophp` alone prints ferrophp's help, not php's interactive stdin read.
-            None if argv.len() < 2 => return None,
+            // `ferrophp` alone at a terminal prints ferrophp's help; with a pipe or a file
+            // on stdin it is `php` reading its script there, as PHPUnit runs
+            // `PHP_BINARY` for a test in a separate process.
+            None if std::io::stdin().is_terminal() => return None,
             _ => &argv[1..],
         }
     };

@@ -1,7 +1,8 @@
 //! The Docker base image (issue 14), for real: the base made from Debian packages
 //! (scripts/docker-base-image.sh), `docker build` of the root Dockerfile from the release
 //! tarball, a container serving the demo app through a published loopback port as a
-//! non-root user, healthy by its HEALTHCHECK, restarted, then a derived app image (worker
+//! non-root user, healthy by its HEALTHCHECK, `php` on PATH being ferrophp (Debian's
+//! Composer runs on it), restarted, then a derived app image (worker
 //! mode from the environment) stopped with a request in flight that still completes.
 //! Every container and image this test makes is removed at the end.
 
@@ -132,6 +133,26 @@ fn base_image_builds_serves_restarts_and_drains() {
     assert_ne!(uid, "0", "the server runs as root");
     let ps = docker(&["exec", &name, "cat", "/proc/1/status"]);
     assert!(ps.contains("Name:\tferrophp"), "ferrophp is PID 1: {ps}");
+    // `php` on PATH is ferrophp (a link), PHP's own CLI.
+    let version = docker(&["exec", &name, "php", "-v"]);
+    assert!(version.starts_with("PHP 8.2.32 (cli)"), "{version}");
+    let binary = docker(&["exec", &name, "php", "-r", "echo PHP_BINARY;"]);
+    assert_eq!(binary, "/opt/ferrophp/ferrophp");
+    // Debian's Composer (the host's, mounted read-only) runs on it.
+    let composer = docker(&[
+        "run",
+        "--rm",
+        "-v",
+        "/usr/bin/composer:/usr/bin/composer:ro",
+        "-v",
+        "/usr/share/php:/usr/share/php:ro",
+        "--entrypoint",
+        "php",
+        &image,
+        "/usr/bin/composer",
+        "--version",
+    ]);
+    assert!(composer.starts_with("Composer version 2."), "{composer}");
 
     // HEALTHCHECK (GET /healthz on the admin port) turns healthy.
     let deadline = Instant::now() + Duration::from_secs(60);

@@ -1,212 +1,337 @@
-//! `ferrophp php-cli` is the `php` CLI (PHP's own CLI SAPI linked into ferrophp): argv,
-//! std streams, exit codes and errors byte for byte as the PHP build's own `bin/php`,
-//! `-d` overrides, the script's own options, `-i` and `--ini`, and `-S`, PHP's
-//! development server (served by ferrophp). Runs the real binary.
+//! `ferrophp php-cli` is the `php` CLI (PHP's own CLI SAPI linked into ferrophp): every
+//! option php 8.2 accepts, run through `ferrophp php-cli`, bare `ferrophp` and a link named
+//! `php`, gives the PHP build's own `bin/php`'s stdout, stderr and exit status byte for
+//! byte, except where ferrophp differs by design (listed in [`Differs`]). Also: the
+//! interactive shell `-a` through a pseudo-terminal, `--ini` with each php.ini search, and
+//! `-S`, PHP's development server (served by ferrophp) answering as `bin/php -S` does.
+//! Runs the real binaries.
+
+mod common;
 
 use std::io::Write;
-use std::process::{Command, Output, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use common::php::{build_php, ferrophp, Outcome, Via};
 
 fn script(name: &str) -> String {
     format!("{}/../test-data/cli/{name}", env!("CARGO_MANIFEST_DIR"))
 }
 
-fn php_cli(args: &[&str], stdin: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ferrophp"))
-        .arg("php-cli")
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("ferrophp runs");
-    child.stdin.take().unwrap().write_all(stdin).unwrap();
-    child.wait_with_output().unwrap()
+/// What may differ from bin/php, by design; anything else is a bug.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Differs {
+    Nothing,
+    /// `php -h` and the usage printed for a bad option name the program as it was called
+    /// (`Usage: php [options]...`); `ferrophp php-cli` and bare ferrophp are called
+    /// `ferrophp`, whose own command line takes the same options.
+    ProgramName,
+    /// ferrophp's own extension (`UserCache\Cache`, the `apcu_*` layer) is loaded: one
+    /// more line in `-m`.
+    ModuleList,
+    /// `-i`: that module's (empty) section; the request time; and the build date, since
+    /// libtool compiles main/main.c twice (once for libphp.so, once for bin/php), seconds
+    /// apart; a ferrophp linked with libphp.a (release builds) has bin/php's.
+    Phpinfo,
+    /// `PHP_BINARY` is the real path of the binary that runs (a link resolved).
+    PhpBinary,
 }
 
-#[test]
-fn argv_and_argc_include_every_argument_verbatim() {
-    let path = script("argv.php");
-    let out = php_cli(&[&path, "one", "-x", "--flag=2", "with space"], b"");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let expected = format!("5\n0:{path}\n1:one\n2:-x\n3:--flag=2\n4:with space\n5 5\n");
-    assert_eq!(String::from_utf8(out.stdout).unwrap(), expected);
+/// One command line: its arguments, its standard input, and whether bare `ferrophp` can
+/// take it (`-h`, `--help` and `--version` are ferrophp's own unless it is called `php`).
+struct Case {
+    args: Vec<String>,
+    stdin: &'static [u8],
+    differs: Differs,
+    bare: bool,
 }
 
-#[test]
-fn std_streams_and_exit_code() {
-    let out = php_cli(&[&script("streams.php"), "3"], b"piped input");
-    assert_eq!(out.status.code(), Some(3));
-    assert_eq!(out.stdout, b"PIPED INPUT|echo|");
-    assert_eq!(out.stderr, b"to-stderr\n");
+fn case(args: &[&str]) -> Case {
+    Case {
+        args: args.iter().map(|a| (*a).to_owned()).collect(),
+        stdin: b"",
+        differs: Differs::Nothing,
+        bare: true,
+    }
 }
 
-/// The same arguments through the build's own `bin/php`: stdout, stderr, exit status.
-fn build_php_run(args: &[&str]) -> Output {
-    Command::new(build_php())
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("bin/php runs")
+impl Case {
+    fn stdin(mut self, stdin: &'static [u8]) -> Case {
+        self.stdin = stdin;
+        self
+    }
+    fn differs(mut self, differs: Differs) -> Case {
+        self.differs = differs;
+        self
+    }
+    fn not_bare(mut self) -> Case {
+        self.bare = false;
+        self
+    }
 }
 
-/// `ferrophp php-cli` is PHP's CLI: the same bytes on both streams and the same status as
-/// the build's `bin/php` (with no php.ini, the CLI's own display_errors=1 puts errors on
-/// stdout, as `php -n` does).
-fn assert_same_as_build_php(args: &[&str]) -> Output {
-    let ours = php_cli(args, b"");
-    let theirs = build_php_run(args);
-    assert_eq!(
-        (
-            ours.status.code(),
-            String::from_utf8_lossy(&ours.stdout),
-            String::from_utf8_lossy(&ours.stderr)
-        ),
-        (
-            theirs.status.code(),
-            String::from_utf8_lossy(&theirs.stdout),
-            String::from_utf8_lossy(&theirs.stderr)
-        ),
-        "ferrophp php-cli {args:?} differs from bin/php"
-    );
-    ours
+fn run(via: Via, args: &[String], stdin: &[u8]) -> Outcome {
+    let mut cmd = via.command();
+    cmd.args(args)
+        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../test-data/cli"))
+        .env_remove("PHPRC")
+        .env_remove("PHP_INI_SCAN_DIR");
+    Outcome::of(cmd, stdin)
 }
 
-#[test]
-fn fatal_error_exits_255_like_php() {
-    let out = assert_same_as_build_php(&["-n", &script("fatal.php")]);
-    assert_eq!(out.status.code(), Some(255));
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        text.starts_with("before\n") && text.contains("undefined_function_call"),
-        "{text}"
-    );
-    // With errors logged instead of shown, they go to stderr (log_errors, no error_log).
-    let out = php_cli(
-        &[
+/// Applies what may differ (`differs`) to both outcomes, checking on the way that ours
+/// differed only there.
+fn normalized(theirs: Outcome, ours: Outcome, via: Via, differs: Differs) -> (Outcome, Outcome) {
+    match differs {
+        Differs::Nothing => (theirs, ours),
+        Differs::ProgramName => {
+            let ours = if via == Via::Link {
+                ours
+            } else {
+                assert!(
+                    ours.stdout.contains("Usage: ferrophp [options]"),
+                    "{ours:?}"
+                );
+                ours.replace("ferrophp [options]", "php [options]")
+            };
+            (theirs, ours)
+        }
+        Differs::ModuleList => {
+            let mut ours = ours;
+            assert!(ours.stdout.contains("\nferrophp\n"), "{ours:?}");
+            ours.stdout = ours.stdout.replacen("\nferrophp\n", "\n", 1);
+            (theirs, ours)
+        }
+        Differs::Phpinfo => {
+            let clean = |mut o: Outcome, ours: bool| {
+                if ours {
+                    assert!(o.stdout.contains("\nferrophp\n\n"), "no ferrophp section");
+                    o.stdout = o.stdout.replacen("\nferrophp\n\n", "\n", 1);
+                }
+                o.stdout = o
+                    .stdout
+                    .lines()
+                    .map(|l| {
+                        if l.starts_with("Build Date => ") || l.contains("REQUEST_TIME") {
+                            l.split(" => ").next().unwrap()
+                        } else {
+                            l
+                        }
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                o
+            };
+            (clean(theirs, false), clean(ours, true))
+        }
+        Differs::PhpBinary => {
+            let theirs = theirs.replace(build_php().to_str().unwrap(), "PHP_BINARY");
+            let real = ferrophp().canonicalize().unwrap();
+            assert!(ours.stdout.contains(real.to_str().unwrap()), "{ours:?}");
+            (theirs, ours.replace(real.to_str().unwrap(), "PHP_BINARY"))
+        }
+    }
+}
+
+/// Every option of `php -h`, and the conventions around them.
+fn cases() -> Vec<Case> {
+    let shebang = script("shebang.php");
+    let argv = script("argv.php");
+    let filter = script("filter.php");
+    let lines: &[u8] = b"first line\nsecond\n\nlast, no newline";
+    vec![
+        case(&["-v"]),
+        case(&["-m"]).differs(Differs::ModuleList),
+        case(&["-n", "-m"]).differs(Differs::ModuleList),
+        case(&["-h"]).differs(Differs::ProgramName).not_bare(),
+        case(&["--help"]).differs(Differs::ProgramName).not_bare(),
+        case(&["--version"]).not_bare(),
+        case(&["-X"]).differs(Differs::ProgramName),
+        case(&["--rz"]).differs(Differs::ProgramName),
+        case(&["-i"]).differs(Differs::Phpinfo),
+        case(&["-n", "-i"]).differs(Differs::Phpinfo),
+        case(&["--ini"]),
+        case(&["-n", "--ini"]),
+        // Lint, highlight, strip.
+        case(&["-l", &shebang]),
+        case(&["-l", &script("lint_bad.php")]),
+        case(&["-n", "-l", &script("lint_bad.php")]),
+        case(&["-s", &shebang]),
+        case(&["-w", &shebang]),
+        // Code on the command line, per input line, and around the lines.
+        case(&["-r", "echo 1 + 1, PHP_EOL;"]),
+        case(&[
+            "-n",
+            "-r",
+            "var_dump(PHP_SAPI, php_sapi_name(), ini_get('include_path'));",
+        ]),
+        case(&["-r", "echo $argc, json_encode($argv);", "--", "-a", "b"]),
+        case(&["-r", "echo json_encode($argv);", "a", "-b"]),
+        case(&["-r", "echo PHP_BINARY, PHP_EOL;"]).differs(Differs::PhpBinary),
+        case(&[
+            "-B",
+            "echo \"begin\\n\"; $n = 0;",
+            "-R",
+            "$n++; echo strtoupper($argn), \"\\n\";",
+            "-E",
+            "echo \"end $n\\n\";",
+        ])
+        .stdin(lines),
+        case(&["-R", "echo $argi, ':', $argn, PHP_EOL;"]).stdin(lines),
+        case(&["-F", &filter]).stdin(lines),
+        case(&["-B", "echo 'only begin';"]),
+        // Reflection.
+        case(&["--ri", "standard"]),
+        case(&["--ri", "date"]),
+        case(&["--ri", "nosuch"]),
+        case(&["--re", "json"]),
+        case(&["--re", "nosuch"]),
+        case(&["--rf", "strlen"]),
+        case(&["--rf", "nosuch"]),
+        case(&["--rc", "ArrayObject"]),
+        case(&["--rc", "NoSuchClass"]),
+        case(&["--rz", "nosuch"]),
+        case(&["--rz", "Zend OPcache"]),
+        // -z, -H, -e, -q, -c, -d, -n.
+        case(&["-z", "/nonexistent/zend_ext.so", "-r", "echo 1;"]),
+        case(&["-H", &argv, "secret", "-x"]),
+        case(&["-e", &argv, "x"]),
+        case(&["-q", &argv, "x"]),
+        case(&["-c", "/nonexistent", "-r", "echo ini_get('memory_limit');"]),
+        case(&[
+            "-d",
+            "memory_limit=77M",
+            "-d",
+            "precision=5",
+            &script("ini.php"),
+        ]),
+        case(&["-dmemory_limit=3M", "-r", "echo ini_get('memory_limit');"]),
+        case(&["-d", "opcache.enable_cli=1", &script("opcache.php")]),
+        case(&["--no-php-ini", "-r", "echo 1;"]),
+        // A script: its shebang skipped, its arguments (options included) its own.
+        case(&[&shebang]),
+        case(&[&shebang, "a", "--", "-b"]),
+        case(&["-f", &shebang, "--", "-x"]),
+        case(&["-f", &argv, "one", "-x"]),
+        case(&["-d", "precision=5", &argv, "--help", "-i", "-d", "x"]),
+        case(&[&argv, "one", "-x", "--flag=2", "with space"]),
+        case(&["--", &argv, "a"]),
+        // A script on stdin: no arguments (bare ferrophp, as PHPUnit runs PHP_BINARY for a
+        // test in a separate process), `--` before the arguments, `-` as the file.
+        case(&[]).stdin(b"<?php echo 'from stdin ', PHP_SAPI, \"\\n\";"),
+        case(&["-n"]).stdin(b"#!/usr/bin/php\n<?php echo json_encode($argv);"),
+        case(&["--", "a", "b"]).stdin(b"<?php echo json_encode($argv);"),
+        case(&["-", "a"]).stdin(b"<?php echo json_encode($argv);"),
+        // Streams, exit codes, errors (on stdout with no php.ini, as display_errors=1).
+        case(&[&script("streams.php"), "3"]).stdin(b"piped input"),
+        case(&[&script("exit.php")]),
+        case(&["-n", &script("fatal.php")]),
+        case(&["-n", &script("exception.php")]),
+        case(&[
             "-n",
             "-d",
             "display_errors=0",
             "-d",
             "log_errors=1",
             &script("fatal.php"),
-        ],
-        b"",
-    );
-    assert_eq!(out.status.code(), Some(255));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("PHP Fatal error:"));
+        ]),
+        case(&["-n", &script("memory.php")]),
+        case(&["-n", "/nonexistent/script.php"]),
+    ]
 }
 
 #[test]
-fn uncaught_exception_exits_255_like_php() {
-    let out = assert_same_as_build_php(&["-n", &script("exception.php")]);
-    assert_eq!(out.status.code(), Some(255));
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        text.contains("Uncaught RuntimeException: boom from exception.php"),
-        "{text}"
+fn every_option_is_bin_phps_byte_for_byte() {
+    let mut failures = Vec::new();
+    let mut compared = 0;
+    for case in cases() {
+        let theirs = run(Via::BuildPhp, &case.args, case.stdin);
+        for via in Via::FERROPHP {
+            if via == Via::Bare && !case.bare {
+                continue;
+            }
+            let ours = run(via, &case.args, case.stdin);
+            let (theirs, ours) = normalized(theirs.clone(), ours, via, case.differs);
+            compared += 1;
+            if ours != theirs {
+                failures.push(format!(
+                    "php {:?} through {via:?}:\n  bin/php:  {theirs:?}\n  ferrophp: {ours:?}",
+                    case.args
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(compared > 150, "{compared}");
+}
+
+/// The shebang line of the main script is skipped (Composer printed `#!/usr/bin/php`
+/// before ferrophp ran PHP's own CLI), spelled out on top of the table above.
+#[test]
+fn main_scripts_shebang_is_skipped() {
+    let out = run(Via::PhpCli, &[script("shebang.php")], b"");
+    let expected = format!(
+        "argv: [\"{}\"] 42\n",
+        script("shebang.php").replace('/', "\\/")
+    );
+    assert_eq!(
+        (out.code, out.stdout.as_str()),
+        (Some(0), expected.as_str())
     );
 }
 
-#[test]
-fn ini_overrides_with_dash_d() {
-    let out = php_cli(
-        &[
-            "-d",
-            "memory_limit=77M",
-            "-d",
-            "precision=5",
-            &script("ini.php"),
-        ],
-        b"",
-    );
-    assert!(out.status.success());
-    assert_eq!(out.stdout, b"77M 5\n");
-}
-
-#[test]
-fn missing_script_is_an_error_like_php() {
-    let out = assert_same_as_build_php(&["-n", "/nonexistent/script.php"]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stdout).contains("Could not open input file"));
-}
-
+/// As with `php`, the SAPI is "cli" (PHP_SAPI and php_sapi_name() agree), and OPcache
+/// runs for it when opcache.enable_cli says so (the table above compares with bin/php;
+/// this says what both print).
 #[test]
 fn opcache_is_active() {
-    // As with `php`: the SAPI is "cli" (PHP_SAPI and php_sapi_name() agree), and OPcache
-    // runs for it when opcache.enable_cli says so.
-    let out = php_cli(&["-d", "opcache.enable_cli=1", &script("opcache.php")], b"");
-    let text = String::from_utf8(out.stdout).unwrap();
-    assert!(text.contains(r#""opcache_enabled":true"#), "{text}");
-    assert!(text.contains(r#""sapi":"cli""#), "{text}");
-    assert!(text.contains(r#""sapi_const":"cli""#), "{text}");
-}
-
-/// What PHP's run-tests.php passes to a CLI: `-f FILE args`, `-r CODE`, `-q`.
-#[test]
-fn run_tests_options_f_r_q() {
-    let path = script("argv.php");
-    let out = php_cli(&["-q", "-d", "precision=14", "-f", &path, "one", "-x"], b"");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let expected = format!("3\n0:{path}\n1:one\n2:-x\n3 3\n");
-    assert_eq!(String::from_utf8(out.stdout).unwrap(), expected);
-
-    let out = php_cli(&["-n", "-r", "echo PHP_VERSION, ' ', $argv[0];"], b"");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let stdout = String::from_utf8(out.stdout).unwrap();
-    assert!(
-        stdout.starts_with("8.") && stdout.ends_with(" Standard input code"),
-        "{stdout}"
-    );
-}
-
-/// php's rule: every argument after the script name is the script's, `--help` and `-i`
-/// too (before, clap took `--help` as ferrophp's own and printed its help).
-#[test]
-fn options_after_the_script_name_belong_to_the_script() {
-    let path = script("argv.php");
-    let out = php_cli(
-        &["-d", "precision=5", &path, "--help", "-i", "-d", "x"],
+    let out = run(
+        Via::PhpCli,
+        &[
+            "-d".into(),
+            "opcache.enable_cli=1".into(),
+            script("opcache.php"),
+        ],
         b"",
     );
+    assert!(out.stdout.contains(r#""opcache_enabled":true"#), "{out:?}");
     assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        out.stdout.contains(r#""sapi":"cli","sapi_const":"cli""#),
+        "{out:?}"
     );
-    let expected = format!("5\n0:{path}\n1:--help\n2:-i\n3:-d\n4:x\n5 5\n");
-    assert_eq!(String::from_utf8(out.stdout).unwrap(), expected);
-    // `--` right after the script is the script's too, as with php.
-    let out = php_cli(&[&path, "--", "a"], b"");
-    let expected = format!("3\n0:{path}\n1:--\n2:a\n3 3\n");
-    assert_eq!(String::from_utf8(out.stdout).unwrap(), expected);
 }
 
-/// The PHP build's own CLI, to compare with (scripts/setup.sh prints its prefix).
-fn build_php() -> std::path::PathBuf {
-    let setup = format!("{}/../scripts/setup.sh", env!("CARGO_MANIFEST_DIR"));
-    let out = Command::new(setup).output().expect("scripts/setup.sh runs");
-    let stdout = String::from_utf8(out.stdout).unwrap();
-    let prefix = stdout
-        .lines()
-        .last()
-        .expect("setup.sh prints the PHP prefix");
-    std::path::Path::new(prefix.trim()).join("bin/php")
+/// `php -a` through a pseudo-terminal (libedit, as Debian's php): prompts, results,
+/// a function defined and called on later lines, tab completion of a function name, `quit`.
+#[test]
+fn interactive_shell_is_bin_phps() {
+    let session = |via: Via| {
+        let mut cmd = Command::new("python3");
+        cmd.arg(script("pty_session.py")).arg("php > ").arg(
+            "echo 1 + 1;\nfunction f($x) { return $x * 3; }\necho f(14), PHP_EOL;\n\
+             echo strtou\t\"x\"), PHP_EOL;\n$a = [1, 2];\nprint_r($a);\nquit",
+        );
+        let program = via.command();
+        cmd.arg(program.get_program()).args(program.get_args());
+        cmd.arg("-n").arg("-a");
+        Outcome::of(cmd, b"")
+    };
+    let theirs = session(Via::BuildPhp);
+    assert!(
+        theirs
+            .stdout
+            .contains(r"php > echo f(14), PHP_EOL;\r\n42\r\n")
+            && theirs.stdout.contains(r#"pper("x"), PHP_EOL;\r\nX\r\n"#)
+            && theirs.stdout.ends_with("php > quit\\r\\n'\n0\n"),
+        "{theirs:?}"
+    );
+    for via in Via::FERROPHP {
+        assert_eq!(session(via), theirs, "php -a through {via:?}");
+    }
 }
 
 /// Runs `cmd` with only the environment the ini search reads set as given.
-fn ini_run(cmd: &mut Command, scan_dir: Option<&std::path::Path>) -> String {
+fn ini_run(cmd: &mut Command, scan_dir: Option<&Path>) -> String {
     cmd.env_remove("PHPRC").env_remove("PHP_INI_SCAN_DIR");
     if let Some(dir) = scan_dir {
         cmd.env("PHP_INI_SCAN_DIR", dir);
@@ -222,7 +347,6 @@ fn ini_run(cmd: &mut Command, scan_dir: Option<&std::path::Path>) -> String {
 
 #[test]
 fn dash_dash_ini_prints_what_the_builds_php_prints() {
-    let php = build_php();
     let dir = tempfile::tempdir().unwrap();
     let ini_dir = dir.path().join("etc");
     let scan = dir.path().join("conf.d");
@@ -231,80 +355,47 @@ fn dash_dash_ini_prints_what_the_builds_php_prints() {
     std::fs::write(ini_dir.join("php.ini"), "memory_limit=99M\n").unwrap();
     std::fs::write(scan.join("10-a.ini"), "precision=9\n").unwrap();
     std::fs::write(scan.join("20-b.ini"), "").unwrap();
-    let ferrophp = env!("CARGO_BIN_EXE_ferrophp");
-    let cases: [(&[&str], Option<&std::path::Path>); 3] = [
+    let cases: [(&[&str], Option<&Path>); 3] = [
         (&["-c", ini_dir.to_str().unwrap()], Some(&scan)),
         (&["-c", ini_dir.to_str().unwrap()], None),
         (&["-n"], Some(&scan)),
     ];
     for (args, scan_dir) in cases {
-        let theirs = ini_run(Command::new(&php).args(args).arg("--ini"), scan_dir);
-        let ours = ini_run(
-            Command::new(ferrophp)
-                .arg("php-cli")
-                .args(args)
-                .arg("--ini"),
-            scan_dir,
-        );
+        let theirs = ini_run(Via::BuildPhp.command().args(args).arg("--ini"), scan_dir);
         assert!(
             theirs.starts_with("Configuration File (php.ini) Path: "),
             "{theirs}"
         );
-        assert_eq!(
-            ours, theirs,
-            "php-cli {args:?} --ini (scan dir {scan_dir:?})"
-        );
+        for via in Via::FERROPHP {
+            let ours = ini_run(via.command().args(args).arg("--ini"), scan_dir);
+            assert_eq!(
+                ours, theirs,
+                "{via:?} {args:?} --ini (scan dir {scan_dir:?})"
+            );
+        }
     }
 }
 
-#[test]
-fn dash_i_prints_phpinfo_as_text_like_php_dash_i() {
-    let php = build_php();
-    let theirs = ini_run(Command::new(&php).args(["-n", "-i"]), None);
-    let out = php_cli(&["-n", "-i"], b"");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let ours = String::from_utf8(out.stdout).unwrap();
-    assert!(ours.starts_with("phpinfo()\nPHP Version => "), "{ours}");
-    assert!(
-        !ours.contains("<table") && !ours.contains("<tr>"),
-        "text, not HTML"
-    );
-    // Lines about the build and its configuration read the same as php's.
-    for key in [
-        "PHP Version => ",
-        "Configuration File (php.ini) Path => ",
-        "Loaded Configuration File => ",
-        "Thread Safety => ",
-        "memory_limit => ",
-        "precision => ",
-    ] {
-        let line = |text: &str| {
-            text.lines()
-                .find(|l| l.starts_with(key))
-                .map(str::to_owned)
-                .unwrap_or_else(|| panic!("no {key:?} line in:\n{text}"))
-        };
-        assert_eq!(line(&ours), line(&theirs));
-    }
-}
-
-/// A running `ferrophp php-cli -S 127.0.0.1:0 ...`, killed (by its own pid) on drop.
+/// A running `php -S 127.0.0.1:0 ...` (bin/php's or ferrophp's), killed (by its own pid)
+/// on drop.
 struct DevServer {
     child: std::process::Child,
     addr: std::net::SocketAddr,
     stdout: std::process::ChildStdout,
 }
 
+fn devserver_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../test-data/cli/devserver")
+}
+
 impl DevServer {
-    fn start(args: &[&str], envs: &[(&str, &str)]) -> DevServer {
+    fn start(via: Via, args: &[&str], envs: &[(&str, &str)]) -> DevServer {
         use std::io::BufRead;
-        let dir = format!("{}/../test-data/cli/devserver", env!("CARGO_MANIFEST_DIR"));
-        let mut child = Command::new(env!("CARGO_BIN_EXE_ferrophp"))
-            .args(["php-cli", "-n", "-S", "127.0.0.1:0", "-t", &dir])
+        let dir = devserver_dir();
+        let mut child = via
+            .command()
+            .args(["-n", "-S", "127.0.0.1:0", "-t"])
+            .arg(&dir)
             .args(args)
             .envs(envs.iter().copied())
             .current_dir(&dir)
@@ -312,7 +403,7 @@ impl DevServer {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .expect("ferrophp runs");
+            .expect("php -S runs");
         // PHP's own harness (sapi/cli/tests/php_cli_server.inc) waits for this line on
         // stderr and reads the address from it.
         let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
@@ -352,11 +443,21 @@ impl DevServer {
         String::from_utf8_lossy(&response).into_owned()
     }
 
+    /// The status line and the body of `GET path`.
     fn get(&self, path: &str) -> (String, String) {
         // Bare LF after the request line, as APCu's harness sends it.
         let response = self.exchange(&format!("GET {path} HTTP/1.1\nHost: 127.0.0.1\r\n\r\n"));
         let (head, body) = response.split_once("\r\n\r\n").expect("a response");
-        (head.to_owned(), body.to_owned())
+        (head.lines().next().unwrap().to_owned(), body.to_owned())
+    }
+
+    /// A header's value in the response to `GET path`, its name matched case-sensitively
+    /// (as `get_headers($url, true)` keys are).
+    fn header(&self, path: &str, name: &str) -> Option<String> {
+        let response = self.exchange(&format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
+        let head = response.split_once("\r\n\r\n").expect("a response").0;
+        head.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}: ")).map(str::to_owned))
     }
 }
 
@@ -367,53 +468,98 @@ impl Drop for DevServer {
     }
 }
 
+/// The same requests to bin/php's development server and to ferrophp's (each way it can
+/// be called): the same status line and body each time.
+fn dev_servers_agree(
+    args: &[&str],
+    envs: &[(&str, &str)],
+    paths: &[&str],
+) -> Vec<(String, String)> {
+    let theirs_server = DevServer::start(Via::BuildPhp, args, envs);
+    let theirs: Vec<_> = paths.iter().map(|p| theirs_server.get(p)).collect();
+    drop(theirs_server);
+    for via in Via::FERROPHP {
+        let server = DevServer::start(via, args, envs);
+        for (path, theirs) in paths.iter().zip(&theirs) {
+            let mut ours = server.get(path);
+            // php -S writes its own error pages; only their status must agree.
+            if theirs.0.contains(" 404 ") {
+                ours.1.clone_from(&theirs.1);
+            }
+            assert_eq!(
+                &ours, theirs,
+                "GET {path} through {via:?} (php -S {args:?})"
+            );
+        }
+    }
+    theirs
+}
+
 #[test]
 fn dev_server_runs_the_router_and_serves_what_it_declines() {
-    let server = DevServer::start(&["router.php"], &[]);
-    let (head, body) = server.get("/missing.txt?x=1");
-    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
-    // PHP_SAPI is "cli-server", as under php -S (front controllers test for it to let
-    // static files through). SCRIPT_FILENAME is the router when the path names no file,
-    // else the file php -S resolved (a path without a dot falls back to the nearest
-    // index.php).
-    assert_eq!(body, "router /missing.txt cli-server router.php");
-    assert_eq!(server.get("/a/b").1, "router /a/b cli-server index.php");
-    // The router returns false: the static file, or the script in the same request.
-    let (head, body) = server.get("/static.txt");
-    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
-    assert_eq!(body, "static file\n");
-    let (_, body) = server.get("/page.php?q");
-    assert_eq!(body, "page /page.php?q");
-    // Several requests, one connection each, all answered and closed.
-    for _ in 0..3 {
-        assert!(server.get("/").1.starts_with("router / "));
-    }
+    let answers = dev_servers_agree(
+        &["router.php"],
+        &[],
+        &[
+            "/missing.txt?x=1",
+            "/a/b",
+            "/static.txt",
+            "/page.php?q",
+            "/",
+            "/",
+            "/",
+        ],
+    );
+    // PHP_SAPI is "cli-server" under php -S (front controllers test for it to let static
+    // files through). SCRIPT_FILENAME is the router when the path names no file, else the
+    // file php -S resolved (a path without a dot falls back to the nearest index.php).
+    assert_eq!(answers[0].1, "router /missing.txt cli-server router.php");
+    assert_eq!(answers[1].1, "router /a/b cli-server index.php");
+    assert_eq!(answers[2].1, "static file\n");
+    assert_eq!(answers[3].1, "page /page.php?q");
 }
 
 // The usual `php -S` front-controller idiom (`PHP_SAPI === 'cli-server' && is_file(...)`
 // → `return false`) only lets static files through under PHP's own SAPI name.
 #[test]
 fn dev_server_front_controllers_see_the_cli_server_sapi() {
-    let server = DevServer::start(&["front.php"], &[]);
-    assert_eq!(server.get("/static.txt").1, "static file\n");
-    assert_eq!(server.get("/blog/42?x").1, "app /blog/42?x");
+    let answers = dev_servers_agree(&["front.php"], &[], &["/static.txt", "/blog/42?x"]);
+    assert_eq!(answers[0].1, "static file\n");
+    assert_eq!(answers[1].1, "app /blog/42?x");
 }
 
 #[test]
 fn dev_server_without_router_falls_back_to_the_nearest_index() {
-    let mut server = DevServer::start(&[], &[("PHP_CLI_SERVER_WORKERS", "2")]);
-    assert_eq!(server.get("/static.txt").1, "static file\n");
-    assert_eq!(server.get("/page.php").1, "page /page.php");
-    assert_eq!(server.get("/no/such/file").1, "index /no/such/file");
-    assert_eq!(server.get("/sub/missing").1, "sub index\n");
-    assert!(server
-        .get("/no/such/file.txt")
-        .0
-        .starts_with("HTTP/1.1 404"));
+    let paths = [
+        "/static.txt",
+        "/page.php",
+        "/no/such/file",
+        "/sub/missing",
+        "/no/such/file.txt",
+    ];
+    let answers = dev_servers_agree(&[], &[("PHP_CLI_SERVER_WORKERS", "2")], &paths);
+    assert_eq!(answers[2].1, "index /no/such/file");
+    assert!(answers[4].0.contains(" 404 "), "{:?}", answers[4]);
     // Nothing on stdout: PHP's harnesses pass their own stdout to the server.
+    let mut server = DevServer::start(Via::PhpCli, &[], &[]);
+    assert_eq!(server.get("/page.php").1, "page /page.php");
     let _ = server.child.kill();
     let mut out = Vec::new();
     use std::io::Read;
     server.stdout.read_to_end(&mut out).unwrap();
     assert!(out.is_empty(), "{}", String::from_utf8_lossy(&out));
+}
+
+/// Header names as the script wrote them (hyper writes lower case unless told otherwise):
+/// scripts read them back case-sensitively, as PHP's own get_headers() test does.
+#[test]
+fn dev_server_writes_header_names_as_php_does() {
+    for via in [Via::BuildPhp, Via::PhpCli] {
+        let server = DevServer::start(via, &["router.php"], &[]);
+        assert_eq!(
+            server.header("/", "X-Powered-By").as_deref(),
+            Some("PHP/8.2.32"),
+            "{via:?}"
+        );
+    }
 }

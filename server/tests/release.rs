@@ -523,3 +523,41 @@ fn enabling_the_real_apcu_replaces_the_builtin_apcu_layer() {
         server.stderr()
     );
 }
+
+/// `bin/php` is a link to `../ferrophp`, so the moved tree's `php` is PHP's CLI: the build's
+/// own `php -v`, `php-config --php-binary` naming it, the tree's php.ini, and Debian's
+/// Composer running through it.
+#[test]
+fn bin_php_links_to_ferrophp_and_is_php() {
+    let tree = unpack_and_move();
+    let php = tree.root.join("bin/php");
+    assert_eq!(
+        std::fs::read_link(&php).unwrap(),
+        Path::new("../ferrophp"),
+        "a relative link, which moves with the tree"
+    );
+    let ours = run(Command::new(&php).arg("-v"));
+    let theirs = run(Command::new(Path::new(&build_cache_prefix()).join("bin/php")).arg("-v"));
+    assert_eq!(
+        String::from_utf8_lossy(&ours.stdout),
+        String::from_utf8_lossy(&theirs.stdout)
+    );
+    let config = run(Command::new(tree.root.join("bin/php-config")).arg("--php-binary"));
+    assert_eq!(
+        String::from_utf8_lossy(&config.stdout).trim(),
+        php.to_str().unwrap()
+    );
+    let out = run(Command::new(&php).args([
+        "-r",
+        "echo PHP_BINARY, '|', php_ini_loaded_file(), '|', PHP_SAPI;",
+    ]));
+    let root = tree.root.canonicalize().unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!("{0}/ferrophp|{0}/php.ini|cli", root.display())
+    );
+    // Composer's launcher starts with `#!/usr/bin/php`, which php does not print.
+    let out = run(Command::new(&php).args(["/usr/bin/composer", "--version"]));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("Composer version 2."), "{text}");
+}

@@ -47,17 +47,21 @@ pub(super) struct Connections {
     pub(super) idle_timeout: Duration,
 }
 
-/// hyper's builder with the server's limits. `keep_alive` is off for the development
-/// server: php -S closes each connection after its response, and its test harnesses
-/// read until the connection closes.
-pub(super) fn http_builder(config: &ServeConfig, keep_alive: bool) -> auto::Builder<TokioExecutor> {
+/// hyper's builder with the server's limits. Keep-alive is off for the development
+/// server (`dev`): php -S closes each connection after its response, and its test harnesses
+/// read until the connection closes. The development server also writes header names in
+/// Title-Case instead of hyper's lower case: php -S sends them as the script wrote them
+/// (`X-Foo: 1`), and scripts read them back case-sensitively (`get_headers($url, true)`
+/// keys, PHP's own `ext/standard/tests/url/get_headers_error_003.phpt`).
+pub(super) fn http_builder(config: &ServeConfig, dev: bool) -> auto::Builder<TokioExecutor> {
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
         .http1()
         .timer(TokioTimer::new())
         .header_read_timeout(config.header_timeout)
         .max_buf_size(config.max_header_size)
-        .keep_alive(keep_alive);
+        .keep_alive(!dev)
+        .title_case_headers(dev);
     // hyper's and h2's defaults already bound the HTTP/2 floods (CVE-2023-44487 rapid
     // reset, CONTINUATION floods, streams reset by our own errors); they are spelled out
     // so that a dependency update cannot loosen them unnoticed. http_hostile.rs attacks

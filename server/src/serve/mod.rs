@@ -174,7 +174,7 @@ async fn serve(
 
     let connections = Arc::new(connection::Connections {
         app: app.clone(),
-        builder: connection::http_builder(&config, dev.is_none()),
+        builder: connection::http_builder(&config, dev.is_some()),
         tls,
         local,
         header_timeout: config.header_timeout,

@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod db;
+pub mod php;
 
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};

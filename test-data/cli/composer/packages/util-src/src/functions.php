@@ -1,0 +1,8 @@
+<?php
+
+namespace FerrophpTest\Util;
+
+function loaded(): bool
+{
+    return true;
+}
