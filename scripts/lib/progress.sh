@@ -49,7 +49,10 @@ progress_run() {
     ((tty == 1 || elapsed - last >= every)) || continue
     last=$elapsed
     local done
-    done=$("$count_fn" "$log" 2>/dev/null || echo 0)
+    # A count function may print nothing or fail (grep -c exits 1 on no match): whatever
+    # is not one number counts as 0, so a count can never end the wait early.
+    done=$("$count_fn" "$log" 2>/dev/null | head -1) || true
+    [[ $done =~ ^[0-9]+$ ]] || done=0
     ((done > total)) && done=$total
     local line="$_progress_tag:       $done/$total ($((100 * done / (total > 0 ? total : 1)))%), $(progress_clock "$elapsed")"
     if ((done > 0 && done < total)); then
