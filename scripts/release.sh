@@ -2,7 +2,8 @@
 # Builds the standalone release: dist/ferrophp-<version>-linux-x86_64.tar.gz, a tree that
 # runs from any directory (rpath $ORIGIN/lib) on a stock Debian 12 (debootstrap minbase):
 #
-#   ferrophp                 the binary, with PHP (libphp.a) linked in
+#   ferrophp                 the binary, with PHP (libphp.a) linked in; its debug info
+#                            is dist/<name>.debug, beside the tarball
 #   php.ini, conf.d/         php.ini-production with our defaults; OPcache on
 #   lib/*.so.*               every shared library the binary and the extensions need
 #                            that a Debian 12 base system (Priority: required) lacks
@@ -14,10 +15,11 @@
 #                            (what php-config --php-binary names; put bin/ on PATH)
 #   README.md
 #
-# The PHP inside is the fastest build (docs/benchmarks.md, "PHP builds"): profile-guided
-# and link-time optimised (scripts/build-php-pgo.sh, about an hour the first time on 2
-# cores), linked statically. FERROPHP_RELEASE_PHP=pgo, or =default for the developer
-# build (what the test suite packs: the same tree, quick to make).
+# The PHP inside is scripts/build-php.sh's build (ZTS, -O2, the patches in
+# scripts/php-patches), linked statically. FERROPHP_RELEASE_PHP=pgo or =pgo-lto packs a
+# profile-guided (and link-time optimised) build instead (scripts/build-php-pgo.sh, about
+# an hour the first time on 2 cores); it becomes the default once its gain is measured on
+# the real apps in docs/benchmarks.md.
 #
 # Prints the tarball's path on stdout. Idempotent: rebuilds only the tree.
 set -euo pipefail
@@ -30,7 +32,7 @@ progress_init release 5
 
 progress_step "Debian packages and the developer PHP build"
 scripts/setup.sh >/dev/null
-PHP_FLAVOR=${FERROPHP_RELEASE_PHP:-pgo-lto}
+PHP_FLAVOR=${FERROPHP_RELEASE_PHP:-default}
 progress_step "the shipped PHP build ($PHP_FLAVOR)"
 case "$PHP_FLAVOR" in
 default) PHP_PREFIX=$(scripts/build-php.sh) ;;
@@ -59,7 +61,12 @@ progress_step "the tree: PHP's files, PECL extensions, the libraries a base syst
 
 rm -rf "$TREE"
 mkdir -p "$TREE"/{lib,bin,conf.d}
-cp target/shipping/release/ferrophp "$TREE/ferrophp"
+# The debug info (PHP's included: ~80 of the binary's ~115 MB) goes beside the tarball,
+# not in it; the symbol table stays, so perf and backtraces still name functions.
+# gdb finds the file through the debuglink when it sits next to the binary.
+objcopy --only-keep-debug target/shipping/release/ferrophp "$DIST/$NAME.debug"
+objcopy --strip-debug --add-gnu-debuglink="$DIST/$NAME.debug" \
+  target/shipping/release/ferrophp "$TREE/ferrophp"
 cp -a "$PHP_PREFIX/lib/php" "$TREE/lib/php"
 cp -a "$PHP_PREFIX/include" "$TREE/include"
 
