@@ -179,8 +179,11 @@ struct Load {
     failures: Mutex<Vec<String>>,
     /// Boot ids in the order responses showed them first.
     boots: Mutex<Vec<String>>,
-    /// The boot id of each response since `mark` was last cleared.
-    recent: Mutex<Vec<String>>,
+    /// Counts the test's checkpoints: a response belongs to the checkpoint that was
+    /// current when its request was sent.
+    checkpoint: AtomicU64,
+    /// The boot id of each response, with the checkpoint its request was sent in.
+    recent: Mutex<Vec<(u64, String)>>,
 }
 
 fn load_client(addr: std::net::SocketAddr, load: Arc<Load>) {
@@ -205,6 +208,7 @@ fn load_client(addr: std::net::SocketAddr, load: Arc<Load>) {
         } else {
             "/restart.php"
         };
+        let sent_in = load.checkpoint.load(Ordering::SeqCst);
         match c.get(path) {
             Ok(r) if r.status == 200 => match boot_and_served(&r) {
                 Some((boot, _)) => {
@@ -214,7 +218,7 @@ fn load_client(addr: std::net::SocketAddr, load: Arc<Load>) {
                         boots.push(boot.clone());
                     }
                     drop(boots);
-                    load.recent.lock().unwrap().push(boot);
+                    load.recent.lock().unwrap().push((sent_in, boot));
                 }
                 None => load
                     .failures
@@ -311,9 +315,20 @@ fn graceful_restarts_under_load_drop_no_request_and_reboot_the_scripts() {
                 server.stderr()
             );
         }
+        // Only requests sent from now on must see new boots: a response to a request sent
+        // earlier may still be on its way to its client (or be recorded late by a client
+        // thread the loaded machine did not schedule).
+        let checkpoint = load.checkpoint.fetch_add(1, Ordering::SeqCst) + 1;
         load.recent.lock().unwrap().clear();
         std::thread::sleep(Duration::from_millis(300));
-        let recent = load.recent.lock().unwrap().clone();
+        let recent: Vec<String> = load
+            .recent
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(sent_in, _)| *sent_in == checkpoint)
+            .map(|(_, boot)| boot.clone())
+            .collect();
         assert!(
             !recent.is_empty(),
             "round {round}: no requests served after the restart"
