@@ -37,7 +37,11 @@ main() {
   local gen
   gen=$(FERROPHP_PHP_FLAVOR=pgo-gen scripts/build-php.sh)
 
-  if compgen -G "$profile_dir/*.gcda" >/dev/null; then
+  # Building the instrumented PHP writes counts too (configure's test programs, make
+  # running the CLI): only the stamp that training leaves says a profile is ours. Those
+  # stray counts also broke the optimised build's configure (conftest.c against
+  # conftest's counts: -Werror=coverage-mismatch), so training starts from an empty dir.
+  if [[ -f $profile_dir/TRAINED ]]; then
     progress_step "ferrophp with the instrumented PHP: not needed, a profile exists ($profile_dir)"
     progress_step "training: done before (--retrain to train again)"
   else
@@ -53,6 +57,7 @@ main() {
       echo "build-php-pgo: training wrote no profile into $profile_dir" >&2
       exit 1
     }
+    date -u +%FT%TZ >"$profile_dir/TRAINED"
   fi
 
   FERROPHP_PHP_FLAVOR=$flavor scripts/build-php.sh
