@@ -391,9 +391,13 @@ fn devserver_dir() -> PathBuf {
 impl DevServer {
     fn start(via: Via, args: &[&str], envs: &[(&str, &str)]) -> DevServer {
         use std::io::BufRead;
+        use std::os::unix::process::CommandExt;
         let dir = devserver_dir();
         let mut child = via
             .command()
+            // A process group of its own: with PHP_CLI_SERVER_WORKERS, php -S forks
+            // workers that outlive a parent killed alone (drop ends the whole group).
+            .process_group(0)
             .args(["-n", "-S", "127.0.0.1:0", "-t"])
             .arg(&dir)
             .args(args)
@@ -463,6 +467,9 @@ impl DevServer {
 
 impl Drop for DevServer {
     fn drop(&mut self) {
+        // The group this test made (its id is the child's pid): the server and its workers.
+        let group = format!("-{}", self.child.id());
+        let _ = Command::new("kill").args(["-KILL", "--", &group]).status();
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
