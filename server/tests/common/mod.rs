@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+pub mod collector;
 pub mod db;
 pub mod php;
 
@@ -51,7 +52,46 @@ impl Server {
 
     /// As [`Server::start_with_env`], with another `ferrophp` binary (a release tree's).
     pub fn start_binary(bin: &Path, root: &Path, args: &[&str], envs: &[(&str, &str)]) -> Server {
-        let mut cmd = Command::new(bin);
+        Self::launch(Command::new(bin), root, args, envs, STARTUP_TIMEOUT)
+    }
+
+    /// As [`Server::start_with_env`], run by valgrind's memcheck with PHP's allocator off
+    /// (every emalloc its own checked block). Errors go to `log` as they happen (so a
+    /// server killed at the end still reports them): see [`valgrind_errors`].
+    pub fn start_under_valgrind(
+        root: &Path,
+        args: &[&str],
+        envs: &[(&str, &str)],
+        log: &Path,
+    ) -> Server {
+        let mut cmd = Command::new("valgrind");
+        // fair-sched: without it a thread running PHP code can starve the others (the
+        // watchdog) for seconds, which no real scheduler does.
+        cmd.args([
+            "--quiet",
+            "--error-limit=no",
+            "--num-callers=30",
+            "--leak-check=no",
+        ])
+        .arg("--fair-sched=yes")
+        .arg(format!(
+            "--suppressions={}/../test-data/valgrind/php.supp",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .arg(format!("--log-file={}", log.display()))
+        .arg(env!("CARGO_BIN_EXE_ferrophp"))
+        .env("USE_ZEND_ALLOC", "0");
+        // PHP's start-up (every extension, ICU) is slow under valgrind.
+        Self::launch(cmd, root, args, envs, STARTUP_TIMEOUT * 6)
+    }
+
+    fn launch(
+        mut cmd: Command,
+        root: &Path,
+        args: &[&str],
+        envs: &[(&str, &str)],
+        startup_timeout: Duration,
+    ) -> Server {
         cmd.arg("serve")
             .arg("--root")
             .arg(root)
@@ -116,7 +156,7 @@ impl Server {
             exited: None,
             stdout_lines,
         };
-        let url = match rx.recv_timeout(STARTUP_TIMEOUT) {
+        let url = match rx.recv_timeout(startup_timeout) {
             Ok(url) => url,
             Err(_) => panic!(
                 "ferrophp did not print its listening line; stderr:\n{}",
@@ -256,6 +296,41 @@ impl Drop for Server {
 }
 
 /// A blocking reqwest client for tests: no proxy, bounded timeouts, any certificate.
+/// The errors valgrind wrote to `log`, one string per error with its stack. With
+/// `--quiet` valgrind writes nothing else but warnings about the client's own tricks
+/// (switching stacks, large address ranges, unhandled ioctls), which are left out.
+pub fn valgrind_errors(log: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let mut errors = Vec::new();
+    // The block being read: Some(text) for an error, None for a warning or nothing.
+    let mut block: Option<Option<String>> = None;
+    for line in text.lines() {
+        // "==PID== body"; an empty body ends a block.
+        let body = line.split_once("== ").map_or("", |(_, b)| b);
+        if body.trim().is_empty() {
+            if let Some(Some(error)) = block.take() {
+                errors.push(error);
+            }
+            continue;
+        }
+        match &mut block {
+            Some(Some(error)) => {
+                error.push('\n');
+                error.push_str(line);
+            }
+            Some(None) => {}
+            None => {
+                let warning = body.starts_with("Warning: ") || body.starts_with(' ');
+                block = Some((!warning).then(|| line.to_owned()));
+            }
+        }
+    }
+    if let Some(Some(error)) = block {
+        errors.push(error);
+    }
+    errors
+}
+
 pub fn client() -> reqwest::blocking::Client {
     client_builder().build().expect("client")
 }
