@@ -739,6 +739,24 @@ static void woke_early(ferrophp_deadline *d) {
     }
 }
 
+/* After a timed wait inside an interposed call returned `r` (errno `e`): true to wait
+ * again (our own signal, or an early wake for the slow-log moment); false when the call
+ * returns `r` with errno `e` (a result, an error, the caller's time is up, or an EINTR
+ * that was not ours). `time_up`: the caller's own timeout has passed. */
+static bool wait_again(ferrophp_deadline *d, int r, int e, bool time_up) {
+    if (r > 0 || (r < 0 && e != EINTR)) {
+        return false;
+    }
+    if (r == 0) {
+        if (time_up) {
+            return false;
+        }
+        woke_early(d);
+        return true;
+    }
+    return passed(d) || atomic_exchange(&d->ours, false);
+}
+
 int poll(struct pollfd *fds, nfds_t nfds, int timeout) {
     ferrophp_deadline *d = me;
     poll_fn call = (poll_fn) real(R_POLL);
@@ -768,22 +786,10 @@ int poll(struct pollfd *fds, nfds_t nfds, int timeout) {
         int r = call(fds, nfds, wait);
         int e = errno;
         atomic_store(&d->in_wait, WAIT_NONE);
-        if (r > 0 || (r < 0 && e != EINTR)) {
+        if (!wait_again(d, r, e, timeout == 0 || ferrophp_deadline_now() >= end)) {
             errno = e;
             return r;
         }
-        if (r == 0) {
-            if (timeout == 0 || ferrophp_deadline_now() >= end) {
-                return 0;
-            }
-            woke_early(d);
-            continue;
-        }
-        if (passed(d) || atomic_exchange(&d->ours, false)) {
-            continue;
-        }
-        errno = EINTR;
-        return -1;
     }
 }
 
@@ -843,22 +849,10 @@ int select(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval *timeout
             timeout->tv_sec = left / 1000000000LL;
             timeout->tv_usec = left % 1000000000LL / 1000;
         }
-        if (r > 0 || (r < 0 && e != EINTR)) {
+        if (!wait_again(d, r, e, now >= end)) {
             errno = e;
             return r;
         }
-        if (r == 0) {
-            if (now >= end) {
-                return 0;
-            }
-            woke_early(d);
-            continue;
-        }
-        if (passed(d) || atomic_exchange(&d->ours, false)) {
-            continue;
-        }
-        errno = EINTR;
-        return -1;
     }
 }
 
