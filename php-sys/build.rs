@@ -14,6 +14,7 @@ fn main() {
     println!("cargo:rerun-if-env-changed=PHP_CONFIG");
     println!("cargo:rerun-if-env-changed=FERROPHP_CACHE");
     println!("cargo:rerun-if-env-changed=FERROPHP_PHP_LINK");
+    println!("cargo:rerun-if-env-changed=FERROPHP_PHP_FLAVOR");
     for f in [
         "wrapper.h",
         "shim.h",

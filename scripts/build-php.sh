@@ -19,6 +19,11 @@
 #                    pgo: optimised with those counts; pgo-lto: and link-time optimised
 #                      across the whole engine. Each is a prefix of its own; the profile's
 #                      hash is part of the key of the optimised builds.
+#                    lean: only what ferrophp itself and the demo app need (the engine,
+#                      OPcache, session, filter, libxml), without debug info: about half
+#                      the compile of the default build. scripts/demo.sh makes it on a
+#                      machine that has no default build yet, so the demo serves sooner;
+#                      the test suite and the release use the default build.
 set -euo pipefail
 
 PHP_VERSION=8.2.32
@@ -76,6 +81,17 @@ PROFILE_DIR="$CACHE_ROOT/pgo-profile-$KEY"
 CONFIGURE_ENV=()
 case "$FLAVOR" in
 default) ;;
+lean)
+  # --disable-all turns off every extension PHP enables by default; ferrophp's shim
+  # includes session, filter and libxml headers and calls into them.
+  CONFIGURE_FLAGS=(
+    --enable-zts --enable-embed=shared --disable-zend-signals --enable-zend-max-execution-timers
+    --disable-cgi --disable-phpdbg --enable-opcache --disable-all
+    --enable-session --enable-filter --with-libxml --enable-ctype --enable-tokenizer --enable-posix
+  )
+  PHP_CFLAGS="-O2 -fno-semantic-interposition"
+  KEY=$(printf '%s\n' "$PHP_VERSION" "$PATCH_ID" "$PHP_CFLAGS" "${CONFIGURE_FLAGS[@]}" | sha256sum | cut -c1-12)-lean
+  ;;
 pgo-gen)
   # Atomic counters: PHP threads run concurrently; plain ones would lose counts.
   PHP_CFLAGS+=" -fprofile-generate=$PROFILE_DIR -fprofile-update=atomic"
@@ -102,7 +118,7 @@ pgo | pgo-lto)
   fi
   ;;
 *)
-  log "FERROPHP_PHP_FLAVOR=$FLAVOR: expected pgo-gen, pgo or pgo-lto (or unset)"
+  log "FERROPHP_PHP_FLAVOR=$FLAVOR: expected lean, pgo-gen, pgo or pgo-lto (or unset)"
   exit 1
   ;;
 esac
@@ -116,6 +132,10 @@ fi
 if [[ -f "$PREFIX/.complete" ]]; then
   echo "$PREFIX"
   exit 0
+fi
+# `build-php.sh --if-built`: the prefix when this flavor is built, else exit 1 (no build).
+if [[ ${1:-} == --if-built ]]; then
+  exit 1
 fi
 
 # One build per key at a time: a second clone (or cargo's build script and a person at a
@@ -135,10 +155,13 @@ progress_init build-php 5
 log "building PHP $PHP_VERSION (ZTS + embed) once into $PREFIX; later runs reuse it"
 progress_step "build dependencies (Debian packages)"
 
-BUILD_DEPS=(build-essential bison re2c pkg-config autoconf libxml2-dev libsqlite3-dev zlib1g-dev
-  libonig-dev libssl-dev libcurl4-openssl-dev libicu-dev dpkg-dev xz-utils ca-certificates
-  libpq-dev libpng-dev libjpeg-dev libfreetype-dev libwebp-dev libzip-dev libsodium-dev
-  libgmp-dev libbz2-dev libxslt1-dev libedit-dev patch)
+BUILD_DEPS=(build-essential bison re2c pkg-config autoconf libxml2-dev dpkg-dev xz-utils
+  ca-certificates patch)
+if [[ $FLAVOR != lean ]]; then
+  BUILD_DEPS+=(libsqlite3-dev zlib1g-dev libonig-dev libssl-dev libcurl4-openssl-dev libicu-dev
+    libpq-dev libpng-dev libjpeg-dev libfreetype-dev libwebp-dev libzip-dev libsodium-dev
+    libgmp-dev libbz2-dev libxslt1-dev libedit-dev)
+fi
 missing=()
 for p in "${BUILD_DEPS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -194,7 +217,7 @@ grep -q 'define Omit_Private_Memory' Zend/zend_strtod_int.h \
 progress_step "configure"
 configure_log="$SRC/configure.log"
 count_checks() { grep -c '^checking ' "$1"; }
-if [[ $FLAVOR != default ]]; then
+if [[ $FLAVOR == pgo* ]]; then
   PHP_CFLAGS+=" -fprofile-prefix-path=$SRC"
 fi
 progress_run "$configure_log" 650 count_checks env CFLAGS="$PHP_CFLAGS" "${CONFIGURE_ENV[@]}" ./configure \

@@ -11,6 +11,15 @@ export PATH="$HOME/.cargo/bin:$PATH"
 # shellcheck source=lib/progress.sh
 source scripts/lib/progress.sh
 progress_init demo 3
+# The demo needs only PHP's engine: on a machine without PHP built yet it builds the lean
+# PHP (build-php.sh: half the compile). Once it has one, the demo keeps using it; a
+# machine where the test suite already built the full PHP uses that.
+if ! FERROPHP_PHP_FLAVOR=lean scripts/build-php.sh --if-built >/dev/null 2>&1 \
+  && scripts/build-php.sh --if-built >/dev/null 2>&1; then
+  export FERROPHP_PHP_FLAVOR=default
+else
+  export FERROPHP_PHP_FLAVOR=lean
+fi
 progress_step "Debian packages and PHP (built once into ~/.cache/ferrophp)"
 scripts/setup.sh >/dev/null
 progress_step "cargo build --release -p ferrophp"
