@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::metrics::MetricsPush;
 use crate::workers::WorkerSpec;
 
 /// Command-line flags (each also readable from its `FERROPHP_*` environment variable).
@@ -373,14 +374,6 @@ pub struct ServeConfig {
     pub deadlines: worker::DeadlineConfig,
 }
 
-/// Push mode settings.
-#[derive(Debug, Clone)]
-pub struct MetricsPush {
-    pub url: String,
-    pub interval: Duration,
-    pub buffer: usize,
-}
-
 impl ServeConfig {
     pub fn load(args: ServeArgs) -> Result<ServeConfig, String> {
         let file = match &args.config {
@@ -393,6 +386,18 @@ impl ServeConfig {
             None => FileConfig::default(),
         };
         ServeConfig::resolve(args, file)
+    }
+
+    /// [`ServeConfig::load`] for the `serve` and `--supervise` commands: an invalid
+    /// configuration is reported on stderr as exit status 2; a valid one starts the log
+    /// in its format.
+    pub(crate) fn load_and_start_logging(args: ServeArgs) -> Result<ServeConfig, i32> {
+        let config = ServeConfig::load(args).map_err(|e| {
+            eprintln!("ferrophp: {e}");
+            2
+        })?;
+        crate::logging::init(&config.log, config.log_format);
+        Ok(config)
     }
 
     /// Merges flags/env (`args`, which win) with a parsed file over the defaults, and

@@ -10,7 +10,7 @@ pub use crate::workers::WorkerSpec;
 
 /// `example.com:8080` → `example.com` (the Host value that becomes `SERVER_NAME`).
 pub fn strip_port(host: &str) -> &str {
-    crate::php_bridge::strip_port(host)
+    crate::peer::strip_port(host)
 }
 
 /// Drops request headers whose names would be ambiguous as `$_SERVER` keys.

@@ -13,6 +13,8 @@ pub mod fuzzing;
 mod interim;
 mod logging;
 mod metrics;
+mod mode;
+mod peer;
 mod php_bridge;
 pub mod php_cli;
 mod routing;

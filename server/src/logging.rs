@@ -17,7 +17,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use http::{Method, Response, Uri};
 
 use crate::body::ResponseBody;
-use crate::metrics::Mode;
+use crate::mode::Mode;
 
 /// `--log-format`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum, serde::Deserialize)]
@@ -73,11 +73,7 @@ pub fn access(
                 .map(|n| n as i64)
         })
         .unwrap_or(-1);
-    let mode = match mode {
-        Mode::Static => "static",
-        Mode::Classic => "classic",
-        Mode::Worker => "worker",
-    };
+    let mode = mode.as_str();
     tracing::info!(
         target: "access",
         remote = %remote,

@@ -19,7 +19,7 @@ use ferrophp_metrics::{global, Kind, Op, SeriesId, TagBuf};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::config::MetricsPush;
+use crate::mode::Mode;
 
 /// The request-latency distribution, one series per status class.
 pub const REQUEST_DURATION: &str = "ferrophp_http_request_duration_seconds";
@@ -57,16 +57,15 @@ pub fn record_request(status: u16, elapsed: Duration) {
     }
 }
 
-/// Which side answered a request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
-    /// Not PHP: static files, redirects, 4xx from routing.
-    Static = 0,
-    Classic = 1,
-    Worker = 2,
+/// Push mode settings (`--metrics-push`).
+#[derive(Debug, Clone)]
+pub struct MetricsPush {
+    pub url: String,
+    pub interval: Duration,
+    pub buffer: usize,
 }
 
-const MODES: [&str; 3] = ["static", "classic", "worker"];
+const MODES: [Mode; 3] = [Mode::Static, Mode::Classic, Mode::Worker];
 
 /// Requests by mode and status class (1xx..5xx).
 static REQUESTS: [[AtomicU64; 5]; 3] = [const { [const { AtomicU64::new(0) }; 5] }; 3];
@@ -150,11 +149,12 @@ fn render_server(out: &mut String) {
         "counter",
         "Requests answered, by mode (static, classic, worker) and status class.",
     );
-    for (m, mode) in MODES.iter().enumerate() {
-        for (c, count) in REQUESTS[m].iter().enumerate() {
+    for mode in MODES {
+        for (c, count) in REQUESTS[mode as usize].iter().enumerate() {
             let _ = writeln!(
                 out,
-                "ferrophp_http_requests_total{{mode=\"{mode}\",code=\"{}xx\"}} {}",
+                "ferrophp_http_requests_total{{mode=\"{}\",code=\"{}xx\"}} {}",
+                mode.as_str(),
                 c + 1,
                 count.load(Ordering::Relaxed)
             );

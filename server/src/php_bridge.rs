@@ -25,6 +25,7 @@ use worker::{
 };
 
 use crate::body::{self, ResponseBody};
+use crate::peer::{strip_port, Connection};
 
 /// Output up to this size is sent as one response with a Content-Length.
 const STREAM_THRESHOLD: usize = 64 * 1024;
@@ -86,13 +87,6 @@ impl PoolPermits {
 /// it holds).
 #[derive(Clone)]
 pub struct OnStall(pub Arc<dyn Fn() + Send + Sync>);
-
-/// Where the request came from and how.
-pub struct Connection {
-    pub remote_addr: SocketAddr,
-    pub local_addr: SocketAddr,
-    pub https: bool,
-}
 
 /// The script and the URL parts routing decided.
 pub struct Script {
@@ -347,14 +341,6 @@ fn server_name(
         (Some(host), _) => ServerName::from(host),
         (None, Some(name)) => ServerName::from(name.clone()),
         (None, None) => ServerName::from(local_addr.ip().to_string()),
-    }
-}
-
-/// `example.com:8080` → `example.com`; `[::1]:80` → `[::1]`.
-pub(crate) fn strip_port(host: &str) -> &str {
-    match host.rfind(':') {
-        Some(i) if !host[i..].contains(']') => &host[..i],
-        _ => host,
     }
 }
 

@@ -7,7 +7,7 @@
 //!
 //! An entry is keyed by the path the bytes were read from and carries the identity they
 //! were read with: device, inode, size, mtime and ctime with nanoseconds. Every request
-//! still stats the path (the stat [`crate::static_files`] makes anyway to check it is a
+//! still stats the path (the stat `static_files` makes anyway to check it is a
 //! regular file), and only an identical identity is a hit. A rename over the file
 //! changes the inode; a rewrite in place, even to the same size, changes ctime (which no
 //! one can set back, unlike mtime); a deleted file fails the stat. Anything else is a

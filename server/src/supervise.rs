@@ -35,7 +35,7 @@ use std::time::{Duration, Instant};
 
 use tokio::signal::unix::{signal, SignalKind};
 
-use crate::config::ServeArgs;
+use crate::config::{ServeArgs, ServeConfig};
 
 /// Environment variable naming the inherited listening socket in a supervised child.
 const LISTEN_FD_ENV: &str = "FERROPHP_LISTEN_FD";
@@ -125,7 +125,7 @@ pub(crate) fn notify_ready() {
 }
 
 pub fn run(args: ServeArgs) -> i32 {
-    let config = match crate::serve::load_config(args) {
+    let config = match ServeConfig::load_and_start_logging(args) {
         Ok(c) => c,
         Err(status) => return status,
     };

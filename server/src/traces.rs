@@ -18,8 +18,8 @@ use std::time::Duration;
 use ferrophp_trace::{self as ft, RequestTrace, StatusCode, Value};
 use http::{Request, Response};
 
-use crate::metrics::Mode;
-use crate::php_bridge::Connection;
+use crate::mode::Mode;
+use crate::peer::{strip_port, Connection};
 
 /// Starts tracing when the environment asks for it (`OTEL_EXPORTER_OTLP_ENDPOINT` and
 /// friends, docs/operating.md); a configuration it cannot follow is logged and tracing
@@ -120,7 +120,7 @@ pub(crate) fn start<B>(req: &Request<B>, conn: &Connection) -> Option<RequestTra
             .get(http::header::HOST)
             .and_then(|h| h.to_str().ok())
         {
-            let name = crate::php_bridge::strip_port(host);
+            let name = strip_port(host);
             attr(d, "server.address", Value::Text(name));
             let port = host[name.len()..]
                 .strip_prefix(':')
@@ -213,12 +213,7 @@ pub(crate) fn finish<B: http_body::Body>(trace: RequestTrace, response: &Respons
             Value::Int(status as i64),
             limits,
         );
-        let mode_name = match mode {
-            Mode::Static => "static",
-            Mode::Classic => "classic",
-            Mode::Worker => "worker",
-        };
-        d.push_attribute("ferrophp.mode", Value::Text(mode_name), limits);
+        d.push_attribute("ferrophp.mode", Value::Text(mode.as_str()), limits);
         // PHP's answers: the PHP thread counts what the script wrote. (Set, not pushed:
         // `php -S`'s router may have run before a static file was served.)
         if mode == Mode::Static {

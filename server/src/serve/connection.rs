@@ -22,7 +22,8 @@ use super::dispatch::handle;
 use crate::body::ResponseBody;
 use crate::config::ServeConfig;
 use crate::interim::{Hints, Interim, InterimIo};
-use crate::php_bridge::{Connection, OnStall};
+use crate::peer::Connection;
+use crate::php_bridge::OnStall;
 
 /// Streams one HTTP/2 connection may have open; more are refused (REFUSED_STREAM). Each
 /// open stream is at most one PHP request waiting for a thread (or 503 after max_wait).

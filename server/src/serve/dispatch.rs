@@ -12,8 +12,9 @@ use worker::Target;
 
 use super::app::App;
 use crate::body::{self, ResponseBody};
-use crate::metrics::Mode;
-use crate::php_bridge::{Connection, Script};
+use crate::mode::Mode;
+use crate::peer::Connection;
+use crate::php_bridge::Script;
 use crate::routing::Route;
 use crate::site::Site;
 use crate::static_files;

@@ -45,22 +45,10 @@ struct DevMode {
     no_php_ini: bool,
 }
 
-/// The configuration from the command line and file, with logging set up from it; on an
-/// invalid configuration, the message is printed and the exit status (2) returned. Shared
-/// by `serve` and `--supervise`'s parent.
-pub(crate) fn load_config(args: ServeArgs) -> Result<ServeConfig, i32> {
-    let config = ServeConfig::load(args).map_err(|e| {
-        eprintln!("ferrophp: {e}");
-        2
-    })?;
-    crate::logging::init(&config.log, config.log_format);
-    Ok(config)
-}
-
 /// `inherited`: the listening socket a `--supervise` parent passed down (it outlives this
 /// process, so connections wait instead of being refused while it restarts).
 pub fn run(args: ServeArgs, inherited: Option<std::net::TcpListener>) -> i32 {
-    let config = match crate::serve::load_config(args) {
+    let config = match ServeConfig::load_and_start_logging(args) {
         Ok(c) => c,
         Err(status) => return status,
     };
