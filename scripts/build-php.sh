@@ -73,9 +73,11 @@ PHP_CFLAGS="-g -O2 -fno-semantic-interposition"
 CACHE_ROOT=${FERROPHP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ferrophp}
 KEY=$(printf '%s\n' "$PHP_VERSION" "$PATCH_ID" "$PHP_CFLAGS" "${CONFIGURE_FLAGS[@]}" | sha256sum | cut -c1-12)
 
-# Profile-guided builds. The instrumented build and the optimised one compile in
-# different directories; -fprofile-prefix-path makes the profile files' names relative
-# to each, so the optimised compile of ext/foo/bar.c finds the counts of the trained one.
+# Profile-guided builds. The instrumented build and the optimised one compile in the same
+# directory (SRC below): GCC's check that a profile belongs to a function hashes the
+# function's source file name, which is an absolute path here, so counts made in another
+# directory fail that check (-Werror=coverage-mismatch: "source locations for function
+# have changed"). -fprofile-prefix-path keeps the profile files' names relative to it.
 FLAVOR=${FERROPHP_PHP_FLAVOR:-default}
 PROFILE_DIR="$CACHE_ROOT/pgo-profile-$KEY"
 CONFIGURE_ENV=()
@@ -173,7 +175,12 @@ if ((${#missing[@]})); then
   fi
   log "installing build dependencies: ${missing[*]}"
   apt-get update -qq >&2
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >&2
+  # Progress: packages unpacked of what apt plans to install (dependencies too); apt's
+  # own lines go to the log.
+  count_unpacked() { grep -c '^Unpacking ' "$1"; }
+  planned=$(apt-get install -s "${missing[@]}" 2>/dev/null | grep -c '^Inst ' || true)
+  progress_run "$CACHE_ROOT/build-deps-apt.log" "${planned:-1}" count_unpacked \
+    env DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}" || exit 1
 else
   log "build dependencies present"
 fi
@@ -196,12 +203,21 @@ if [[ ! -f "$TARBALL" ]] || ! echo "$ORIG_SHA256  $TARBALL" | sha256sum -c --qui
     log "added deb-src entries, updating apt lists"
     apt-get update -qq >&2
   fi
-  (cd "$WORK" && apt-get source --download-only "php8.2=$DEB_VERSION" >&2)
+  # apt's own lines (Get:, Fetched, a warning about its sandbox user) go to a log.
+  (cd "$WORK" && apt-get source --download-only "php8.2=$DEB_VERSION" >"$WORK/apt-source.log" 2>&1) \
+    || { cat "$WORK/apt-source.log" >&2; log "apt-get source failed (log: $WORK/apt-source.log)"; exit 1; }
   echo "$ORIG_SHA256  $TARBALL" | sha256sum -c --quiet - >&2 || {
     log "checksum mismatch for $TARBALL"; rm -f "$TARBALL"; exit 1; }
 fi
 
 SRC="$WORK/php-$PHP_VERSION-$KEY"
+if [[ $FLAVOR == pgo* ]]; then
+  # One directory for the instrumented and the optimised build (see above), so one such
+  # build at a time, whichever flavor.
+  SRC="$WORK/php-$PHP_VERSION-$(basename "$PROFILE_DIR")-build"
+  exec 8>"$SRC.lock"
+  flock 8
+fi
 rm -rf "$SRC"
 mkdir -p "$SRC"
 tar -xJf "$TARBALL" -C "$SRC" --strip-components=1
