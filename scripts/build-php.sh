@@ -132,6 +132,15 @@ if [[ ${1:-} == --profile-dir ]]; then
   exit 0
 fi
 
+# `build-php.sh --building`: exit 0 when this flavor is built or being built by another
+# run (which holds the lock below), 1 when no build is under way.
+if [[ ${1:-} == --building ]]; then
+  [[ -f "$PREFIX/.complete" ]] && exit 0
+  mkdir -p "$CACHE_ROOT"
+  exec 9>"$CACHE_ROOT/.build-$KEY.lock"
+  flock -n 9 && exit 1
+  exit 0
+fi
 if [[ -f "$PREFIX/.complete" ]]; then
   echo "$PREFIX"
   exit 0
