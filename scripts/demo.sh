@@ -42,6 +42,14 @@ fi
 # cargo draws its own progress bar on a terminal and prints one line per crate elsewhere
 # (waiting for the lock of the one started above first, if it still runs).
 cargo build --release -p ferrophp
-progress_step "serving the demo on http://127.0.0.1:8080 (Ctrl-C stops it)"
+listen=127.0.0.1:8080
+args=("$@")
+for ((i = 0; i < ${#args[@]}; i++)); do
+  case ${args[i]} in
+  --listen) listen=${args[i + 1]:-$listen} ;;
+  --listen=*) listen=${args[i]#--listen=} ;;
+  esac
+done
+progress_step "serving the demo on http://$listen (Ctrl-C stops it)"
 exec target/release/ferrophp serve --root test-data/demo/public \
   --worker test-data/demo/public/worker.php "$@"
