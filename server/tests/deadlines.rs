@@ -426,10 +426,6 @@ fn every_kind(mode: Mode, limit: Limit) {
         // Without its lock it must not have written the session back (lazy_write=0 would
         // write it even unchanged).
         let modified = std::fs::metadata(&data).unwrap().modified().unwrap();
-        eprintln!(
-            "DEBUG {handler} {data:?} modified {:?} ago",
-            modified.elapsed()
-        );
         assert!(
             modified < dated + Duration::from_secs(1),
             "{handler}: a session read without its lock was written back"
