@@ -166,10 +166,24 @@ fn slowlog_root(dir: &Path, n: usize) -> (PathBuf, Vec<String>) {
     (root, uris)
 }
 
-#[test]
-fn slowlog_snapshots_of_random_stacks_under_valgrind() {
-    // Total frames: the waiting call (not for busy), slowlog_leaf, `depth` generated ones
-    // and {main}; depths put the total at the cap -1, the cap, +1, and far past it.
+/// One slow-log case: which wait, how deep a stack, from which seed.
+struct Case {
+    index: usize,
+    how: &'static str,
+    depth: usize,
+    seed: u64,
+}
+
+/// A case sent: its URI (what the log entry is found by) and the script's expectation.
+struct Sent {
+    uri: String,
+    expect: Value,
+    how: &'static str,
+}
+
+/// Total frames: the waiting call (not for busy), slowlog_leaf, `depth` generated ones and
+/// {main}; depths put the total at the cap -1, the cap, +1, and far past it.
+fn slowlog_cases() -> Vec<Case> {
     let mut cases = Vec::new();
     let mut seed = 0x5eed_u64;
     for how in ["sleep", "busy", "flock"] {
@@ -184,9 +198,65 @@ fn slowlog_snapshots_of_random_stacks_under_valgrind() {
             seed = seed
                 .wrapping_mul(6364136223846793005)
                 .wrapping_add(1442695040888963407);
-            cases.push((how, depth, seed >> 33));
+            let index = cases.len();
+            cases.push(Case {
+                index,
+                how,
+                depth,
+                seed: seed >> 33,
+            });
         }
     }
+    cases
+}
+
+/// Runs one case and reads back what its script expects the snapshot to hold.
+fn send(server: &Server, script: &str, dir: &Path, case: &Case) -> Sent {
+    let Case {
+        index,
+        how,
+        depth,
+        seed,
+    } = *case;
+    let expect_path = dir.join(format!("expect-{how}-{depth}-{seed}.json"));
+    let pad = "p".repeat([0, 300, 480, 700][(seed as usize + index) % 4]);
+    let uri = format!(
+        "{script}?seed={seed}&depth={depth}&how={how}&expect={}&until={UNTIL_S}&pad={pad}",
+        expect_path.display()
+    );
+    // Valgrind makes each request take seconds: longer than Server::get waits.
+    let r = common::client()
+        .get(server.url(&uri))
+        .timeout(Duration::from_secs(120))
+        .send()
+        .unwrap();
+    let status = r.status().as_u16();
+    let body = r.text().unwrap_or_default();
+    // The flock case waits on its own lock until its time limit ends it.
+    let status_ok = if how == "flock" {
+        status >= 500
+    } else {
+        status == 200
+    };
+    assert!(status_ok, "{how} {depth}: {status} {body}");
+    let expect = std::fs::read(&expect_path)
+        .unwrap_or_else(|e| panic!("{uri}: no expectation ({e}): {body}"));
+    let expect: Value = serde_json::from_slice(&expect).unwrap();
+    let ready_ms: u64 = std::fs::read_to_string(format!("{}.ready_ms", expect_path.display()))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        ready_ms + 300 < SLOWLOG_MS,
+        "the request was ready to wait only {ready_ms} ms after it began (valgrind), too \
+         close to the slow-log moment for its stack to be the expected one: {uri}"
+    );
+    Sent { uri, expect, how }
+}
+
+#[test]
+fn slowlog_snapshots_of_random_stacks_under_valgrind() {
+    let cases = slowlog_cases();
     let dir = tempfile::tempdir().unwrap();
     let (root, scripts) = slowlog_root(dir.path(), cases.len());
     let tmp = dir.path().join("tmp");
@@ -198,7 +268,7 @@ fn slowlog_snapshots_of_random_stacks_under_valgrind() {
         &[
             "--threads",
             "2",
-            // Past the set-up, which valgrind slows down, before the wait ends (UNTIL).
+            // Past the set-up, which valgrind slows down, before the wait ends (UNTIL_S).
             "--slowlog-ms",
             &SLOWLOG_MS.to_string(),
             "--log-format",
@@ -212,59 +282,23 @@ fn slowlog_snapshots_of_random_stacks_under_valgrind() {
         &log,
     );
 
-    let cases: Vec<(usize, &str, usize, u64)> = cases
-        .iter()
-        .enumerate()
-        .map(|(i, &(how, depth, seed))| (i, how, depth, seed))
-        .collect();
-    let results: Vec<(String, Value, Value)> = std::thread::scope(|scope| {
-        let handles: Vec<_> = cases
+    // Two clients, one per PHP thread, so that captures overlap.
+    let sent: Vec<Sent> = std::thread::scope(|scope| {
+        let clients: Vec<_> = cases
             .chunks(cases.len().div_ceil(2))
             .map(|chunk| {
                 let (server, scripts, dir) = (&server, &scripts, dir.path());
                 scope.spawn(move || {
-                    let mut out = Vec::new();
-                    for &(case, how, depth, seed) in chunk {
-                        let expect_path = dir.join(format!("expect-{how}-{depth}-{seed}.json"));
-                        let pad: String = "p".repeat([0, 300, 480, 700][(seed as usize + case) % 4]);
-                        let uri = format!(
-                            "{}?seed={seed}&depth={depth}&how={how}&expect={}&until={UNTIL_S}&pad={pad}",
-                            scripts[case],
-                            expect_path.display()
-                        );
-                        // Valgrind makes each request take seconds: longer than Server::get waits.
-                        let r = common::client()
-                            .get(server.url(&uri))
-                            .timeout(Duration::from_secs(120))
-                            .send()
-                            .unwrap();
-                        let status = r.status().as_u16();
-                        let body = r.text().unwrap_or_default();
-                        let status_ok = if how == "flock" { status >= 500 } else { status == 200 };
-                        assert!(status_ok, "{how} {depth}: {status} {body}");
-                        let expect: Value = serde_json::from_slice(
-                            &std::fs::read(&expect_path)
-                                .unwrap_or_else(|e| panic!("{uri}: no expectation ({e}): {body}")),
-                        )
-                        .unwrap();
-                        let ready_ms: u64 = std::fs::read_to_string(format!("{}.ready_ms", expect_path.display()))
-                            .unwrap()
-                            .parse()
-                            .unwrap();
-                        assert!(
-                            ready_ms + 300 < SLOWLOG_MS,
-                            "the request was ready to wait only {ready_ms} ms after it began (valgrind), \
-                             too close to the slow-log moment for its stack to be the expected one: {uri}"
-                        );
-                        out.push((uri, expect, serde_json::json!(how)));
-                    }
-                    out
+                    chunk
+                        .iter()
+                        .map(|case| send(server, &scripts[case.index], dir, case))
+                        .collect::<Vec<_>>()
                 })
             })
             .collect();
-        handles
+        clients
             .into_iter()
-            .flat_map(|h| h.join().unwrap())
+            .flat_map(|c| c.join().unwrap())
             .collect()
     });
 
@@ -279,7 +313,7 @@ fn slowlog_snapshots_of_random_stacks_under_valgrind() {
             })
             .collect()
     };
-    for (uri, expect, how) in &results {
+    for Sent { uri, expect, how } in &sent {
         assert!(
             wait_until(Duration::from_secs(10), || entries(uri).len() == 1),
             "{uri}: {:?}",
@@ -287,7 +321,7 @@ fn slowlog_snapshots_of_random_stacks_under_valgrind() {
         );
         let got = &entries(uri)[0];
         let want = expected_entry(uri, expect);
-        let captured_in = match how.as_str().unwrap() {
+        let captured_in = match *how {
             "sleep" => "wait",
             "busy" => "vm",
             _ => "signal",
@@ -305,7 +339,7 @@ fn slowlog_snapshots_of_random_stacks_under_valgrind() {
             assert_eq!(g, w, "frame {i} of {uri}");
         }
     }
-    eprintln!("{} slow-log snapshots matched their stacks", results.len());
+    eprintln!("{} slow-log snapshots matched their stacks", sent.len());
     assert_valgrind_clean(server, &log);
 }
 
