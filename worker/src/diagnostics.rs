@@ -48,8 +48,8 @@ pub fn use_naive_server_vars(naive: bool) {
     NAIVE_SERVER_VARS.store(naive, Ordering::Relaxed);
 }
 
-/// `server_vars::register_cgi_variables` with the fixtures: the hook around the build,
-/// and the path `use_naive_server_vars` chose.
+/// `$_SERVER` as `server_vars::register_with_arena` builds it, with the fixtures: the
+/// hook around the build, and the path `use_naive_server_vars` chose.
 pub(crate) fn register_cgi_variables(
     cgi: &CgiRequest,
     script_filename: &[u8],

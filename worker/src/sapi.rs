@@ -1094,12 +1094,12 @@ unsafe extern "C" fn on_register_server_variables(track_vars: *mut sys::zval) {
         }
     }
     if let Some(cgi) = &ctx.cgi {
-        server_vars::register_cgi_variables(
-            cgi,
-            ctx.c_strings.script_filename.to_bytes(),
-            track_vars,
-            ctx.arena,
-        );
+        let script = ctx.c_strings.script_filename.to_bytes();
+        // Tests and benchmarks observe this build, or swap in the naive path (feature only).
+        #[cfg(feature = "bench-fixtures")]
+        crate::diagnostics::register_cgi_variables(cgi, script, track_vars, ctx.arena);
+        #[cfg(not(feature = "bench-fixtures"))]
+        server_vars::register_with_arena(cgi, script, track_vars, ctx.arena);
         // REMOTE_USER: the Basic authentication user, as FrankenPHP and nginx's
         // fastcgi_params ($remote_user) give it.
         // SAFETY: on a PHP thread inside a request; auth_user is NULL or a NUL-terminated

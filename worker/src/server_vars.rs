@@ -355,21 +355,8 @@ fn filter_default_is_raw() -> bool {
     !exists || value.is_null() || matches!(unsafe { php::c_bytes(value) }, b"" | b"unsafe_raw")
 }
 
-/// Registers every `$_SERVER` entry for `cgi` into `track_vars`.
-pub(crate) fn register_cgi_variables(
-    cgi: &CgiRequest,
-    script_filename: &[u8],
-    track_vars: *mut sys::zval,
-    arena: &Bump,
-) {
-    // Tests and benchmarks observe this build, or swap in the naive path (feature only).
-    #[cfg(feature = "bench-fixtures")]
-    crate::diagnostics::register_cgi_variables(cgi, script_filename, track_vars, arena);
-    #[cfg(not(feature = "bench-fixtures"))]
-    register_with_arena(cgi, script_filename, track_vars, arena);
-}
-
-/// The fast path (see the module doc).
+/// Registers every `$_SERVER` entry for `cgi` into `track_vars`: the fast path (see the
+/// module doc).
 pub(crate) fn register_with_arena(
     cgi: &CgiRequest,
     script_filename: &[u8],
