@@ -186,7 +186,7 @@ struct Sent {
 fn slowlog_cases() -> Vec<Case> {
     let mut cases = Vec::new();
     let mut seed = 0x5eed_u64;
-    for how in ["sleep", "busy", "flock"] {
+    for how in ["sleep", "busy", "flock", "poll", "select"] {
         let extra = if how == "busy" { 2 } else { 3 };
         for depth in [
             0,
@@ -322,7 +322,7 @@ fn slowlog_snapshots_of_random_stacks_under_valgrind() {
         let got = &entries(uri)[0];
         let want = expected_entry(uri, expect);
         let captured_in = match *how {
-            "sleep" => "wait",
+            "sleep" | "poll" | "select" => "wait",
             "busy" => "vm",
             _ => "signal",
         };

@@ -4,10 +4,11 @@
 // files at 1024, method and URI at 512), captured under valgrind by
 // server/tests/memory_boundaries.rs.
 //
-// GET ?seed=N&depth=D&how=sleep|busy|flock&expect=/path&until=S[&pad=...]
+// GET ?seed=N&depth=D&how=sleep|busy|flock|poll|select&expect=/path&until=S[&pad=...]
 //   Builds D nested calls of generated functions and static methods (names, parameter
 //   counts and argument values drawn from `seed`, sizes around every cut), each calling
-//   the next directly, then slowlog_leaf() waits: in usleep (a timed wait), in a PHP loop
+//   the next directly, then slowlog_leaf() waits: in usleep, a socket read or
+//   stream_select (timed waits: nanosleep, poll, select), in a PHP loop
 //   (a VM safe point) or in flock on a file this request already locked through another
 //   handle (the slow-log signal's handler; the request's own time limit then ends it).
 //   Before waiting it writes to `expect` what the snapshot must hold: every frame,
@@ -144,6 +145,22 @@ function slowlog_leaf(): string
             set_time_limit((int) ceil($end / 1e9 - microtime(true)) + 1);
             flock($again, LOCK_EX);
             return 'flock returned (unexpected)';
+        case 'poll':
+            // A socket read with a timeout: PHP polls; the poll wakes for the slow log.
+            [$a, $b] = stream_socket_pair(STREAM_PF_UNIX, STREAM_SOCK_STREAM, STREAM_IPPROTO_IP);
+            stream_set_timeout($a, intdiv($left, 1_000_000_000) + 1);
+            slowlog_write_expectation(['resource(' . (int) $a . ')', 'int(1)']);
+            $got = fread($a, 1);
+            return 'read ' . var_export($got, true);
+        case 'select':
+            // stream_select() with a timeout: PHP selects; the select wakes for the slow log.
+            [$a, $b] = stream_socket_pair(STREAM_PF_UNIX, STREAM_SOCK_STREAM, STREAM_IPPROTO_IP);
+            $read = [$a];
+            $none = null;
+            $seconds = intdiv($left, 1_000_000_000) + 1;
+            slowlog_write_expectation(['array(1)', 'null', 'null', "int($seconds)"]);
+            $n = stream_select($read, $none, $none, $seconds);
+            return "select $n";
         default:
             $micros = max(1, intdiv($left, 1000));
             slowlog_write_expectation(["int($micros)"]);
@@ -159,6 +176,8 @@ function slowlog_wait_line(string $how): int
     $needle = match ($how) {
         'busy' => 'while ((int) (microtime(true) * 1e9) < $end)',
         'flock' => 'flock($again, LOCK_EX);',
+        'poll' => '$got = fread($a, 1);',
+        'select' => '$n = stream_select($read, $none, $none, $seconds);',
         default => 'usleep($micros);',
     };
     foreach ($source as $i => $text) {
@@ -182,6 +201,12 @@ function slowlog_write_expectation(array $waitArgs): void
     } elseif ($how === 'flock') {
         $frames[] = ['function' => 'flock', 'file' => $main, 'line' => $waitLine,
             'args' => $waitArgs, 'arg_count' => 2];
+    } elseif ($how === 'poll') {
+        $frames[] = ['function' => 'fread', 'file' => $main, 'line' => $waitLine,
+            'args' => $waitArgs, 'arg_count' => 2];
+    } elseif ($how === 'select') {
+        $frames[] = ['function' => 'stream_select', 'file' => $main, 'line' => $waitLine,
+            'args' => $waitArgs, 'arg_count' => 4];
     }
     $frames[] = ['function' => 'slowlog_leaf',
         'file' => $depth ? $levels[$depth - 1]['file'] : $main,
