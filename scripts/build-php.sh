@@ -41,9 +41,13 @@ if [[ -n "${PHP_CONFIG:-}" ]]; then
 fi
 
 # Changing any of these changes the cache key, so an old build is never reused by mistake.
-CONFIGURE_FLAGS=(
+# Every flavor: ZTS, the embed SAPI, per-thread timers, OPcache.
+BASE_FLAGS=(
   --enable-zts --enable-embed=shared --disable-zend-signals --enable-zend-max-execution-timers
   --disable-cgi --disable-phpdbg --enable-opcache
+)
+CONFIGURE_FLAGS=(
+  "${BASE_FLAGS[@]}"
   --enable-ctype --with-curl --enable-dom --enable-fileinfo --enable-filter --with-iconv
   --enable-intl --enable-mbstring --with-openssl --with-pdo-sqlite --with-sqlite3
   --enable-session --enable-simplexml --enable-tokenizer --enable-xml --enable-xmlreader
@@ -88,8 +92,7 @@ lean)
   # includes session, filter and libxml headers and calls into them. No JIT (off by
   # default in PHP 8.2 anyway): its compiler is the longest file of the build.
   CONFIGURE_FLAGS=(
-    --enable-zts --enable-embed=shared --disable-zend-signals --enable-zend-max-execution-timers
-    --disable-cgi --disable-phpdbg --enable-opcache --disable-opcache-jit --disable-all
+    "${BASE_FLAGS[@]}" --disable-opcache-jit --disable-all
     --enable-session --enable-filter --with-libxml --enable-ctype --enable-tokenizer --enable-posix
   )
   PHP_CFLAGS="-O2 -fno-semantic-interposition"
@@ -185,12 +188,7 @@ if ((${#missing[@]})); then
   fi
   log "installing build dependencies: ${missing[*]}"
   apt-get update -qq >&2
-  # Progress: packages unpacked of what apt plans to install (dependencies too); apt's
-  # own lines go to the log.
-  count_unpacked() { grep -c '^Unpacking ' "$1"; }
-  planned=$(apt-get install -s "${missing[@]}" 2>/dev/null | grep -c '^Inst ' || true)
-  progress_run "$CACHE_ROOT/build-deps-apt.log" "${planned:-1}" count_unpacked \
-    env DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}" || exit 1
+  progress_apt_install "$CACHE_ROOT/build-deps-apt.log" "${missing[@]}" || exit 1
 else
   log "build dependencies present"
 fi

@@ -23,11 +23,7 @@ if ((${#missing[@]})); then
   fi
   log "installing ${missing[*]} (apt-get, about a minute)"
   apt-get update -qq >&2
-  # Progress counts packages unpacked against what apt plans to install (dependencies too).
-  count_unpacked() { grep -c '^Unpacking ' "$1"; }
-  planned=$(apt-get install -s "${missing[@]}" 2>/dev/null | grep -c '^Inst ' || true)
-  progress_run /tmp/ferrophp-setup-apt.log "${planned:-1}" count_unpacked \
-    env DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"
+  progress_apt_install /tmp/ferrophp-setup-apt.log "${missing[@]}"
 fi
 
 if ! command -v cargo >/dev/null 2>&1; then

@@ -74,3 +74,14 @@ progress_run() {
   fi
   return "$status"
 }
+
+# progress_apt_install LOG PACKAGE...: apt-get install with a progress count (packages
+# unpacked of those apt plans to install, dependencies included); apt's lines go to LOG.
+_progress_count_unpacked() { grep -c '^Unpacking ' "$1"; }
+progress_apt_install() {
+  local log=$1 planned
+  shift
+  planned=$(apt-get install -s "$@" 2>/dev/null | grep -c '^Inst ' || true)
+  progress_run "$log" "${planned:-1}" _progress_count_unpacked \
+    env DEBIAN_FRONTEND=noninteractive apt-get install -y "$@"
+}
