@@ -247,6 +247,16 @@ fi
 progress_run "$configure_log" 650 count_checks env CFLAGS="$PHP_CFLAGS" "${CONFIGURE_ENV[@]}" ./configure \
   --prefix="$PREFIX" --with-config-file-path="$PREFIX/etc" \
   --with-config-file-scan-dir="$PREFIX/etc/conf.d" "${CONFIGURE_FLAGS[@]}" || exit 1
+if [[ $FLAVOR == pgo-lto ]]; then
+  # zend_execute.c pins the VM's frame and opline in registers (GCC global register
+  # variables, r14/r15): GCC refuses them once LTO has put another file's functions ahead
+  # of the declaration ("global register variable follows a function definition"). The VM
+  # stays an ordinary object, profile-guided like the rest; LTO optimises everything else
+  # across files and calls into it. (PHP 8.4+ instead reserves the registers everywhere.)
+  sed -i '/^Zend\/zend_execute\.lo:.*zend_execute\.c$/{n;s/ -c / -fno-lto -c /}' Makefile
+  grep -A1 '^Zend/zend_execute\.lo:.*zend_execute\.c$' Makefile | grep -q -- ' -fno-lto -c ' \
+    || { log "pgo-lto: no compile rule for Zend/zend_execute.lo to keep out of LTO"; exit 1; }
+fi
 minutes=10
 [[ $FLAVOR == lean ]] && minutes=5
 progress_step "compile PHP (make -j$(nproc), about $minutes minutes on 2 cores): C files compiled"
