@@ -9,6 +9,11 @@
 //!
 //! The cap on distinct series is an atomic counter checked when a series is created;
 //! beyond it new series are dropped (and counted), existing ones keep recording.
+//!
+//! This file owns the registry itself (recording, registering, merging for a scrape);
+//! series names, tags and their rules live in `registry/series.rs`, the per-thread values
+//! and the snapshot in `registry/cells.rs`, the key cache's hasher in
+//! `registry/fast_hash.rs`.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -18,6 +23,17 @@ use std::time::Instant;
 
 use crate::proto::Kind;
 use crate::sketch::{DDSketch, Mapping, DEFAULT_RELATIVE_ACCURACY};
+
+mod cells;
+mod fast_hash;
+mod series;
+
+pub use cells::{SeriesSnapshot, Snapshot, Value};
+pub use series::{valid_name, valid_tag_key, Error, KindOrd, SeriesMeta, TagBuf};
+
+use cells::{merge_cells, Cell, ShardData};
+use fast_hash::{process_seed, FastHashBuilder};
+use series::{canonical_key, MAX_TAG_VALUE};
 
 /// Registry settings.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -58,233 +74,6 @@ impl Config {
         }
         c
     }
-}
-
-/// What a caller asked for that cannot be recorded.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Error {
-    InvalidName(String),
-    InvalidTagKey(String),
-    DuplicateTag(String),
-    TagValueTooLong(String),
-    NotFinite(f64),
-    NegativeIncrement(f64),
-    KindMismatch {
-        name: String,
-        existing: Kind,
-        wanted: Kind,
-    },
-}
-
-fn kind_name(k: Kind) -> &'static str {
-    match k {
-        Kind::Distribution => "a distribution (observe)",
-        Kind::Counter => "a counter (increment)",
-        Kind::Gauge => "a gauge (gauge)",
-    }
-}
-
-impl std::fmt::Display for Error {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Error::InvalidName(n) => write!(
-                f,
-                "invalid metric name {n:?}: use [a-zA-Z_:][a-zA-Z0-9_:]*, at most {MAX_NAME} bytes"
-            ),
-            Error::InvalidTagKey(k) => write!(
-                f,
-                "invalid tag key {k:?}: tags are string => scalar with keys [a-zA-Z_][a-zA-Z0-9_]* \
-                 (not starting with __, not \"quantile\"), at most {MAX_NAME} bytes"
-            ),
-            Error::DuplicateTag(k) => write!(f, "tag {k:?} given twice"),
-            Error::TagValueTooLong(k) => {
-                write!(
-                    f,
-                    "the value of tag {k:?} is longer than {MAX_TAG_VALUE} bytes"
-                )
-            }
-            Error::NotFinite(v) => write!(f, "metric values must be finite numbers, got {v}"),
-            Error::NegativeIncrement(v) => {
-                write!(f, "counters only go up: increment by {v} is negative")
-            }
-            Error::KindMismatch {
-                name,
-                existing,
-                wanted,
-            } => write!(
-                f,
-                "metric {name:?} is {}, it cannot be used as {}",
-                kind_name(*existing),
-                kind_name(*wanted)
-            ),
-        }
-    }
-}
-
-impl std::error::Error for Error {}
-
-const MAX_NAME: usize = 200;
-const MAX_TAG_VALUE: usize = 1024;
-
-/// Prometheus metric-name rules.
-pub fn valid_name(n: &[u8]) -> bool {
-    !n.is_empty()
-        && n.len() <= MAX_NAME
-        && !n[0].is_ascii_digit()
-        && n.iter()
-            .all(|&c| c.is_ascii_alphanumeric() || c == b'_' || c == b':')
-}
-
-/// Prometheus label-name rules, minus the reserved `__` prefix and `quantile` (the
-/// label summaries use for their quantiles).
-pub fn valid_tag_key(k: &[u8]) -> bool {
-    !k.is_empty()
-        && k.len() <= MAX_NAME
-        && !k[0].is_ascii_digit()
-        && !k.starts_with(b"__")
-        && k != b"quantile"
-        && k.iter().all(|&c| c.is_ascii_alphanumeric() || c == b'_')
-}
-
-/// The tags of one call, built into a reusable buffer (no allocation per call once warm).
-#[derive(Default, Debug)]
-pub struct TagBuf {
-    bytes: Vec<u8>,
-    /// (key start, key end, value start, value end) into `bytes`.
-    spans: Vec<[u32; 4]>,
-}
-
-impl TagBuf {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    pub fn clear(&mut self) {
-        self.bytes.clear();
-        self.spans.clear();
-    }
-
-    pub fn push(&mut self, key: &[u8], value: &[u8]) {
-        let ks = self.bytes.len() as u32;
-        self.bytes.extend_from_slice(key);
-        let vs = self.bytes.len() as u32;
-        self.bytes.extend_from_slice(value);
-        self.spans.push([ks, vs, vs, self.bytes.len() as u32]);
-    }
-
-    /// Adds a tag whose value `write` formats straight into the buffer.
-    pub fn push_with(&mut self, key: &[u8], write: impl FnOnce(&mut Vec<u8>)) {
-        let ks = self.bytes.len() as u32;
-        self.bytes.extend_from_slice(key);
-        let vs = self.bytes.len() as u32;
-        write(&mut self.bytes);
-        self.spans.push([ks, vs, vs, self.bytes.len() as u32]);
-    }
-
-    pub fn len(&self) -> usize {
-        self.spans.len()
-    }
-
-    /// A copy (the buffer is not `Clone` so hot paths do not copy it by accident).
-    pub fn clone_buf(&self) -> TagBuf {
-        TagBuf {
-            bytes: self.bytes.clone(),
-            spans: self.spans.clone(),
-        }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.spans.is_empty()
-    }
-
-    fn key(&self, i: usize) -> &[u8] {
-        let s = self.spans[i];
-        &self.bytes[s[0] as usize..s[1] as usize]
-    }
-
-    fn value(&self, i: usize) -> &[u8] {
-        let s = self.spans[i];
-        &self.bytes[s[2] as usize..s[3] as usize]
-    }
-}
-
-/// Name and sorted tags of a series.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct SeriesMeta {
-    pub name: String,
-    pub tags: Vec<(String, String)>,
-    pub kind: KindOrd,
-}
-
-/// `Kind` with an order, so series sort by (name, tags, kind).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub struct KindOrd(pub u8);
-
-impl SeriesMeta {
-    pub fn kind(&self) -> Kind {
-        match self.kind.0 {
-            0 => Kind::Distribution,
-            1 => Kind::Counter,
-            _ => Kind::Gauge,
-        }
-    }
-}
-
-/// One thread's value for a series.
-#[derive(Debug, Clone)]
-enum Cell {
-    Dist(Box<DDSketch>),
-    Counter(f64),
-    /// Value and when it was set (ns since the registry started): the latest wins.
-    Gauge(f64, u64),
-}
-
-impl Cell {
-    fn merge_into(&self, acc: &mut Option<Cell>) {
-        match (acc, self) {
-            (slot @ None, c) => *slot = Some(c.clone()),
-            (Some(Cell::Dist(a)), Cell::Dist(b)) => {
-                a.merge(b);
-            }
-            (Some(Cell::Counter(a)), Cell::Counter(b)) => *a += *b,
-            (Some(Cell::Gauge(a, at)), Cell::Gauge(b, bt)) if *bt >= *at => {
-                *a = *b;
-                *at = *bt;
-            }
-            _ => {}
-        }
-    }
-}
-
-#[derive(Debug, Default)]
-struct ShardData {
-    /// Indexed by series id.
-    cells: Vec<Option<Cell>>,
-}
-
-/// What a series holds at a snapshot.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Value {
-    Distribution(DDSketch),
-    Counter(f64),
-    Gauge(f64),
-}
-
-#[derive(Debug, Clone)]
-pub struct SeriesSnapshot {
-    pub id: u32,
-    pub meta: Arc<SeriesMeta>,
-    pub value: Value,
-}
-
-/// Every series merged across threads, sorted by name then tags.
-#[derive(Debug, Clone, Default)]
-pub struct Snapshot {
-    pub series: Vec<SeriesSnapshot>,
-    /// Distinct series registered.
-    pub series_count: usize,
-    /// Records dropped because they would have created a series beyond the cap.
-    pub dropped: u64,
 }
 
 #[derive(Default)]
@@ -336,64 +125,6 @@ impl Op {
             Op::Set(_) => Kind::Gauge,
         }
     }
-}
-
-/// A multiply-rotate hasher (8 bytes per step) for the per-thread key cache: SipHash
-/// cost about a sixth of an `observe()` on 40-byte keys. Seeded per process so keys
-/// cannot be precomputed to collide; the cache never holds more than the series cap.
-#[derive(Clone, Copy)]
-struct FastHash(u64);
-
-impl std::hash::Hasher for FastHash {
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        const K: u64 = 0x517c_c1b7_2722_0a95;
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            let w = u64::from_le_bytes(c.try_into().unwrap());
-            self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(K);
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut b = [0u8; 8];
-            b[..rest.len()].copy_from_slice(rest);
-            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(b)).wrapping_mul(K);
-        }
-    }
-
-    #[inline]
-    fn write_usize(&mut self, n: usize) {
-        self.write(&(n as u64).to_le_bytes());
-    }
-
-    #[inline]
-    fn finish(&self) -> u64 {
-        // Final avalanche so the low bits the table uses depend on every input bit.
-        let mut h = self.0;
-        h ^= h >> 33;
-        h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
-        h ^ (h >> 33)
-    }
-}
-
-#[derive(Clone, Copy)]
-struct FastHashBuilder(u64);
-
-impl std::hash::BuildHasher for FastHashBuilder {
-    type Hasher = FastHash;
-    fn build_hasher(&self) -> FastHash {
-        FastHash(self.0)
-    }
-}
-
-fn process_seed() -> u64 {
-    static SEED: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-    *SEED.get_or_init(|| {
-        use std::hash::{BuildHasher, Hasher};
-        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-        h.write_u64(0x9e37_79b9_7f4a_7c15);
-        h.finish()
-    })
 }
 
 /// A thread's view of one registry.
@@ -727,38 +458,6 @@ impl Registry {
             series_count: self.series_count(),
             dropped: self.dropped(),
         }
-    }
-}
-
-fn merge_cells(acc: &mut Vec<Option<Cell>>, cells: &[Option<Cell>]) {
-    if acc.len() < cells.len() {
-        acc.resize(cells.len(), None);
-    }
-    for (a, c) in acc.iter_mut().zip(cells) {
-        if let Some(c) = c {
-            c.merge_into(a);
-        }
-    }
-}
-
-/// `name`, then each tag sorted by key, every part length-prefixed so no two different
-/// (name, tags) give the same bytes. `order` gets the tags' sorted positions.
-fn canonical_key(key: &mut Vec<u8>, order: &mut Vec<u32>, name: &[u8], tags: &TagBuf) {
-    key.clear();
-    order.clear();
-    order.extend(0..tags.len() as u32);
-    if order.len() > 1 {
-        order.sort_unstable_by(|&a, &b| tags.key(a as usize).cmp(tags.key(b as usize)));
-    }
-    key.extend_from_slice(&(name.len() as u32).to_le_bytes());
-    key.extend_from_slice(name);
-    for &i in order.iter() {
-        let k = tags.key(i as usize);
-        let v = tags.value(i as usize);
-        key.extend_from_slice(&(k.len() as u32).to_le_bytes());
-        key.extend_from_slice(k);
-        key.extend_from_slice(&(v.len() as u32).to_le_bytes());
-        key.extend_from_slice(v);
     }
 }
 

@@ -1,0 +1,75 @@
+//! One thread's value of a series (a sketch, a counter or a gauge) and how the values of
+//! every thread merge into a [`Snapshot`].
+
+use std::sync::Arc;
+
+use super::series::SeriesMeta;
+use crate::sketch::DDSketch;
+
+/// One thread's value for a series.
+#[derive(Debug, Clone)]
+pub(super) enum Cell {
+    Dist(Box<DDSketch>),
+    Counter(f64),
+    /// Value and when it was set (ns since the registry started): the latest wins.
+    Gauge(f64, u64),
+}
+
+impl Cell {
+    pub(super) fn merge_into(&self, acc: &mut Option<Cell>) {
+        match (acc, self) {
+            (slot @ None, c) => *slot = Some(c.clone()),
+            (Some(Cell::Dist(a)), Cell::Dist(b)) => {
+                a.merge(b);
+            }
+            (Some(Cell::Counter(a)), Cell::Counter(b)) => *a += *b,
+            (Some(Cell::Gauge(a, at)), Cell::Gauge(b, bt)) if *bt >= *at => {
+                *a = *b;
+                *at = *bt;
+            }
+            _ => {}
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+pub(super) struct ShardData {
+    /// Indexed by series id.
+    pub(super) cells: Vec<Option<Cell>>,
+}
+
+/// What a series holds at a snapshot.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    Distribution(DDSketch),
+    Counter(f64),
+    Gauge(f64),
+}
+
+#[derive(Debug, Clone)]
+pub struct SeriesSnapshot {
+    pub id: u32,
+    pub meta: Arc<SeriesMeta>,
+    pub value: Value,
+}
+
+/// Every series merged across threads, sorted by name then tags.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    pub series: Vec<SeriesSnapshot>,
+    /// Distinct series registered.
+    pub series_count: usize,
+    /// Records dropped because they would have created a series beyond the cap.
+    pub dropped: u64,
+}
+
+pub(super) fn merge_cells(acc: &mut Vec<Option<Cell>>, cells: &[Option<Cell>]) {
+    if acc.len() < cells.len() {
+        acc.resize(cells.len(), None);
+    }
+    for (a, c) in acc.iter_mut().zip(cells) {
+        if let Some(c) = c {
+            c.merge_into(a);
+        }
+    }
+}
