@@ -10,6 +10,11 @@
 //! - [`prometheus`]: text exposition for `GET /metrics`.
 //! - [`push`]: per-interval deltas for push mode and the bounded payload queue.
 
+#![deny(missing_docs)]
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
+#![deny(unreachable_pub)]
+
 pub mod prometheus;
 pub mod proto;
 pub mod push;

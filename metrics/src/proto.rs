@@ -178,32 +178,45 @@ pub fn decode_sketch(buf: &[u8]) -> Result<DDSketch, DecodeError> {
 /// The kind of a series in the push envelope.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
+    /// A DDSketch of observed values (`observe`).
     Distribution = 0,
+    /// A sum that only goes up (`increment`).
     Counter = 1,
+    /// The latest value set (`gauge`).
     Gauge = 2,
 }
 
 /// One series in a push payload.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PayloadSeries {
+    /// The metric name.
     pub name: String,
     /// `key:value`, sorted by key.
     pub tags: Vec<String>,
+    /// Which of `sketch` and `value` carries the data.
     pub kind: Kind,
+    /// A distribution's observations over the interval (None for counters and gauges).
     pub sketch: Option<DDSketch>,
     /// Counter increase over the interval, or the gauge's value.
     pub value: f64,
+    /// A distribution's sum of observations over the interval (0 otherwise).
     pub sum: f64,
+    /// A distribution's number of observations over the interval (0 otherwise).
     pub count: f64,
 }
 
 /// One push payload: every series that changed in an interval.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Payload {
+    /// The series that changed in the interval.
     pub series: Vec<PayloadSeries>,
+    /// When the interval ended.
     pub timestamp_unix_ms: u64,
+    /// The interval's length.
     pub interval_ms: u64,
+    /// Records the series cap has dropped since the process started.
     pub dropped_series: u64,
+    /// Payloads the full push queue has dropped since the process started.
     pub dropped_payloads: u64,
 }
 
@@ -246,6 +259,7 @@ impl Payload {
         out
     }
 
+    /// Reads an envelope [`Payload::encode`] wrote (collectors and tests).
     pub fn decode(buf: &[u8]) -> Result<Payload, DecodeError> {
         let mut p = Payload::default();
         let mut r = Reader::new(buf);

@@ -9,9 +9,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use crate::proto::{Kind, Payload, PayloadSeries};
 use crate::registry::{Registry, Value};
 
-/// Process-wide push counters, exported on `/metrics`.
+// Process-wide push counters, exported on `/metrics`.
+
+/// Payloads the collector accepted.
 pub static PAYLOADS_SENT: AtomicU64 = AtomicU64::new(0);
+/// Payloads dropped because the queue was full (the collector unreachable too long).
 pub static PAYLOADS_DROPPED: AtomicU64 = AtomicU64::new(0);
+/// Failed attempts to send a payload (counted by the server's sender).
 pub static SEND_FAILURES: AtomicU64 = AtomicU64::new(0);
 
 /// Builds one payload per interval and queues it until sent.
@@ -116,6 +120,7 @@ impl Pusher {
         }
     }
 
+    /// Payloads waiting to be delivered.
     pub fn queued(&self) -> usize {
         self.queue.len()
     }

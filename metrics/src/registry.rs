@@ -112,8 +112,11 @@ pub struct SeriesId {
 /// What one call records.
 #[derive(Debug, Clone, Copy)]
 pub enum Op {
+    /// Adds a value to a distribution.
     Observe(f64),
+    /// Increments a counter (by a non-negative amount).
     Add(f64),
+    /// Sets a gauge.
     Set(f64),
 }
 
@@ -150,6 +153,7 @@ thread_local! {
 static NEXT_ID: AtomicUsize = AtomicUsize::new(1);
 
 impl Registry {
+    /// An empty registry; an invalid relative accuracy falls back to the default.
     pub fn new(config: Config) -> Arc<Registry> {
         let mapping = Mapping::new(config.relative_accuracy)
             .unwrap_or_else(|| Mapping::new(DEFAULT_RELATIVE_ACCURACY).unwrap());
@@ -166,10 +170,12 @@ impl Registry {
         })
     }
 
+    /// The settings it was made with.
     pub fn config(&self) -> Config {
         self.config
     }
 
+    /// The mapping every distribution of this registry uses.
     pub fn mapping(&self) -> Mapping {
         self.mapping
     }

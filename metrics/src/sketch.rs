@@ -52,10 +52,12 @@ impl Mapping {
         Mapping::new((gamma - 1.0) / (gamma + 1.0))
     }
 
+    /// The relative accuracy `alpha` it guarantees.
     pub fn relative_accuracy(&self) -> f64 {
         self.relative_accuracy
     }
 
+    /// The logarithm's base, `(1 + alpha) / (1 - alpha)` (what the protobuf carries).
     pub fn gamma(&self) -> f64 {
         self.gamma
     }
@@ -141,6 +143,7 @@ impl DenseStore {
         (rel >= 0 && (rel as usize) < self.bins.len()).then_some(rel as usize)
     }
 
+    /// Adds `weight` to bin `key` (or to the collapsed bin when `key` is beyond the bound).
     #[inline]
     pub fn add(&mut self, key: i32, weight: f64) {
         let mut key = self.clamp(key);
@@ -232,10 +235,12 @@ impl DenseStore {
         }
     }
 
+    /// The total weight of every bin.
     pub fn count(&self) -> f64 {
         self.count
     }
 
+    /// Whether nothing was added.
     pub fn is_empty(&self) -> bool {
         self.count == 0.0
     }
@@ -329,6 +334,7 @@ pub struct DDSketch {
 }
 
 impl DDSketch {
+    /// An empty sketch with `mapping`'s accuracy.
     pub fn new(mapping: Mapping) -> DDSketch {
         DDSketch {
             mapping,
@@ -364,6 +370,7 @@ impl DDSketch {
         s
     }
 
+    /// The mapping of its bins.
     pub fn mapping(&self) -> &Mapping {
         &self.mapping
     }
@@ -374,6 +381,7 @@ impl DDSketch {
         self.add_weighted(v, 1.0);
     }
 
+    /// Records `v` with `weight` (`v` finite, as for [`DDSketch::add`]).
     #[inline]
     pub fn add_weighted(&mut self, v: f64, weight: f64) {
         let m = &self.mapping;
@@ -394,34 +402,42 @@ impl DDSketch {
         }
     }
 
+    /// The total weight recorded.
     pub fn count(&self) -> f64 {
         self.count
     }
 
+    /// The sum of the values recorded (each times its weight).
     pub fn sum(&self) -> f64 {
         self.sum
     }
 
+    /// The smallest value recorded; None when empty.
     pub fn min(&self) -> Option<f64> {
         (self.count > 0.0).then_some(self.min)
     }
 
+    /// The largest value recorded; None when empty.
     pub fn max(&self) -> Option<f64> {
         (self.count > 0.0).then_some(self.max)
     }
 
+    /// The weight of the values too close to zero for a bin of their own.
     pub fn zero_count(&self) -> f64 {
         self.zero_count
     }
 
+    /// The bins of the positive values.
     pub fn positive(&self) -> &DenseStore {
         &self.positive
     }
 
+    /// The bins of the negative values (keyed by magnitude).
     pub fn negative(&self) -> &DenseStore {
         &self.negative
     }
 
+    /// Whether nothing was recorded.
     pub fn is_empty(&self) -> bool {
         self.count == 0.0
     }

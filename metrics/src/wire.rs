@@ -3,11 +3,16 @@
 //! (crate `ferrophp-trace`, OTLP) encode and decode with. The small writers are
 //! `#[inline]`: called across crates, byte by byte, on every span PHP ends.
 
+/// Wire type of varints (integers, bools, enums).
 pub const VARINT: u8 = 0;
+/// Wire type of 8-byte fixed fields (double, fixed64).
 pub const I64: u8 = 1;
+/// Wire type of length-delimited fields (strings, bytes, nested messages).
 pub const LEN: u8 = 2;
+/// Wire type of 4-byte fixed fields (float, fixed32).
 pub const I32: u8 = 5;
 
+/// Writes `v` as a base-128 varint.
 #[inline]
 pub fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
@@ -17,11 +22,13 @@ pub fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     out.push(v as u8);
 }
 
+/// Writes a field's key: its number and wire type.
 #[inline]
 pub fn put_tag(out: &mut Vec<u8>, field: u32, wire: u8) {
     put_varint(out, ((field as u64) << 3) | wire as u64);
 }
 
+/// Writes a `double` field (written even when zero).
 #[inline]
 pub fn put_double(out: &mut Vec<u8>, field: u32, v: f64) {
     put_tag(out, field, I64);
@@ -64,13 +71,18 @@ pub struct Reader<'a> {
 
 /// One field's value as read from the wire.
 pub enum Field<'a> {
+    /// A varint field's value.
     Varint(u64),
+    /// An 8-byte fixed field's bits.
     I64(u64),
+    /// A length-delimited field's bytes.
     Len(&'a [u8]),
+    /// A 4-byte fixed field's bits.
     I32(u32),
 }
 
 impl<'a> Reader<'a> {
+    /// A reader at the start of `buf`.
     pub fn new(buf: &'a [u8]) -> Self {
         Reader { buf }
     }

@@ -41,21 +41,30 @@ pub(super) struct ShardData {
 /// What a series holds at a snapshot.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
+    /// Every thread's observations merged into one sketch.
     Distribution(DDSketch),
+    /// The sum of every thread's increments.
     Counter(f64),
+    /// The value set last, by whichever thread.
     Gauge(f64),
 }
 
+/// One series of a [`Snapshot`].
 #[derive(Debug, Clone)]
 pub struct SeriesSnapshot {
+    /// The series' id in its registry, stable for the registry's life (push mode keys
+    /// its previous values by it).
     pub id: u32,
+    /// Name, tags and kind.
     pub meta: Arc<SeriesMeta>,
+    /// The merged value.
     pub value: Value,
 }
 
 /// Every series merged across threads, sorted by name then tags.
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {
+    /// The series that hold a value.
     pub series: Vec<SeriesSnapshot>,
     /// Distinct series registered.
     pub series_count: usize,

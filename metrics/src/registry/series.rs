@@ -7,15 +7,25 @@ use crate::proto::Kind;
 /// What a caller asked for that cannot be recorded.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Error {
+    /// The metric name breaks Prometheus' name rules (or is too long).
     InvalidName(String),
+    /// A tag key breaks the label-name rules (or is reserved, or too long).
     InvalidTagKey(String),
+    /// The same tag key given twice in one call.
     DuplicateTag(String),
+    /// The value of this tag key is too long.
     TagValueTooLong(String),
+    /// A NaN or infinite value.
     NotFinite(f64),
+    /// A counter increment below zero.
     NegativeIncrement(f64),
+    /// The name is already a series of another kind.
     KindMismatch {
+        /// The metric name.
         name: String,
+        /// The kind the name was first used as.
         existing: Kind,
+        /// The kind this call asked for.
         wanted: Kind,
     },
 }
@@ -99,15 +109,18 @@ pub struct TagBuf {
 }
 
 impl TagBuf {
+    /// An empty buffer.
     pub fn new() -> Self {
         Self::default()
     }
 
+    /// Forgets every tag, keeping the allocation for the next call.
     pub fn clear(&mut self) {
         self.bytes.clear();
         self.spans.clear();
     }
 
+    /// Adds a tag (validated when a series is first registered, not here).
     pub fn push(&mut self, key: &[u8], value: &[u8]) {
         let ks = self.bytes.len() as u32;
         self.bytes.extend_from_slice(key);
@@ -125,6 +138,7 @@ impl TagBuf {
         self.spans.push([ks, vs, vs, self.bytes.len() as u32]);
     }
 
+    /// The number of tags.
     pub fn len(&self) -> usize {
         self.spans.len()
     }
@@ -137,6 +151,7 @@ impl TagBuf {
         }
     }
 
+    /// Whether there is no tag.
     pub fn is_empty(&self) -> bool {
         self.spans.is_empty()
     }
@@ -155,8 +170,11 @@ impl TagBuf {
 /// Name and sorted tags of a series.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct SeriesMeta {
+    /// The metric name.
     pub name: String,
+    /// (key, value), sorted by key.
     pub tags: Vec<(String, String)>,
+    /// The series' kind (see [`SeriesMeta::kind`]).
     pub kind: KindOrd,
 }
 
@@ -165,6 +183,7 @@ pub struct SeriesMeta {
 pub struct KindOrd(pub u8);
 
 impl SeriesMeta {
+    /// The series' kind as a [`Kind`].
     pub fn kind(&self) -> Kind {
         match self.kind.0 {
             0 => Kind::Distribution,
