@@ -16,10 +16,12 @@ pub struct Endpoint {
     pub address: String,
     /// The `Host` header.
     pub authority: String,
+    /// The request target: the URL's path and query (`/` when it has none).
     pub path: String,
 }
 
 impl Endpoint {
+    /// An `http://` URL; https and anything else unusable is an error saying why.
     pub fn parse(url: &str) -> Result<Endpoint, String> {
         let rest = match url.split_once("://") {
             Some(("http", rest)) => rest,
@@ -72,6 +74,7 @@ impl Endpoint {
         })
     }
 
+    /// The endpoint as a URL again (for logs and the admin status).
     pub fn url(&self) -> String {
         format!("http://{}{}", self.authority, self.path)
     }
@@ -104,13 +107,18 @@ impl Default for Batch {
 /// Everything tracing needs, read once at start-up.
 #[derive(Debug, Clone)]
 pub struct Config {
+    /// Where spans are sent (`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` or
+    /// `OTEL_EXPORTER_OTLP_ENDPOINT` + `/v1/traces`).
     pub endpoint: Endpoint,
     /// Extra request headers (`OTEL_EXPORTER_OTLP_HEADERS`, `..._TRACES_HEADERS`).
     pub headers: Vec<(String, String)>,
     /// Per-request timeout (`OTEL_EXPORTER_OTLP_TIMEOUT`, `..._TRACES_TIMEOUT`).
     pub timeout: Duration,
+    /// Which requests are recorded (`OTEL_TRACES_SAMPLER`, `..._ARG`).
     pub sampler: Sampler,
+    /// Per-span limits (`OTEL_SPAN_*`, `OTEL_EVENT_*`, `OTEL_ATTRIBUTE_*`).
     pub limits: Limits,
+    /// The export queue and batches (`OTEL_BSP_*`).
     pub batch: Batch,
     /// Spans PHP may start per request (`FERROPHP_TRACE_MAX_SPANS`).
     pub max_spans_per_request: u32,

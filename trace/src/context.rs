@@ -55,6 +55,7 @@ fn read_hex<const N: usize>(text: &[u8]) -> Option<[u8; N]> {
 }
 
 impl TraceId {
+    /// Whether it is not all zeros (W3C: an all-zero id is invalid).
     pub fn is_valid(&self) -> bool {
         self.0 != [0; 16]
     }
@@ -68,6 +69,7 @@ impl TraceId {
 }
 
 impl SpanId {
+    /// Whether it is not all zeros (W3C: an all-zero id is invalid).
     pub fn is_valid(&self) -> bool {
         self.0 != [0; 8]
     }
@@ -98,8 +100,11 @@ pub const SAMPLED: u8 = 0x01;
 /// Where a span sits: its trace, its own id, and the trace flags it propagates.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
 pub struct SpanContext {
+    /// The trace the span belongs to.
     pub trace_id: TraceId,
+    /// The span's own id.
     pub span_id: SpanId,
+    /// W3C trace flags (the [`SAMPLED`] bit).
     pub flags: u8,
 }
 
@@ -107,6 +112,7 @@ pub struct SpanContext {
 pub const TRACEPARENT_LEN: usize = 55;
 
 impl SpanContext {
+    /// Whether the sampled flag is set.
     pub fn is_sampled(&self) -> bool {
         self.flags & SAMPLED != 0
     }

@@ -41,7 +41,9 @@ const MAX_RECYCLED_CAPACITY: usize = 64 << 10;
 
 /// Encoded spans (a run of `ScopeSpans.spans` fields) and how many.
 pub struct Chunk {
+    /// The encoded `spans` fields, back to back.
     pub bytes: Vec<u8>,
+    /// How many spans `bytes` holds.
     pub spans: u32,
 }
 

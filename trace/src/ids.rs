@@ -37,6 +37,7 @@ fn next_u64() -> u64 {
     })
 }
 
+/// A random, valid (non-zero) trace id.
 pub fn new_trace_id() -> TraceId {
     loop {
         let mut id = [0u8; 16];
@@ -49,6 +50,7 @@ pub fn new_trace_id() -> TraceId {
     }
 }
 
+/// A random, valid (non-zero) span id.
 pub fn new_span_id() -> SpanId {
     loop {
         let id = SpanId(next_u64().to_ne_bytes());

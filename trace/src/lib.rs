@@ -19,6 +19,11 @@
 //! channel. Here a span is encoded into reused buffers on its own thread and handed over
 //! with one lock per request.
 
+#![deny(missing_docs)]
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
+#![deny(unreachable_pub)]
+
 pub mod config;
 pub mod context;
 mod export;
@@ -37,8 +42,11 @@ pub use span::{AttrValue, Kind, Limits, SpanData, StatusCode, Value};
 
 /// Tracing as configured at start-up.
 pub struct Tracing {
+    /// Which requests are recorded.
     pub sampler: sampler::Sampler,
+    /// Per-span limits.
     pub limits: Limits,
+    /// Spans PHP may start per request.
     pub max_spans_per_request: u32,
     exporter: export::Exporter,
     endpoint: String,
@@ -201,6 +209,7 @@ impl ServerSpan {
         r
     }
 
+    /// The server span's id.
     pub fn span_id(&self) -> SpanId {
         self.0.data.lock().unwrap().span_id
     }

@@ -6,22 +6,30 @@
 
 use crate::context::{SpanContext, TraceId};
 
+/// The decision for a trace's first span (or every span, without parent-based sampling).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Root {
+    /// Sample every trace.
     AlwaysOn,
+    /// Sample no trace.
     AlwaysOff,
     /// Sample when the trace id's last 8 bytes, big-endian and shifted right by one,
     /// are below `ratio * 2^63`: the rule the Go and Java SDKs use, so every service
     /// of a trace that samples by ratio decides alike.
     Ratio {
+        /// The share of traces sampled (0..=1).
         ratio: f64,
+        /// `ratio * 2^63`, what the trace id is compared against.
         bound: u64,
     },
 }
 
+/// A sampler as `OTEL_TRACES_SAMPLER` names it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Sampler {
+    /// What decides when there is no remote parent (or always, without `parent_based`).
     pub root: Root,
+    /// Whether a remote parent's sampled flag decides.
     pub parent_based: bool,
 }
 

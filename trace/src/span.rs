@@ -23,25 +23,28 @@
 use std::borrow::Cow;
 use std::sync::atomic::Ordering;
 
-use ferrophp_metrics::wire::{put_nested, put_tag, put_varint, I64, LEN, VARINT};
+use ferrophp_metrics::wire::{put_nested, put_tag, put_varint, I32, I64, LEN, VARINT};
 
 use crate::context::{SpanId, TraceId};
-
-/// Wire type of fixed32 fields.
-const I32: u8 = 5;
 
 /// The span's role (`Span.SpanKind`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Kind {
+    /// Work inside the process (PHP's own spans, by default).
     #[default]
     Internal = 1,
+    /// The handling of an incoming request.
     Server = 2,
+    /// An outgoing call.
     Client = 3,
+    /// Sending a message to be handled later.
     Producer = 4,
+    /// Handling a message a producer sent.
     Consumer = 5,
 }
 
 impl Kind {
+    /// The kind of OTLP number `v` (as PHP passes it); None for an unknown number.
     pub fn from_i64(v: i64) -> Option<Kind> {
         Some(match v {
             1 => Kind::Internal,
@@ -57,9 +60,12 @@ impl Kind {
 /// `Status.StatusCode`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum StatusCode {
+    /// No status set.
     #[default]
     Unset = 0,
+    /// The operation succeeded (set explicitly).
     Ok = 1,
+    /// The operation failed.
     Error = 2,
 }
 
@@ -67,8 +73,11 @@ pub enum StatusCode {
 /// `OTEL_EVENT_ATTRIBUTE_COUNT_LIMIT`, `OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
+    /// Most attributes per span.
     pub attributes: u32,
+    /// Most events per span.
     pub events: u32,
+    /// Most attributes per event.
     pub event_attributes: u32,
     /// Longest string value (bytes, cut at a character boundary); `usize::MAX`: none.
     pub value_length: usize,
@@ -91,10 +100,15 @@ impl Default for Limits {
 /// `Text` is already UTF-8 and is not checked again.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Value<'a> {
+    /// A string as bytes, made UTF-8 when encoded.
     Str(&'a [u8]),
+    /// A string known to be UTF-8.
     Text(&'a str),
+    /// An integer.
     Int(i64),
+    /// A floating-point number.
     Double(f64),
+    /// A boolean.
     Bool(bool),
 }
 
@@ -149,6 +163,7 @@ fn put_fixed64(out: &mut Vec<u8>, field: u32, v: u64) {
 
 /// An attribute key: text as it is, bytes made UTF-8 (U+FFFD for invalid sequences).
 pub trait Key {
+    /// The key as UTF-8 text.
     fn text(&self) -> Cow<'_, str>;
 }
 
@@ -264,7 +279,9 @@ fn put_key_value(out: &mut Vec<u8>, field: u32, key: &str, values: AttrValue<'_>
 /// One value or a homogeneous array of them (what an attribute may hold).
 #[derive(Debug, Clone, Copy)]
 pub enum AttrValue<'a> {
+    /// A single value.
     One(Value<'a>),
+    /// An array of values of one type.
     Array(&'a [Value<'a>]),
 }
 
@@ -313,17 +330,25 @@ const KEPT_CAPACITY: usize = 64 << 10;
 /// A span being recorded. Reusable: [`SpanData::reset`] keeps the buffers.
 #[derive(Debug, Default)]
 pub struct SpanData {
+    /// The trace the span belongs to.
     pub trace_id: TraceId,
+    /// The span's own id.
     pub span_id: SpanId,
+    /// The parent span's id; None for a trace's root.
     pub parent: Option<SpanId>,
     /// The parent came from another process (the `traceparent` header).
     pub parent_remote: bool,
     /// W3C trace flags (the sampled bit).
     pub flags: u8,
+    /// The W3C `tracestate` the span carries.
     pub trace_state: String,
+    /// The span's name.
     pub name: String,
+    /// The span's role.
     pub kind: Kind,
+    /// When the span started (ns since the Unix epoch).
     pub start_unix_nano: u64,
+    /// When the span ended (ns since the Unix epoch); 0 while it runs.
     pub end_unix_nano: u64,
     attributes: Vec<u8>,
     attribute_count: u32,
@@ -331,7 +356,9 @@ pub struct SpanData {
     events: Vec<u8>,
     event_count: u32,
     dropped_events: u32,
+    /// Whether the operation succeeded, if said.
     pub status: StatusCode,
+    /// The status' description (sent when a status is set).
     pub status_message: String,
 }
 
@@ -453,6 +480,7 @@ impl SpanData {
         self.attribute_count += 1;
     }
 
+    /// Attributes recorded (not counting those past the limit).
     pub fn attribute_count(&self) -> u32 {
         self.attribute_count
     }
@@ -491,6 +519,7 @@ impl SpanData {
         });
     }
 
+    /// Events recorded (not counting those past the limit).
     pub fn event_count(&self) -> u32 {
         self.event_count
     }
@@ -559,6 +588,8 @@ pub struct EventAttributes<'o> {
 }
 
 impl EventAttributes<'_> {
+    /// Adds an attribute to the event; past the per-event limit it is dropped and
+    /// counted.
     pub fn push<'a, K: Key + ?Sized>(&mut self, key: &K, value: impl Into<AttrValue<'a>>) {
         if self.count >= self.limits.event_attributes {
             self.dropped += 1;

@@ -20,6 +20,7 @@ pub static SPANS_DROPPED_SHUTDOWN: AtomicU64 = AtomicU64::new(0);
 pub static ATTRIBUTES_DROPPED: AtomicU64 = AtomicU64::new(0);
 /// Events past the per-span limit.
 pub static EVENTS_DROPPED: AtomicU64 = AtomicU64::new(0);
-/// Export requests (HTTP POSTs) that succeeded, and that failed.
+/// Export requests (HTTP POSTs) that succeeded.
 pub static EXPORTS_SUCCEEDED: AtomicU64 = AtomicU64::new(0);
+/// Export requests (HTTP POSTs) that failed.
 pub static EXPORTS_FAILED: AtomicU64 = AtomicU64::new(0);
