@@ -27,7 +27,10 @@ fn main() {
         "trace.h",
         "trace.c",
         "locale.c",
+        "deadline_state.h",
         "deadline.c",
+        "deadline_waits.c",
+        "slow_capture.c",
         "../scripts/build-php.sh",
     ] {
         println!("cargo:rerun-if-changed={f}");
@@ -258,6 +261,8 @@ fn compile_shim(includes: &[String], link: LinkMode) {
         .file("trace.c")
         .file("locale.c")
         .file("deadline.c")
+        .file("deadline_waits.c")
+        .file("slow_capture.c")
         .include(".")
         .warnings(false)
         .flag_if_supported("-std=gnu11");
