@@ -2,21 +2,39 @@
 //! no policy, no safe wrappers. The `worker` crate owns every call into these bindings.
 //!
 //! See `build.rs` for how PHP is found and `shim.h` for the C side.
-#![allow(
+
+#![deny(missing_docs)]
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
+#![deny(unreachable_pub)]
+
+/// bindgen's output (C names, no docs, its own unsafe code): the lints that hold for
+/// this crate's own items do not apply to it.
+#[allow(
+    missing_docs,
+    unsafe_op_in_unsafe_fn,
+    unreachable_pub,
     non_upper_case_globals,
     non_camel_case_types,
     non_snake_case,
-    dead_code
+    dead_code,
+    clippy::all,
+    clippy::undocumented_unsafe_blocks
 )]
-#![allow(clippy::all)]
-
-include!(concat!(env!("OUT_DIR"), "/bindings.rs"));
+mod bindings {
+    include!(concat!(env!("OUT_DIR"), "/bindings.rs"));
+}
+pub use bindings::*;
 
 // main/php_ini.c's record of the ini files it read, PHPAPI but declared in no header
 // bindgen reads (sapi/cli's `php --ini` prints them).
 extern "C" {
+    /// The php.ini file PHP loaded, or null.
     pub static mut php_ini_opened_path: *mut std::ffi::c_char;
+    /// Where PHP looked for additional .ini files (`PHP_INI_SCAN_DIR` or the build's
+    /// default).
     pub static mut php_ini_scanned_path: *mut std::ffi::c_char;
+    /// The additional .ini files PHP loaded, separated by `,\n`, or null.
     pub static mut php_ini_scanned_files: *mut std::ffi::c_char;
 }
 
@@ -24,6 +42,7 @@ extern "C" {
 // archives the CLI as libphp-cli.a). No header declares it.
 #[cfg(php_cli_sapi)]
 extern "C" {
+    /// PHP's CLI `main()`: runs `php` with these arguments and returns its exit status.
     pub fn php_cli_main(argc: std::ffi::c_int, argv: *mut *mut std::ffi::c_char)
         -> std::ffi::c_int;
 }
