@@ -7,7 +7,8 @@ use std::ffi::c_int;
 use php_sys as sys;
 
 use crate::php;
-use crate::sapi::{current_request, header_lines, response_head};
+use crate::request_context::current_request;
+use crate::sapi::{header_lines, response_head};
 
 /// `fastcgi_finish_request(): bool`: send everything so far and end the response; the
 /// script goes on without a client.

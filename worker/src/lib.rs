@@ -29,6 +29,7 @@ mod php;
 mod pool;
 mod queue;
 pub mod request;
+mod request_context;
 pub mod sapi;
 mod scale;
 mod server_vars;

@@ -19,9 +19,8 @@ use php_sys as sys;
 
 use crate::deadline::Watch;
 use crate::php;
-use crate::request::{
-    CgiRequest, Disconnected, ResponseHead, ResponseSink, ScriptOutcome, ScriptRequest,
-};
+use crate::request::{ResponseHead, ResponseSink, ScriptOutcome, ScriptRequest};
+use crate::request_context::{current_request, RequestContext, RequestStrings, SinkCell};
 use crate::server_vars;
 
 /// Which SAPI the engine presents to scripts (`PHP_SAPI`, `php_sapi_name()`).
@@ -218,110 +217,6 @@ pub(crate) fn detach_thread() {
         sys::ts_free_thread();
         sys::ferrophp_locale_thread_release();
     }
-}
-
-/// Where a request's output goes: a sink of its own, or, for a job, the sink held in the
-/// PHP thread's deadline [`Watch`], which the watchdog takes away (answering the client)
-/// if it retires the thread.
-pub(crate) enum SinkCell {
-    Own(RefCell<Box<dyn ResponseSink>>),
-    Watched(std::sync::Arc<Watch>),
-}
-
-impl SinkCell {
-    /// Runs `f` on the sink; None once the watchdog took it.
-    pub(crate) fn with<R>(&self, f: impl FnOnce(&mut dyn ResponseSink) -> R) -> Option<R> {
-        match self {
-            SinkCell::Own(cell) => Some(f(cell.borrow_mut().as_mut())),
-            SinkCell::Watched(watch) => watch
-                .sink
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .as_mut()
-                .map(|sink| f(sink.as_mut())),
-        }
-    }
-
-    /// Output calls that fail once the sink is gone, as for a client that went away.
-    pub(crate) fn send(
-        &self,
-        f: impl FnOnce(&mut dyn ResponseSink) -> Result<(), Disconnected>,
-    ) -> Result<(), Disconnected> {
-        self.with(f).unwrap_or(Err(Disconnected))
-    }
-
-    fn into_inner(self) -> Option<Box<dyn ResponseSink>> {
-        match self {
-            SinkCell::Own(cell) => Some(cell.into_inner()),
-            SinkCell::Watched(watch) => watch.sink.lock().unwrap_or_else(|e| e.into_inner()).take(),
-        }
-    }
-}
-
-/// The request in progress on this thread, as seen by SAPI callbacks.
-pub(crate) struct RequestContext<'a> {
-    pub(crate) sink: SinkCell,
-    body: RefCell<Box<dyn Read + Send>>,
-    pub(crate) cgi: Option<CgiRequest>,
-    /// NUL-terminated copies `SG(request_info)` points into; they outlive the request.
-    c_strings: RequestStrings<'a>,
-    /// The PHP thread's per-request arena (reset by the pool after the request).
-    arena: &'a Bump,
-    server_vars: Vec<(CString, Vec<u8>)>,
-    import_environment: bool,
-    /// Served by a worker script: `$_SERVER['FRANKENPHP_WORKER']` is set.
-    pub(crate) worker_request: bool,
-    disconnected: Cell<bool>,
-    /// The script (or the worker's handler) has started: before that, PHP is still
-    /// reading the body at request start-up.
-    script_started: Cell<bool>,
-    /// `fastcgi_finish_request()` ended the response; output is now discarded.
-    pub(crate) finished: Cell<bool>,
-    started_at: f64,
-    /// Response body bytes the script wrote (for the trace's server span).
-    written: Cell<u64>,
-}
-
-#[derive(Default)]
-struct RequestStrings<'a> {
-    script_filename: &'a CStr,
-    method: Option<&'a CStr>,
-    request_uri: Option<&'a CStr>,
-    query_string: Option<&'a CStr>,
-    content_type: Option<&'a CStr>,
-    cookie: Option<&'a CStr>,
-}
-
-impl RequestContext<'_> {
-    /// The context of the request running on this thread, if any.
-    fn current() -> Option<&'static RequestContext<'static>> {
-        let ptr = php::server_context() as *const RequestContext<'static>;
-        // SAFETY: SG(server_context) is either NULL or points at the RequestContext that
-        // run_script keeps alive (and only shares immutably) until it resets it to NULL.
-        unsafe { ptr.as_ref() }
-    }
-
-    /// Delivers everything buffered and ends the client's response.
-    /// Called when the script (or handler) is about to start: false when the body broke
-    /// off during start-up and the script must not run, as if the abort that was held back
-    /// then (see on_read_post) had ended it; a script that ignores user aborts runs, and
-    /// sees `connection_aborted()`.
-    pub(crate) fn start_script(&self) -> bool {
-        self.script_started.set(true);
-        // SAFETY: on a PHP thread inside a request; PG is this thread's.
-        let ignore_user_abort = unsafe { (*sys::ferrophp_core_globals()).ignore_user_abort };
-        !self.disconnected.get() || ignore_user_abort
-    }
-
-    pub(crate) fn finish_response(&self) {
-        self.sink.with(|sink| sink.finish());
-        self.finished.set(true);
-    }
-}
-
-/// The request running on the calling PHP thread, for PHP functions we implement.
-pub(crate) fn current_request() -> Option<&'static RequestContext<'static>> {
-    RequestContext::current()
 }
 
 fn c_string(bytes: &[u8]) -> Option<CString> {
@@ -807,7 +702,7 @@ unsafe extern "C" fn on_ub_write(str_: *const c_char, len: usize) -> usize {
     }
     // SAFETY: PHP passes `len` readable bytes at `str_`.
     let bytes = unsafe { std::slice::from_raw_parts(str_.cast::<u8>(), len) };
-    let Some(ctx) = RequestContext::current() else {
+    let Some(ctx) = current_request() else {
         // Output outside any request (module start-up warnings): stderr is all we have.
         eprint!("{}", String::from_utf8_lossy(bytes));
         return len;
@@ -836,7 +731,7 @@ fn client_gone() {
 }
 
 unsafe extern "C" fn on_flush(_server_context: *mut c_void) {
-    let Some(ctx) = RequestContext::current() else {
+    let Some(ctx) = current_request() else {
         return;
     };
     if ctx.finished.get() {
@@ -853,7 +748,7 @@ unsafe extern "C" fn on_flush(_server_context: *mut c_void) {
 }
 
 unsafe extern "C" fn on_send_headers(headers: *mut sys::sapi_headers_struct) -> c_int {
-    let Some(ctx) = RequestContext::current() else {
+    let Some(ctx) = current_request() else {
         return sys::SAPI_HEADER_SENT_SUCCESSFULLY as c_int;
     };
     // SAFETY: PHP passes SG(sapi_headers), valid for this call.
@@ -979,7 +874,7 @@ pub(crate) unsafe fn header_lines<'a>(
 }
 
 unsafe extern "C" fn on_read_post(buffer: *mut c_char, count: usize) -> usize {
-    let Some(ctx) = RequestContext::current() else {
+    let Some(ctx) = current_request() else {
         return 0;
     };
     // SAFETY: PHP passes a writable buffer of `count` bytes.
@@ -1025,14 +920,14 @@ unsafe extern "C" fn on_read_post(buffer: *mut c_char, count: usize) -> usize {
 }
 
 unsafe extern "C" fn on_read_cookies() -> *mut c_char {
-    RequestContext::current()
+    current_request()
         .and_then(|ctx| ctx.c_strings.cookie.as_ref())
         .map_or(std::ptr::null_mut(), |c| c.as_ptr() as *mut c_char)
 }
 
 /// Runs inside php_request_startup after sapi_activate reset the protocol to HTTP/1.0.
 unsafe extern "C" fn on_activate() -> c_int {
-    if let Some(cgi) = RequestContext::current().and_then(|ctx| ctx.cgi.as_ref()) {
+    if let Some(cgi) = current_request().and_then(|ctx| ctx.cgi.as_ref()) {
         let proto_num = match cgi.version {
             http::Version::HTTP_09 => 900,
             http::Version::HTTP_10 => 1000,
@@ -1048,7 +943,7 @@ unsafe extern "C" fn on_activate() -> c_int {
 
 /// `getenv()` sees the configured environment first; PHP falls back to the process's.
 unsafe extern "C" fn on_getenv(name: *const c_char, len: usize) -> *mut c_char {
-    let Some(cgi) = RequestContext::current().and_then(|ctx| ctx.cgi.as_ref()) else {
+    let Some(cgi) = current_request().and_then(|ctx| ctx.cgi.as_ref()) else {
         return std::ptr::null_mut();
     };
     // SAFETY: PHP passes `len` readable bytes.
@@ -1072,7 +967,7 @@ unsafe extern "C" fn import_environment(track_vars: *mut sys::zval) {
         // SAFETY: PHP's function, called with the array PHP passed us.
         unsafe { import(track_vars) };
     }
-    let Some(cgi) = RequestContext::current().and_then(|ctx| ctx.cgi.as_ref()) else {
+    let Some(cgi) = current_request().and_then(|ctx| ctx.cgi.as_ref()) else {
         return;
     };
     for (name, value) in cgi.env.iter() {
@@ -1081,7 +976,7 @@ unsafe extern "C" fn import_environment(track_vars: *mut sys::zval) {
 }
 
 unsafe extern "C" fn on_register_server_variables(track_vars: *mut sys::zval) {
-    let Some(ctx) = RequestContext::current() else {
+    let Some(ctx) = current_request() else {
         return;
     };
     if ctx.import_environment {
@@ -1132,7 +1027,7 @@ unsafe extern "C" fn on_log_message(message: *const c_char, syslog_type: c_int) 
 }
 
 unsafe extern "C" fn on_get_request_time(time: *mut f64) -> sys::zend_result {
-    let Some(ctx) = RequestContext::current() else {
+    let Some(ctx) = current_request() else {
         return sys::ZEND_RESULT_CODE_FAILURE;
     };
     // SAFETY: PHP passes a valid out pointer.

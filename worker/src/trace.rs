@@ -29,6 +29,8 @@ use ferrophp_trace::{
 };
 use php_sys as sys;
 
+use crate::request_context::current_request;
+
 type Ed = *mut sys::zend_execute_data;
 type Rv = *mut sys::zval;
 
@@ -341,7 +343,7 @@ fn current_context(s: &mut State) -> Option<SpanContext> {
     if let Some(ctx) = s.unsampled {
         return Some(ctx);
     }
-    crate::sapi::current_request()?.cgi.as_ref()?;
+    current_request()?.cgi.as_ref()?;
     let ctx = SpanContext {
         trace_id: incoming_context().map_or_else(ft::ids::new_trace_id, |c| c.trace_id),
         span_id: ft::ids::new_span_id(),
@@ -353,7 +355,7 @@ fn current_context(s: &mut State) -> Option<SpanContext> {
 
 /// The request's one valid `traceparent` header as received.
 fn incoming_context() -> Option<SpanContext> {
-    let cgi = crate::sapi::current_request()?.cgi.as_ref()?;
+    let cgi = current_request()?.cgi.as_ref()?;
     let mut values = cgi.headers.get_all("traceparent").iter();
     let first = values.next()?;
     if values.next().is_some() {
@@ -364,7 +366,7 @@ fn incoming_context() -> Option<SpanContext> {
 
 /// The request's `tracestate`, valid and joined, or None.
 fn incoming_tracestate() -> Option<String> {
-    let cgi = crate::sapi::current_request()?.cgi.as_ref()?;
+    let cgi = current_request()?.cgi.as_ref()?;
     ft::parse_tracestate(
         cgi.headers
             .get_all("tracestate")
