@@ -9,16 +9,17 @@
 //! functions return APCu's shapes.
 
 use std::collections::HashSet;
-use std::ffi::{c_int, CString};
+use std::ffi::c_int;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use php_sys as sys;
 
 use super::api::{self, Fetched};
 use super::epoch;
+use super::errors::{self, Exception};
 use super::ffi;
 use super::table::{self, Mode};
-use super::value::{self, FreezeError};
+use super::value::FreezeError;
 use super::zv;
 
 type Ed = *mut sys::zend_execute_data;
@@ -77,42 +78,6 @@ pub(crate) fn module_startup(module_number: c_int) -> bool {
     true
 }
 
-fn hash(k: &[u8]) -> u64 {
-    // SAFETY: zend_hash_func reads `len` bytes.
-    unsafe { sys::zend_hash_func(k.as_ptr().cast(), k.len()) }
-}
-
-fn warn(msg: &str) {
-    let msg = CString::new(msg.replace('\0', "\\0")).unwrap_or_default();
-    // SAFETY: inside an internal function call; PHP copies the message.
-    unsafe { ffi::ferrophp_uc_warning(msg.as_ptr()) };
-}
-
-fn throw_error(msg: &str) {
-    let msg = CString::new(msg).unwrap_or_default();
-    // SAFETY: on a PHP thread in a request; "%s" consumes one C string.
-    unsafe { sys::zend_throw_error(std::ptr::null_mut(), c"%s".as_ptr(), msg.as_ptr()) };
-}
-
-/// # Safety
-/// `ed` is the running call's frame.
-unsafe fn argc(ed: Ed) -> u32 {
-    // SAFETY: guaranteed by the caller.
-    unsafe { zv::num_args(ed) }
-}
-
-/// A string key (only strings are keys in APCu).
-///
-/// # Safety
-/// `zv` live.
-unsafe fn string_key(zv: *const sys::zval) -> Option<Vec<u8>> {
-    // SAFETY: guaranteed by the caller.
-    unsafe {
-        let zv = zv::deref(zv);
-        (zv::ztype(zv) == zv::IS_STRING).then(|| zv::str_bytes((*zv).value.str_).to_vec())
-    }
-}
-
 /// A scalar key argument converted to a string as APCu's `convert_to_string` does (ints,
 /// floats, bools, null, objects with __toString). None when conversion threw.
 ///
@@ -122,15 +87,15 @@ unsafe fn converted_key(zv: *const sys::zval) -> Option<Vec<u8>> {
     // SAFETY: guaranteed by the caller; strval() gets its own reference and the result
     // is released.
     unsafe {
-        if let Some(k) = api::key_from_zval(zv) {
+        if let Some(k) = zv::key_bytes(zv) {
             return Some(k);
         }
         let mut arg = *zv::deref(zv);
         ffi::ferrophp_uc_try_addref(&mut arg);
         let mut out = sys::zval::default();
-        value::call_function(c"strval", &mut out, std::slice::from_mut(&mut arg));
+        zv::call_function(c"strval", &mut out, std::slice::from_mut(&mut arg));
         ffi::ferrophp_uc_zval_dtor(&mut arg);
-        let k = string_key(&out);
+        let k = zv::string_bytes(&out);
         ffi::ferrophp_uc_zval_dtor(&mut out);
         if zv::has_exception() {
             return None;
@@ -189,18 +154,19 @@ unsafe fn store_one(key: &[u8], value: *const sys::zval, ttl: i64, mode: Mode) -
         return Ok(false);
     }
     // SAFETY: guaranteed by the caller.
-    match unsafe { api::try_store_value(key, hash(key), value, ttl.max(0) as u64, mode) } {
+    match unsafe { api::try_store_value(key, zv::hash_bytes(key), value, ttl.max(0) as u64, mode) }
+    {
         Ok(true) if ttl < 0 => {
             // APCu stores an entry that is already expired: it replaced the old value
             // and is never seen again.
-            api::delete(key, hash(key));
+            api::delete(key, zv::hash_bytes(key));
             Ok(true)
         }
         Ok(stored) => Ok(stored),
         Err(FreezeError::Thrown) => Err(()),
         Err(FreezeError::Refused(msg)) => {
             if msg.contains("a resource") {
-                warn("Cannot store resources in apcu cache");
+                errors::warn("Cannot store resources in apcu cache");
                 return Ok(false);
             }
             let mut out = sys::zval::default();
@@ -208,14 +174,14 @@ unsafe fn store_one(key: &[u8], value: *const sys::zval, ttl: i64, mode: Mode) -
             unsafe {
                 let mut arg = *value;
                 ffi::ferrophp_uc_try_addref(&mut arg);
-                value::call_function(c"serialize", &mut out, std::slice::from_mut(&mut arg));
+                zv::call_function(c"serialize", &mut out, std::slice::from_mut(&mut arg));
                 ffi::ferrophp_uc_zval_dtor(&mut arg);
                 ffi::ferrophp_uc_zval_dtor(&mut out);
             }
             if zv::has_exception() {
                 return Err(());
             }
-            warn(&msg);
+            errors::warn(&msg);
             Ok(false)
         }
     }
@@ -228,7 +194,7 @@ pub unsafe extern "C" fn ferrophp_apcu_fetch(ed: Ed, rv: Rv) {
     let mut success: *mut sys::zval = std::ptr::null_mut();
     // SAFETY: "z|z" matches the out-pointers; PHP passes this call's frame and slot.
     unsafe {
-        if sys::zend_parse_parameters(argc(ed), c"z|z".as_ptr(), &mut key, &mut success)
+        if sys::zend_parse_parameters(zv::num_args(ed), c"z|z".as_ptr(), &mut key, &mut success)
             != sys::ZEND_RESULT_CODE_SUCCESS
         {
             return;
@@ -237,17 +203,17 @@ pub unsafe extern "C" fn ferrophp_apcu_fetch(ed: Ed, rv: Rv) {
         if zv::ztype(key) == zv::IS_ARRAY {
             let mut keys = Vec::new();
             let _ = zv::for_each::<()>((*key).value.arr, |_, v| {
-                match string_key(v) {
+                match zv::string_bytes(v) {
                     Some(k) => keys.push(k),
-                    None => warn("apc_fetch() expects a string or array of strings."),
+                    None => errors::warn("apc_fetch() expects a string or array of strings."),
                 }
                 Ok(())
             });
             let ht = zv::set_new_array(rv, keys.len() as u32);
             for k in keys {
                 let mut v = sys::zval::default();
-                match fetch_into(&k, hash(&k), &mut v, false) {
-                    Fetched::Hit => api::insert_bytes_key(ht, &k, &mut v),
+                match fetch_into(&k, zv::hash_bytes(&k), &mut v, false) {
+                    Fetched::Hit => zv::insert_bytes_key(ht, &k, &mut v),
                     Fetched::Miss => {}
                     Fetched::Failed => return,
                 }
@@ -256,7 +222,7 @@ pub unsafe extern "C" fn ferrophp_apcu_fetch(ed: Ed, rv: Rv) {
         } else if let Some(k) = converted_key(key) {
             // APCu takes any string as a key, the empty one included.
             *rv = zv::bool_(false);
-            match fetch_into(&k, hash(&k), rv, false) {
+            match fetch_into(&k, zv::hash_bytes(&k), rv, false) {
                 Fetched::Hit => ok = true,
                 Fetched::Miss => *rv = zv::bool_(false),
                 Fetched::Failed => return,
@@ -264,7 +230,7 @@ pub unsafe extern "C" fn ferrophp_apcu_fetch(ed: Ed, rv: Rv) {
         } else if zv::has_exception() {
             return;
         } else {
-            warn("apc_fetch() expects a string or array of strings.");
+            errors::warn("apc_fetch() expects a string or array of strings.");
             *rv = zv::bool_(false);
         }
         if !success.is_null() {
@@ -279,8 +245,13 @@ unsafe fn store_impl(ed: Ed, rv: Rv, mode: Mode) {
     let mut ttl: sys::zend_long = 0;
     // SAFETY: "z|zl" matches the out-pointers.
     unsafe {
-        if sys::zend_parse_parameters(argc(ed), c"z|zl".as_ptr(), &mut key, &mut value, &mut ttl)
-            != sys::ZEND_RESULT_CODE_SUCCESS
+        if sys::zend_parse_parameters(
+            zv::num_args(ed),
+            c"z|zl".as_ptr(),
+            &mut key,
+            &mut value,
+            &mut ttl,
+        ) != sys::ZEND_RESULT_CODE_SUCCESS
         {
             return;
         }
@@ -307,12 +278,14 @@ unsafe fn store_impl(ed: Ed, rv: Rv, mode: Mode) {
             let ht = zv::set_new_array(rv, failed.len() as u32);
             for k in failed {
                 let mut v = zv::long(-1);
-                api::insert_bytes_key(ht, &k, &mut v);
+                zv::insert_bytes_key(ht, &k, &mut v);
             }
             return;
         }
-        let Some(k) = string_key(key) else {
-            warn("apc_store expects key parameter to be a string or an array of key/value pairs.");
+        let Some(k) = zv::string_bytes(key) else {
+            errors::warn(
+                "apc_store expects key parameter to be a string or an array of key/value pairs.",
+            );
             *rv = zv::bool_(false);
             return;
         };
@@ -350,7 +323,7 @@ pub unsafe extern "C" fn ferrophp_apcu_delete(ed: Ed, rv: Rv) {
     let mut key: *mut sys::zval = std::ptr::null_mut();
     // SAFETY: "z" matches one zval out-pointer.
     unsafe {
-        if sys::zend_parse_parameters(argc(ed), c"z".as_ptr(), &mut key)
+        if sys::zend_parse_parameters(zv::num_args(ed), c"z".as_ptr(), &mut key)
             != sys::ZEND_RESULT_CODE_SUCCESS
         {
             return;
@@ -358,16 +331,16 @@ pub unsafe extern "C" fn ferrophp_apcu_delete(ed: Ed, rv: Rv) {
         match zv::ztype(key) {
             zv::IS_STRING => {
                 let k = zv::str_bytes((*key).value.str_);
-                *rv = zv::bool_(delete(k, hash(k)));
+                *rv = zv::bool_(delete(k, zv::hash_bytes(k)));
             }
             zv::IS_ARRAY => {
                 let mut failed: Vec<sys::zval> = Vec::new();
                 let _ = zv::for_each::<()>((*key).value.arr, |_, v| {
                     let v = zv::deref(v);
-                    let deleted = match string_key(v) {
-                        Some(k) => delete(&k, hash(&k)),
+                    let deleted = match zv::string_bytes(v) {
+                        Some(k) => delete(&k, zv::hash_bytes(&k)),
                         None => {
-                            warn(DELETE_EXPECTS);
+                            errors::warn(DELETE_EXPECTS);
                             false
                         }
                     };
@@ -385,7 +358,7 @@ pub unsafe extern "C" fn ferrophp_apcu_delete(ed: Ed, rv: Rv) {
             }
             zv::IS_OBJECT => *rv = zv::bool_(iterator_delete(key)),
             _ => {
-                warn(DELETE_EXPECTS);
+                errors::warn(DELETE_EXPECTS);
                 *rv = zv::bool_(false);
             }
         }
@@ -398,7 +371,7 @@ pub unsafe extern "C" fn ferrophp_apcu_exists(ed: Ed, rv: Rv) {
     let mut key: *mut sys::zval = std::ptr::null_mut();
     // SAFETY: as above.
     unsafe {
-        if sys::zend_parse_parameters(argc(ed), c"z".as_ptr(), &mut key)
+        if sys::zend_parse_parameters(zv::num_args(ed), c"z".as_ptr(), &mut key)
             != sys::ZEND_RESULT_CODE_SUCCESS
         {
             return;
@@ -406,23 +379,23 @@ pub unsafe extern "C" fn ferrophp_apcu_exists(ed: Ed, rv: Rv) {
         if zv::ztype(key) == zv::IS_ARRAY {
             let mut keys = Vec::new();
             let _ = zv::for_each::<()>((*key).value.arr, |_, v| {
-                match string_key(v) {
+                match zv::string_bytes(v) {
                     Some(k) => keys.push(k),
-                    None => warn("apc_exists() expects a string or array of strings."),
+                    None => errors::warn("apc_exists() expects a string or array of strings."),
                 }
                 Ok(())
             });
             let ht = zv::set_new_array(rv, 0);
             for k in keys {
-                if exists(&k, hash(&k)) {
+                if exists(&k, zv::hash_bytes(&k)) {
                     let mut t = zv::bool_(true);
-                    api::insert_bytes_key(ht, &k, &mut t);
+                    zv::insert_bytes_key(ht, &k, &mut t);
                 }
             }
             return;
         }
         if let Some(k) = converted_key(key) {
-            *rv = zv::bool_(exists(&k, hash(&k)));
+            *rv = zv::bool_(exists(&k, zv::hash_bytes(&k)));
         }
     }
 }
@@ -435,7 +408,7 @@ unsafe fn inc_impl(ed: Ed, rv: Rv, sign: i64) {
     // SAFETY: "S|lzl" matches the out-pointers.
     unsafe {
         if sys::zend_parse_parameters(
-            argc(ed),
+            zv::num_args(ed),
             c"S|lzl".as_ptr(),
             &mut key,
             &mut step,
@@ -484,8 +457,13 @@ pub unsafe extern "C" fn ferrophp_apcu_cas(ed: Ed, rv: Rv) {
     let mut new: sys::zend_long = 0;
     // SAFETY: "Sll" matches the out-pointers.
     unsafe {
-        if sys::zend_parse_parameters(argc(ed), c"Sll".as_ptr(), &mut key, &mut old, &mut new)
-            != sys::ZEND_RESULT_CODE_SUCCESS
+        if sys::zend_parse_parameters(
+            zv::num_args(ed),
+            c"Sll".as_ptr(),
+            &mut key,
+            &mut old,
+            &mut new,
+        ) != sys::ZEND_RESULT_CODE_SUCCESS
         {
             return;
         }
@@ -508,7 +486,7 @@ pub unsafe extern "C" fn ferrophp_apcu_entry(ed: Ed, rv: Rv) {
     // SAFETY: "Sf|l" matches the out-pointers (a non-callable is a TypeError, as in APCu).
     unsafe {
         if sys::zend_parse_parameters(
-            argc(ed),
+            zv::num_args(ed),
             c"Sf|l".as_ptr(),
             &mut key,
             &mut fci,
@@ -546,7 +524,9 @@ pub unsafe extern "C" fn ferrophp_apcu_clear_cache(ed: Ed, rv: Rv) {
     // SAFETY: the same body as UserCache\Cache::clear() (a no-op when disabled).
     unsafe {
         if !on() {
-            if sys::zend_parse_parameters(argc(ed), c"".as_ptr()) == sys::ZEND_RESULT_CODE_SUCCESS {
+            if sys::zend_parse_parameters(zv::num_args(ed), c"".as_ptr())
+                == sys::ZEND_RESULT_CODE_SUCCESS
+            {
                 *rv = zv::bool_(true);
             }
             return;
@@ -596,27 +576,6 @@ fn live_entries(mut keep: impl FnMut(&[u8]) -> bool) -> Vec<Meta> {
     out.into_iter().map(|(_, m)| m).collect()
 }
 
-/// # Safety
-/// `arr` is a writable request array zval.
-unsafe fn add_long(arr: Rv, k: &str, v: i64) {
-    // SAFETY: guaranteed by the caller.
-    unsafe { sys::add_assoc_long_ex(arr, k.as_ptr().cast(), k.len(), v as sys::zend_long) };
-}
-
-/// # Safety
-/// As for [`add_long`].
-unsafe fn add_double(arr: Rv, k: &str, v: f64) {
-    // SAFETY: guaranteed by the caller.
-    unsafe { sys::add_assoc_double_ex(arr, k.as_ptr().cast(), k.len(), v) };
-}
-
-/// # Safety
-/// As for [`add_long`]; `v`'s reference moves into the array.
-unsafe fn add_zval(arr: Rv, k: &str, v: Rv) {
-    // SAFETY: guaranteed by the caller.
-    unsafe { sys::add_assoc_zval_ex(arr, k.as_ptr().cast(), k.len(), v) };
-}
-
 /// `apcu_cache_info(bool $limited = false): array|false`, in APCu's shape. Per-entry hit
 /// counts and access times are not kept (reads never write shared memory): `num_hits`
 /// is 0 and `access_time` the creation time.
@@ -625,32 +584,32 @@ pub unsafe extern "C" fn ferrophp_apcu_cache_info(ed: Ed, rv: Rv) {
     let mut limited = false;
     // SAFETY: "|b" matches one bool out-pointer; the arrays are built in request memory.
     unsafe {
-        if sys::zend_parse_parameters(argc(ed), c"|b".as_ptr(), &mut limited)
+        if sys::zend_parse_parameters(zv::num_args(ed), c"|b".as_ptr(), &mut limited)
             != sys::ZEND_RESULT_CODE_SUCCESS
         {
             return;
         }
         if !on() {
-            warn("No APC info available.  Perhaps APC is not enabled? Check apc.enabled in your ini file");
+            errors::warn("No APC info available.  Perhaps APC is not enabled? Check apc.enabled in your ini file");
             *rv = zv::bool_(false);
             return;
         }
         let t = super::cache();
         let (hits, misses, _) = epoch::stats();
         zv::set_new_array(rv, 16);
-        add_long(rv, "num_slots", t.slots() as i64);
-        add_long(rv, "ttl", TTL.load(Ordering::Relaxed) as i64);
-        add_double(rv, "num_hits", hits as f64);
-        add_double(rv, "num_misses", misses as f64);
-        add_double(rv, "num_inserts", t.stores.load(Ordering::Relaxed) as f64);
-        add_long(rv, "num_entries", t.entries.load(Ordering::Relaxed) as i64);
-        add_double(
+        zv::add_assoc_long(rv, "num_slots", t.slots() as i64);
+        zv::add_assoc_long(rv, "ttl", TTL.load(Ordering::Relaxed) as i64);
+        zv::add_assoc_double(rv, "num_hits", hits as f64);
+        zv::add_assoc_double(rv, "num_misses", misses as f64);
+        zv::add_assoc_double(rv, "num_inserts", t.stores.load(Ordering::Relaxed) as f64);
+        zv::add_assoc_long(rv, "num_entries", t.entries.load(Ordering::Relaxed) as i64);
+        zv::add_assoc_double(
             rv,
             "expunges",
             (t.evictions.load(Ordering::Relaxed) + t.expunges.load(Ordering::Relaxed)) as f64,
         );
-        add_long(rv, "start_time", START_TIME.load(Ordering::Relaxed) as i64);
-        add_double(rv, "mem_size", t.live_bytes.load(Ordering::Relaxed) as f64);
+        zv::add_assoc_long(rv, "start_time", START_TIME.load(Ordering::Relaxed) as i64);
+        zv::add_assoc_double(rv, "mem_size", t.live_bytes.load(Ordering::Relaxed) as f64);
         let mt = "mmap";
         sys::add_assoc_stringl_ex(
             rv,
@@ -672,28 +631,28 @@ pub unsafe extern "C" fn ferrophp_apcu_cache_info(ed: Ed, rv: Rv) {
             zv::set_new_array(&mut link, 9);
             let mut info = sys::zval::default();
             zv::set_request_string(&mut info, &m.key);
-            add_zval(&mut link, "info", &mut info);
-            add_long(&mut link, "ttl", m.ttl as i64);
-            add_double(&mut link, "num_hits", 0.0);
-            add_long(&mut link, "mtime", m.created as i64);
-            add_long(&mut link, "creation_time", m.created as i64);
-            add_long(&mut link, "deletion_time", 0);
-            add_long(&mut link, "access_time", m.created as i64);
-            add_long(&mut link, "ref_count", 0);
-            add_long(&mut link, "mem_size", m.bytes as i64);
+            zv::add_assoc_zval(&mut link, "info", &mut info);
+            zv::add_assoc_long(&mut link, "ttl", m.ttl as i64);
+            zv::add_assoc_double(&mut link, "num_hits", 0.0);
+            zv::add_assoc_long(&mut link, "mtime", m.created as i64);
+            zv::add_assoc_long(&mut link, "creation_time", m.created as i64);
+            zv::add_assoc_long(&mut link, "deletion_time", 0);
+            zv::add_assoc_long(&mut link, "access_time", m.created as i64);
+            zv::add_assoc_long(&mut link, "ref_count", 0);
+            zv::add_assoc_long(&mut link, "mem_size", m.bytes as i64);
             zv::insert(list_ht, &zv::HKey::Index(i as i64), &mut link);
             *slots.entry(m.hash & mask).or_default() += 1;
         }
-        add_zval(rv, "cache_list", &mut list);
+        zv::add_assoc_zval(rv, "cache_list", &mut list);
         let mut deleted = sys::zval::default();
         zv::set_new_array(&mut deleted, 0);
-        add_zval(rv, "deleted_list", &mut deleted);
+        zv::add_assoc_zval(rv, "deleted_list", &mut deleted);
         let mut dist = sys::zval::default();
         zv::set_new_array(&mut dist, slots.len() as u32);
         for (slot, n) in slots {
             sys::add_index_long(&mut dist, slot as sys::zend_ulong, n as sys::zend_long);
         }
-        add_zval(rv, "slot_distribution", &mut dist);
+        zv::add_assoc_zval(rv, "slot_distribution", &mut dist);
     }
 }
 
@@ -703,7 +662,7 @@ pub unsafe extern "C" fn ferrophp_apcu_key_info(ed: Ed, rv: Rv) {
     let mut key: *mut sys::zend_string = std::ptr::null_mut();
     // SAFETY: "S" matches one string out-pointer.
     unsafe {
-        if sys::zend_parse_parameters(argc(ed), c"S".as_ptr(), &mut key)
+        if sys::zend_parse_parameters(zv::num_args(ed), c"S".as_ptr(), &mut key)
             != sys::ZEND_RESULT_CODE_SUCCESS
         {
             return;
@@ -732,13 +691,13 @@ pub unsafe extern "C" fn ferrophp_apcu_key_info(ed: Ed, rv: Rv) {
         *rv = zv::null();
         if let Some((created, ttl)) = found {
             zv::set_new_array(rv, 7);
-            add_long(rv, "hits", 0);
-            add_long(rv, "access_time", created as i64);
-            add_long(rv, "mtime", created as i64);
-            add_long(rv, "creation_time", created as i64);
-            add_long(rv, "deletion_time", 0);
-            add_long(rv, "ttl", ttl as i64);
-            add_long(rv, "refs", 0);
+            zv::add_assoc_long(rv, "hits", 0);
+            zv::add_assoc_long(rv, "access_time", created as i64);
+            zv::add_assoc_long(rv, "mtime", created as i64);
+            zv::add_assoc_long(rv, "creation_time", created as i64);
+            zv::add_assoc_long(rv, "deletion_time", 0);
+            zv::add_assoc_long(rv, "ttl", ttl as i64);
+            zv::add_assoc_long(rv, "refs", 0);
         }
     }
 }
@@ -753,34 +712,34 @@ pub unsafe extern "C" fn ferrophp_apcu_sma_info(ed: Ed, rv: Rv) {
     let avail = t.limit.saturating_sub(used);
     // SAFETY: "|b" matches one bool out-pointer; builds fresh arrays in the return slot.
     unsafe {
-        if sys::zend_parse_parameters(argc(ed), c"|b".as_ptr(), &mut limited)
+        if sys::zend_parse_parameters(zv::num_args(ed), c"|b".as_ptr(), &mut limited)
             != sys::ZEND_RESULT_CODE_SUCCESS
         {
             return;
         }
         if !on() {
-            warn("No APC SMA info available.  Perhaps APC is disabled via apc.enabled?");
+            errors::warn("No APC SMA info available.  Perhaps APC is disabled via apc.enabled?");
             *rv = zv::bool_(false);
             return;
         }
         zv::set_new_array(rv, 4);
-        add_long(rv, "num_seg", 1);
-        add_double(rv, "seg_size", t.limit as f64);
-        add_double(rv, "avail_mem", avail as f64);
+        zv::add_assoc_long(rv, "num_seg", 1);
+        zv::add_assoc_double(rv, "seg_size", t.limit as f64);
+        zv::add_assoc_double(rv, "avail_mem", avail as f64);
         if limited {
             return;
         }
         let mut block = sys::zval::default();
         zv::set_new_array(&mut block, 2);
-        add_long(&mut block, "size", avail as i64);
-        add_long(&mut block, "offset", used as i64);
+        zv::add_assoc_long(&mut block, "size", avail as i64);
+        zv::add_assoc_long(&mut block, "offset", used as i64);
         let mut seg = sys::zval::default();
         let seg_ht = zv::set_new_array(&mut seg, 1);
         zv::insert(seg_ht, &zv::HKey::Index(0), &mut block);
         let mut lists = sys::zval::default();
         let lists_ht = zv::set_new_array(&mut lists, 1);
         zv::insert(lists_ht, &zv::HKey::Index(0), &mut seg);
-        add_zval(rv, "block_lists", &mut lists);
+        zv::add_assoc_zval(rv, "block_lists", &mut lists);
     }
 }
 
@@ -846,7 +805,7 @@ impl IterState {
             ffi::ferrophp_uc_try_addref(&mut args[0]);
             zv::set_request_string(&mut args[1], key);
             let mut out = sys::zval::default();
-            value::call_function(c"preg_match", &mut out, &mut args);
+            zv::call_function(c"preg_match", &mut out, &mut args);
             let hit = zv::ztype(&out) == zv::IS_LONG && out.value.lval > 0;
             ffi::ferrophp_uc_zval_dtor(&mut out);
             for a in &mut args {
@@ -867,7 +826,7 @@ impl IterState {
             ffi::ferrophp_uc_try_addref(&mut args[0]);
             zv::set_request_string(&mut args[1], b"");
             let mut out = sys::zval::default();
-            value::call_function(c"preg_match", &mut out, &mut args);
+            zv::call_function(c"preg_match", &mut out, &mut args);
             let ok = zv::ztype(&out) == zv::IS_LONG;
             ffi::ferrophp_uc_zval_dtor(&mut out);
             for a in &mut args {
@@ -938,10 +897,10 @@ impl IterState {
             if f & ITER_KEY != 0 {
                 let mut k = sys::zval::default();
                 zv::set_request_string(&mut k, &m.key);
-                add_zval(&mut a, "key", &mut k);
+                zv::add_assoc_zval(&mut a, "key", &mut k);
             }
             if f & ITER_VALUE != 0 {
-                add_zval(&mut a, "value", &mut value);
+                zv::add_assoc_zval(&mut a, "value", &mut value);
             }
             let created = m.created as i64;
             for (bit, name, v) in [
@@ -955,7 +914,7 @@ impl IterState {
                 (ITER_TTL, "ttl", m.ttl as i64),
             ] {
                 if f & bit != 0 {
-                    add_long(&mut a, name, v);
+                    zv::add_assoc_long(&mut a, name, v);
                 }
             }
             Some(a)
@@ -1011,7 +970,7 @@ unsafe fn this_state<'a>(ed: Ed) -> Option<&'a mut IterState> {
     unsafe {
         let slot = ffi::ferrophp_apcu_iterator_this(ed);
         if slot.is_null() || (*slot).is_null() {
-            throw_error("Trying to use uninitialized APCUIterator");
+            errors::throw(Exception::Error, "Trying to use uninitialized APCUIterator");
             return None;
         }
         Some(&mut *(*slot).cast::<IterState>())
@@ -1024,7 +983,9 @@ unsafe fn this_state<'a>(ed: Ed) -> Option<&'a mut IterState> {
 /// `ed` is the running call's frame.
 unsafe fn no_args(ed: Ed) -> bool {
     // SAFETY: "" matches no out-pointers.
-    unsafe { sys::zend_parse_parameters(argc(ed), c"".as_ptr()) == sys::ZEND_RESULT_CODE_SUCCESS }
+    unsafe {
+        sys::zend_parse_parameters(zv::num_args(ed), c"".as_ptr()) == sys::ZEND_RESULT_CODE_SUCCESS
+    }
 }
 
 /// `APCUIterator::__construct(array|string|null $search = null, int $format = APC_ITER_ALL,
@@ -1038,7 +999,7 @@ pub unsafe extern "C" fn ferrophp_apcu_it_construct(ed: Ed, _rv: Rv) {
     // SAFETY: "|z!lll" matches the out-pointers; the state slot belongs to $this.
     unsafe {
         if sys::zend_parse_parameters(
-            argc(ed),
+            zv::num_args(ed),
             c"|z!lll".as_ptr(),
             &mut search,
             &mut format,
@@ -1049,19 +1010,19 @@ pub unsafe extern "C" fn ferrophp_apcu_it_construct(ed: Ed, _rv: Rv) {
             return;
         }
         if !ENABLED.load(Ordering::Relaxed) {
-            throw_error("APC must be enabled to use APCUIterator");
+            errors::throw(Exception::Error, "APC must be enabled to use APCUIterator");
             return;
         }
         if chunk < 0 {
-            warn("APCUIterator chunk size must be 0 or greater");
+            errors::warn("APCUIterator chunk size must be 0 or greater");
             return;
         }
         if format as i64 > ITER_ALL {
-            warn("APCUIterator format is invalid");
+            errors::warn("APCUIterator format is invalid");
             return;
         }
         if list as i64 != LIST_ACTIVE && list as i64 != LIST_DELETED {
-            warn("APCUIterator invalid list type");
+            errors::warn("APCUIterator invalid list type");
             return;
         }
         let slot = ffi::ferrophp_apcu_iterator_this(ed);
@@ -1081,7 +1042,7 @@ pub unsafe extern "C" fn ferrophp_apcu_it_construct(ed: Ed, _rv: Rv) {
                 zv::IS_ARRAY => {
                     let mut set = HashSet::new();
                     let _ = zv::for_each::<()>((*search).value.arr, |_, v| {
-                        if let Some(k) = api::key_from_zval(v) {
+                        if let Some(k) = zv::key_bytes(v) {
                             set.insert(k);
                         }
                         Ok(())
@@ -1111,7 +1072,7 @@ pub unsafe extern "C" fn ferrophp_apcu_it_construct(ed: Ed, _rv: Rv) {
         if state.regex.is_some() && !state.regex_compiles() {
             // APCu stops here too (with a fatal error); the iterator stays uninitialised.
             let re = state.regex.map(|r| zv::str_bytes(r.value.str_).to_vec());
-            warn(&format!(
+            errors::warn(&format!(
                 "Could not compile regular expression: {}",
                 String::from_utf8_lossy(&re.unwrap_or_default())
             ));
@@ -1165,7 +1126,10 @@ pub unsafe extern "C" fn ferrophp_apcu_it_current(ed: Ed, rv: Rv) {
         }
         let Some(it) = this_state(ed) else { return };
         if it.stack_idx == it.stack.len() && it.fetch() == 0 {
-            throw_error("Cannot call current() on invalid iterator");
+            errors::throw(
+                Exception::Error,
+                "Cannot call current() on invalid iterator",
+            );
             return;
         }
         let mut v = it.stack[it.stack_idx].1;
@@ -1184,7 +1148,7 @@ pub unsafe extern "C" fn ferrophp_apcu_it_key(ed: Ed, rv: Rv) {
         }
         let Some(it) = this_state(ed) else { return };
         if it.stack_idx == it.stack.len() && it.fetch() == 0 {
-            throw_error("Cannot call key() on invalid iterator");
+            errors::throw(Exception::Error, "Cannot call key() on invalid iterator");
             return;
         }
         zv::set_request_string(rv, &it.stack[it.stack_idx].0);
@@ -1251,11 +1215,11 @@ unsafe fn iterator_delete(obj: *mut sys::zval) -> bool {
     unsafe {
         let slot = ffi::ferrophp_apcu_iterator_state(obj);
         if slot.is_null() {
-            warn("apc_delete object argument must be instance of APCUIterator.");
+            errors::warn("apc_delete object argument must be instance of APCUIterator.");
             return false;
         }
         if (*slot).is_null() {
-            throw_error("Trying to use uninitialized APCUIterator");
+            errors::throw(Exception::Error, "Trying to use uninitialized APCUIterator");
             return false;
         }
         let it = &mut *(*slot).cast::<IterState>();

@@ -2,7 +2,6 @@
 //! cache/stubs/UserCache.php) and the operations they share with the apcu_* layer.
 
 use std::collections::HashMap;
-use std::ffi::{c_char, CString};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::Duration;
@@ -11,6 +10,7 @@ use php_sys as sys;
 
 use super::cache;
 use super::epoch::{self, ThreadRec};
+use super::errors::{self, Exception};
 use super::ffi;
 use super::table::{self, Mode, StoreResult, Value};
 use super::value::{self, FreezeError, Frozen};
@@ -22,34 +22,14 @@ pub(crate) const MAX_KEY: usize = 4096;
 type Ed = *mut sys::zend_execute_data;
 type Rv = *mut sys::zval;
 
-/// Throws `UserCache\Exception` with `msg`.
-pub(crate) fn throw(msg: &str) {
-    let msg = CString::new(msg.replace('\0', "\\0")).unwrap_or_default();
-    // SAFETY: on a PHP thread in a request; the exception class was registered at MINIT;
-    // PHP copies the message.
-    unsafe { sys::zend_throw_exception(ffi::ferrophp_uc_exception_ce, msg.as_ptr(), 0) };
-}
-
-fn value_error(arg: u32, msg: &str) {
-    let msg = CString::new(msg).unwrap_or_default();
-    // SAFETY: inside an internal function call; "%s" consumes one C string.
-    unsafe { sys::zend_argument_value_error(arg, c"%s".as_ptr(), msg.as_ptr()) };
-}
-
-fn type_error(arg: u32, msg: &str) {
-    let msg = CString::new(msg).unwrap_or_default();
-    // SAFETY: as above.
-    unsafe { sys::zend_argument_type_error(arg, c"%s".as_ptr(), msg.as_ptr()) };
-}
-
 /// Checks a key argument; throws the ValueError itself.
 pub(crate) fn valid_key(arg: u32, key: &[u8]) -> bool {
     if key.is_empty() {
-        value_error(arg, "must not be empty");
+        errors::argument_value_error(arg, "must not be empty");
         return false;
     }
     if key.len() > MAX_KEY {
-        value_error(arg, "must be at most 4096 bytes long");
+        errors::argument_value_error(arg, "must be at most 4096 bytes long");
         return false;
     }
     true
@@ -57,33 +37,10 @@ pub(crate) fn valid_key(arg: u32, key: &[u8]) -> bool {
 
 fn valid_ttl(arg: u32, ttl: sys::zend_long) -> bool {
     if ttl < 0 {
-        value_error(arg, "must be greater than or equal to 0");
+        errors::argument_value_error(arg, "must be greater than or equal to 0");
         return false;
     }
     true
-}
-
-/// Number of arguments of the running call.
-///
-/// # Safety
-/// `ed` is the running internal call's frame.
-unsafe fn argc(ed: Ed) -> u32 {
-    // SAFETY: guaranteed by the caller.
-    unsafe { zv::num_args(ed) }
-}
-
-/// A key zend_string's bytes and hash.
-///
-/// # Safety
-/// `key` is a live string of this request (or interned).
-unsafe fn key_parts<'a>(key: *mut sys::zend_string) -> (&'a [u8], u64) {
-    // SAFETY: guaranteed by the caller.
-    unsafe { (zv::str_bytes(key), zv::str_hash(key)) }
-}
-
-fn hash_bytes(bytes: &[u8]) -> u64 {
-    // SAFETY: zend_hash_func reads `len` bytes (the same function ZSTR_H uses).
-    unsafe { sys::zend_hash_func(bytes.as_ptr().cast::<c_char>(), bytes.len()) }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -166,7 +123,7 @@ pub(crate) unsafe fn store_value(
     match unsafe { try_store_value(key, hash, value, ttl, mode) } {
         Ok(stored) => Ok(stored),
         Err(FreezeError::Refused(msg)) => {
-            throw(&msg);
+            errors::throw(Exception::Cache, &msg);
             Err(())
         }
         Err(FreezeError::Thrown) => Err(()),
@@ -335,7 +292,10 @@ pub(crate) unsafe fn remember_with(
                     // inner producer at once (its lock is recursive).
                     break None;
                 }
-                throw("remember(): the producer for this key called remember() for the same key");
+                errors::throw(
+                    Exception::Cache,
+                    "remember(): the producer for this key called remember() for the same key",
+                );
                 return;
             }
             // Wait for the producer's value (never for the whole cache). A producer whose
@@ -444,43 +404,6 @@ pub(crate) unsafe fn info_into(dst: Rv) {
     }
 }
 
-/// Key of an array element given as a key (string, or int turned into a string).
-///
-/// # Safety
-/// `zv` live.
-pub(crate) unsafe fn key_from_zval(zv: *const sys::zval) -> Option<Vec<u8>> {
-    // SAFETY: guaranteed by the caller.
-    unsafe {
-        let zv = zv::deref(zv);
-        match zv::ztype(zv) {
-            zv::IS_STRING => Some(zv::str_bytes((*zv).value.str_).to_vec()),
-            zv::IS_LONG => Some((*zv).value.lval.to_string().into_bytes()),
-            _ => None,
-        }
-    }
-}
-
-/// Inserts `val` into request array `ht` under a key given as bytes (numeric strings
-/// become integer keys, as PHP's symtable does).
-///
-/// # Safety
-/// `ht` a writable request array; `val`'s reference moves into it.
-pub(crate) unsafe fn insert_bytes_key(ht: *mut sys::HashTable, key: &[u8], val: Rv) {
-    // SAFETY: guaranteed by the caller; the request key string is released after PHP took
-    // its reference.
-    unsafe {
-        let mut idx: sys::zend_ulong = 0;
-        if ffi::ferrophp_uc_numeric_key(key.as_ptr().cast(), key.len(), &mut idx) {
-            zv::insert(ht, &zv::HKey::Index(idx as i64), val);
-        } else {
-            let mut k = sys::zval::default();
-            zv::set_request_string(&mut k, key);
-            zv::insert(ht, &zv::HKey::Str(k.value.str_), val);
-            ffi::ferrophp_uc_zval_dtor(&mut k);
-        }
-    }
-}
-
 // ---------------------------------------------------------------------------------------
 // Method handlers.
 // ---------------------------------------------------------------------------------------
@@ -508,7 +431,7 @@ unsafe fn store_impl(ed: Ed, rv: Rv, mode: Mode) {
         {
             return;
         }
-        let (k, h) = key_parts(key);
+        let (k, h) = zv::str_key(key);
         if !valid_key(1, k) || !valid_ttl(3, ttl) {
             return;
         }
@@ -561,7 +484,7 @@ unsafe fn fetch_impl(ed: Ed, rv: Rv, copy: bool) {
         {
             return;
         }
-        let (k, h) = key_parts(key);
+        let (k, h) = zv::str_key(key);
         if !valid_key(1, k) {
             return;
         }
@@ -607,7 +530,7 @@ pub unsafe extern "C" fn ferrophp_uc_fetch_multiple(ed: Ed, rv: Rv) {
     // SAFETY: "h" matches one HashTable out-pointer; the rest reads the caller's array and
     // fills a fresh request array in the return slot.
     unsafe {
-        if sys::zend_parse_parameters(argc(ed), c"h".as_ptr(), &mut keys)
+        if sys::zend_parse_parameters(zv::num_args(ed), c"h".as_ptr(), &mut keys)
             != sys::ZEND_RESULT_CODE_SUCCESS
         {
             return;
@@ -617,7 +540,7 @@ pub unsafe extern "C" fn ferrophp_uc_fetch_multiple(ed: Ed, rv: Rv) {
             _ => Err(()),
         });
         if bad.is_err() {
-            type_error(1, "must contain only string keys");
+            errors::argument_type_error(1, "must contain only string keys");
             return;
         }
         let ht = zv::set_new_array(rv, zv::count(keys));
@@ -626,9 +549,9 @@ pub unsafe extern "C" fn ferrophp_uc_fetch_multiple(ed: Ed, rv: Rv) {
             let mut out = sys::zval::default();
             if zv::ztype(v) == zv::IS_LONG {
                 let k = (*v).value.lval.to_string().into_bytes();
-                return match fetch_into(&k, hash_bytes(&k), &mut out, false) {
+                return match fetch_into(&k, zv::hash_bytes(&k), &mut out, false) {
                     Fetched::Hit => {
-                        insert_bytes_key(ht, &k, &mut out);
+                        zv::insert_bytes_key(ht, &k, &mut out);
                         Ok(())
                     }
                     Fetched::Miss => Ok(()),
@@ -636,7 +559,7 @@ pub unsafe extern "C" fn ferrophp_uc_fetch_multiple(ed: Ed, rv: Rv) {
                 };
             }
             let s = (*v).value.str_;
-            let (k, h) = key_parts(s);
+            let (k, h) = zv::str_key(s);
             if k.is_empty() || k.len() > MAX_KEY {
                 return Ok(());
             }
@@ -665,7 +588,7 @@ pub unsafe extern "C" fn ferrophp_uc_store_multiple(ed: Ed, rv: Rv) {
     let mut ttl: sys::zend_long = 0;
     // SAFETY: "h|l" matches the out-pointers.
     unsafe {
-        if sys::zend_parse_parameters(argc(ed), c"h|l".as_ptr(), &mut values, &mut ttl)
+        if sys::zend_parse_parameters(zv::num_args(ed), c"h|l".as_ptr(), &mut values, &mut ttl)
             != sys::ZEND_RESULT_CODE_SUCCESS
         {
             return;
@@ -683,7 +606,7 @@ pub unsafe extern "C" fn ferrophp_uc_store_multiple(ed: Ed, rv: Rv) {
                 failed.push(k);
                 return Ok(());
             }
-            let h = hash_bytes(&k);
+            let h = zv::hash_bytes(&k);
             match store_value(&k, h, val, ttl as u64, Mode::Overwrite) {
                 Ok(true) => {}
                 Ok(false) => failed.push(k),
@@ -707,12 +630,12 @@ pub unsafe extern "C" fn ferrophp_uc_exists(ed: Ed, rv: Rv) {
     let mut key: *mut sys::zend_string = std::ptr::null_mut();
     // SAFETY: "S" matches one string out-pointer.
     unsafe {
-        if sys::zend_parse_parameters(argc(ed), c"S".as_ptr(), &mut key)
+        if sys::zend_parse_parameters(zv::num_args(ed), c"S".as_ptr(), &mut key)
             != sys::ZEND_RESULT_CODE_SUCCESS
         {
             return;
         }
-        let (k, h) = key_parts(key);
+        let (k, h) = zv::str_key(key);
         if !valid_key(1, k) {
             return;
         }
@@ -726,7 +649,7 @@ pub unsafe extern "C" fn ferrophp_uc_delete(ed: Ed, rv: Rv) {
     let mut arg: *mut sys::zval = std::ptr::null_mut();
     // SAFETY: "z" matches one zval out-pointer.
     unsafe {
-        if sys::zend_parse_parameters(argc(ed), c"z".as_ptr(), &mut arg)
+        if sys::zend_parse_parameters(zv::num_args(ed), c"z".as_ptr(), &mut arg)
             != sys::ZEND_RESULT_CODE_SUCCESS
         {
             return;
@@ -734,7 +657,7 @@ pub unsafe extern "C" fn ferrophp_uc_delete(ed: Ed, rv: Rv) {
         match zv::ztype(arg) {
             zv::IS_ARRAY => {
                 let mut keys = Vec::new();
-                let bad = zv::for_each((*arg).value.arr, |_, v| match key_from_zval(v) {
+                let bad = zv::for_each((*arg).value.arr, |_, v| match zv::key_bytes(v) {
                     Some(k) => {
                         keys.push(k);
                         Ok(())
@@ -742,12 +665,12 @@ pub unsafe extern "C" fn ferrophp_uc_delete(ed: Ed, rv: Rv) {
                     None => Err(()),
                 });
                 if bad.is_err() {
-                    type_error(1, "must contain only string keys");
+                    errors::argument_type_error(1, "must contain only string keys");
                     return;
                 }
                 let mut missing = Vec::new();
                 for k in keys {
-                    if k.is_empty() || k.len() > MAX_KEY || !delete(&k, hash_bytes(&k)) {
+                    if k.is_empty() || k.len() > MAX_KEY || !delete(&k, zv::hash_bytes(&k)) {
                         missing.push(k);
                     }
                 }
@@ -757,13 +680,13 @@ pub unsafe extern "C" fn ferrophp_uc_delete(ed: Ed, rv: Rv) {
                 }
             }
             zv::IS_STRING | zv::IS_LONG => {
-                let k = key_from_zval(arg).unwrap_or_default();
+                let k = zv::key_bytes(arg).unwrap_or_default();
                 if !valid_key(1, &k) {
                     return;
                 }
-                *rv = zv::bool_(delete(&k, hash_bytes(&k)));
+                *rv = zv::bool_(delete(&k, zv::hash_bytes(&k)));
             }
-            _ => type_error(1, "must be of type array|string"),
+            _ => errors::argument_type_error(1, "must be of type array|string"),
         }
     }
 }
@@ -774,12 +697,17 @@ unsafe fn add_impl(ed: Ed, rv: Rv, sign: i64) {
     let mut ttl: sys::zend_long = 0;
     // SAFETY: "S|ll" matches the out-pointers.
     unsafe {
-        if sys::zend_parse_parameters(argc(ed), c"S|ll".as_ptr(), &mut key, &mut step, &mut ttl)
-            != sys::ZEND_RESULT_CODE_SUCCESS
+        if sys::zend_parse_parameters(
+            zv::num_args(ed),
+            c"S|ll".as_ptr(),
+            &mut key,
+            &mut step,
+            &mut ttl,
+        ) != sys::ZEND_RESULT_CODE_SUCCESS
         {
             return;
         }
-        let (k, h) = key_parts(key);
+        let (k, h) = zv::str_key(key);
         if !valid_key(1, k) || !valid_ttl(3, ttl) {
             return;
         }
@@ -812,12 +740,17 @@ pub unsafe extern "C" fn ferrophp_uc_cas(ed: Ed, rv: Rv) {
     let mut new: sys::zend_long = 0;
     // SAFETY: "Sll" matches the out-pointers.
     unsafe {
-        if sys::zend_parse_parameters(argc(ed), c"Sll".as_ptr(), &mut key, &mut old, &mut new)
-            != sys::ZEND_RESULT_CODE_SUCCESS
+        if sys::zend_parse_parameters(
+            zv::num_args(ed),
+            c"Sll".as_ptr(),
+            &mut key,
+            &mut old,
+            &mut new,
+        ) != sys::ZEND_RESULT_CODE_SUCCESS
         {
             return;
         }
-        let (k, h) = key_parts(key);
+        let (k, h) = zv::str_key(key);
         if !valid_key(1, k) {
             return;
         }
@@ -834,7 +767,7 @@ pub unsafe extern "C" fn ferrophp_uc_remember(ed: Ed, rv: Rv) {
     // SAFETY: "Sz|l" matches the out-pointers.
     unsafe {
         if sys::zend_parse_parameters(
-            argc(ed),
+            zv::num_args(ed),
             c"Sz|l".as_ptr(),
             &mut key,
             &mut producer,
@@ -843,12 +776,12 @@ pub unsafe extern "C" fn ferrophp_uc_remember(ed: Ed, rv: Rv) {
         {
             return;
         }
-        let (k, h) = key_parts(key);
+        let (k, h) = zv::str_key(key);
         if !valid_key(1, k) || !valid_ttl(3, ttl) {
             return;
         }
         if !ffi::ferrophp_uc_is_callable(producer) {
-            type_error(2, "must be a valid callback");
+            errors::argument_type_error(2, "must be a valid callback");
             return;
         }
         *rv = zv::null();
@@ -861,7 +794,9 @@ pub unsafe extern "C" fn ferrophp_uc_remember(ed: Ed, rv: Rv) {
 pub unsafe extern "C" fn ferrophp_uc_clear(ed: Ed, rv: Rv) {
     // SAFETY: "" accepts no arguments (ArgumentCountError otherwise).
     unsafe {
-        if sys::zend_parse_parameters(argc(ed), c"".as_ptr()) != sys::ZEND_RESULT_CODE_SUCCESS {
+        if sys::zend_parse_parameters(zv::num_args(ed), c"".as_ptr())
+            != sys::ZEND_RESULT_CODE_SUCCESS
+        {
             return;
         }
         epoch::with_local(|local| {
@@ -878,7 +813,9 @@ pub unsafe extern "C" fn ferrophp_uc_clear(ed: Ed, rv: Rv) {
 pub unsafe extern "C" fn ferrophp_uc_info(ed: Ed, rv: Rv) {
     // SAFETY: as above.
     unsafe {
-        if sys::zend_parse_parameters(argc(ed), c"".as_ptr()) != sys::ZEND_RESULT_CODE_SUCCESS {
+        if sys::zend_parse_parameters(zv::num_args(ed), c"".as_ptr())
+            != sys::ZEND_RESULT_CODE_SUCCESS
+        {
             return;
         }
         info_into(rv);

@@ -22,6 +22,7 @@ mod apcu;
 mod api;
 mod arena;
 mod epoch;
+mod errors;
 #[doc(hidden)]
 pub mod fuzzing;
 mod table;

@@ -17,7 +17,6 @@
 //! rebuilt are refused with the path of the offending part.
 
 use std::collections::{HashMap, HashSet};
-use std::ffi::c_char;
 use std::fmt::Write as _;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::AtomicU64;
@@ -25,6 +24,7 @@ use std::sync::atomic::AtomicU64;
 use php_sys as sys;
 
 use super::arena::StringArena;
+use super::errors::{self, Exception};
 use super::ffi;
 use super::zv::{self, HKey};
 
@@ -313,9 +313,7 @@ impl Freezer {
 
     /// A permanent copy of `bytes` owned by this block.
     fn string(&mut self, bytes: &[u8]) -> *mut sys::zend_string {
-        // SAFETY: zend_hash_func reads `len` bytes (the function ZSTR_H uses).
-        let h = unsafe { sys::zend_hash_func(bytes.as_ptr().cast::<c_char>(), bytes.len()) };
-        self.string_hashed(bytes, h)
+        self.string_hashed(bytes, zv::hash_bytes(bytes))
     }
 
     /// A permanent copy of request string `s` (reusing its hash when it has one).
@@ -678,13 +676,13 @@ unsafe fn flat_scalars(ht: *mut sys::HashTable) -> Option<bool> {
     all.ok().map(|()| is_list)
 }
 
-/// [`call_function`] for serialize()/unserialize() with a context of their own: called
+/// [`zv::call_function`] for serialize()/unserialize() with a context of their own: called
 /// from inside a user's `__serialize`/`unserialize` (a cache call in a Serializable
 /// class), PHP would otherwise join the outer call's back-reference table, and `R:`/`r:`
 /// numbers would point into the wrong value (APCu bug 76145).
 ///
 /// # Safety
-/// As for [`call_function`].
+/// As for [`zv::call_function`].
 unsafe fn call_isolated(
     name: &std::ffi::CStr,
     ret: *mut sys::zval,
@@ -694,7 +692,7 @@ unsafe fn call_isolated(
     // (a bailout out of the call ends the request, which resets it).
     unsafe {
         ffi::ferrophp_uc_serialize_lock(1);
-        let ok = call_function(name, ret, args);
+        let ok = zv::call_function(name, ret, args);
         ffi::ferrophp_uc_serialize_lock(-1);
         ok
     }
@@ -778,25 +776,6 @@ unsafe fn rebuildable(mut ce: *mut sys::zend_class_entry) -> bool {
         }
     }
     true
-}
-
-/// Calls the global PHP function `name` with `args`; false when the call failed.
-///
-/// # Safety
-/// On a PHP thread inside a request; `ret` receives an owned value.
-pub(crate) unsafe fn call_function(
-    name: &std::ffi::CStr,
-    ret: *mut sys::zval,
-    args: &mut [sys::zval],
-) -> bool {
-    let mut f = sys::zval::default();
-    // SAFETY: the function name is a fresh request string released below.
-    unsafe {
-        zv::set_request_string(&mut f, name.to_bytes());
-        let ok = ffi::ferrophp_uc_call(&mut f, ret, args.len() as u32, args.as_mut_ptr());
-        ffi::ferrophp_uc_zval_dtor(&mut f);
-        ok
-    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -975,10 +954,13 @@ unsafe fn build(node: &GNode, dst: *mut sys::zval, cx: &mut Rebuild, copy: bool)
                 *dst = zv::null();
                 let Some(memo) = cx.class(*class) else {
                     if !zv::has_exception() {
-                        super::api::throw(&format!(
-                            "cannot rebuild a cached object: class {} not found",
-                            String::from_utf8_lossy(zv::str_bytes(*class))
-                        ));
+                        errors::throw(
+                            Exception::Cache,
+                            &format!(
+                                "cannot rebuild a cached object: class {} not found",
+                                String::from_utf8_lossy(zv::str_bytes(*class))
+                            ),
+                        );
                     }
                     return false;
                 };
@@ -1024,10 +1006,13 @@ unsafe fn build(node: &GNode, dst: *mut sys::zval, cx: &mut Rebuild, copy: bool)
                 *dst = zv::null();
                 let Some(memo) = cx.class(*class) else {
                     if !zv::has_exception() {
-                        super::api::throw(&format!(
-                            "cannot rebuild a cached enum: {} not found",
-                            String::from_utf8_lossy(zv::str_bytes(*class))
-                        ));
+                        errors::throw(
+                            Exception::Cache,
+                            &format!(
+                                "cannot rebuild a cached enum: {} not found",
+                                String::from_utf8_lossy(zv::str_bytes(*class))
+                            ),
+                        );
                     }
                     return false;
                 };

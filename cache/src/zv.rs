@@ -223,6 +223,121 @@ pub(crate) unsafe fn str_hash(s: *mut sys::zend_string) -> u64 {
     }
 }
 
+/// PHP's hash of `bytes` (`zend_hash_func`, the function `ZSTR_H` caches), the hash the
+/// index is keyed by.
+pub(crate) fn hash_bytes(bytes: &[u8]) -> u64 {
+    // SAFETY: zend_hash_func only reads `len` bytes from the pointer.
+    unsafe { sys::zend_hash_func(bytes.as_ptr().cast::<c_char>(), bytes.len()) }
+}
+
+/// A key string's bytes and its hash (computed and cached in the string when missing).
+///
+/// # Safety
+/// As for [`str_hash`]; `s` outlives `'a`.
+pub(crate) unsafe fn str_key<'a>(s: *mut sys::zend_string) -> (&'a [u8], u64) {
+    // SAFETY: guaranteed by the caller.
+    unsafe { (str_bytes(s), str_hash(s)) }
+}
+
+/// The bytes of a string zval (after references), or None for any other type.
+///
+/// # Safety
+/// `zv` points to a live zval.
+pub(crate) unsafe fn string_bytes(zv: *const sys::zval) -> Option<Vec<u8>> {
+    // SAFETY: guaranteed by the caller; a string zval's value is a live string.
+    unsafe {
+        let zv = deref(zv);
+        (ztype(zv) == IS_STRING).then(|| str_bytes((*zv).value.str_).to_vec())
+    }
+}
+
+/// A cache key given as an array element: a string's bytes, or an int as its decimal
+/// string (what the int was as an array key). None for any other type.
+///
+/// # Safety
+/// `zv` points to a live zval.
+pub(crate) unsafe fn key_bytes(zv: *const sys::zval) -> Option<Vec<u8>> {
+    // SAFETY: guaranteed by the caller; the value read matches the type tag.
+    unsafe {
+        let zv = deref(zv);
+        match ztype(zv) {
+            IS_STRING => Some(str_bytes((*zv).value.str_).to_vec()),
+            IS_LONG => Some((*zv).value.lval.to_string().into_bytes()),
+            _ => None,
+        }
+    }
+}
+
+/// Inserts `val` into request array `ht` under a key given as bytes (numeric strings
+/// become integer keys, as PHP's symtable does).
+///
+/// # Safety
+/// `ht` a writable request array; `val`'s reference moves into it.
+pub(crate) unsafe fn insert_bytes_key(ht: *mut sys::HashTable, key: &[u8], val: *mut sys::zval) {
+    let mut idx: sys::zend_ulong = 0;
+    // SAFETY: the shim only reads `len` bytes of the key.
+    if unsafe { ffi::ferrophp_uc_numeric_key(key.as_ptr().cast(), key.len(), &mut idx) } {
+        // SAFETY: guaranteed by the caller.
+        unsafe { insert(ht, &HKey::Index(idx as i64), val) };
+        return;
+    }
+    let mut k = sys::zval::default();
+    // SAFETY: guaranteed by the caller (on a PHP thread in a request); the request key
+    // string is released after PHP took its own reference to it.
+    unsafe {
+        set_request_string(&mut k, key);
+        insert(ht, &HKey::Str(k.value.str_), val);
+        ffi::ferrophp_uc_zval_dtor(&mut k);
+    }
+}
+
+/// `add_assoc_long_ex`: `arr[k] = v`.
+///
+/// # Safety
+/// `arr` is a writable request array zval.
+pub(crate) unsafe fn add_assoc_long(arr: *mut sys::zval, k: &str, v: i64) {
+    // SAFETY: guaranteed by the caller; PHP copies the key.
+    unsafe { sys::add_assoc_long_ex(arr, k.as_ptr().cast(), k.len(), v as sys::zend_long) };
+}
+
+/// `add_assoc_double_ex`: `arr[k] = v`.
+///
+/// # Safety
+/// `arr` is a writable request array zval.
+pub(crate) unsafe fn add_assoc_double(arr: *mut sys::zval, k: &str, v: f64) {
+    // SAFETY: guaranteed by the caller; PHP copies the key.
+    unsafe { sys::add_assoc_double_ex(arr, k.as_ptr().cast(), k.len(), v) };
+}
+
+/// `add_assoc_zval_ex`: `arr[k] = *v`, taking over `v`'s reference.
+///
+/// # Safety
+/// `arr` is a writable request array zval; `v`'s reference moves into it.
+pub(crate) unsafe fn add_assoc_zval(arr: *mut sys::zval, k: &str, v: *mut sys::zval) {
+    // SAFETY: guaranteed by the caller; PHP copies the key.
+    unsafe { sys::add_assoc_zval_ex(arr, k.as_ptr().cast(), k.len(), v) };
+}
+
+/// Calls the global PHP function `name` with `args`; false when the call failed.
+///
+/// # Safety
+/// On a PHP thread inside a request; `args` are live; `ret` receives an owned value.
+pub(crate) unsafe fn call_function(
+    name: &std::ffi::CStr,
+    ret: *mut sys::zval,
+    args: &mut [sys::zval],
+) -> bool {
+    let mut f = sys::zval::default();
+    // SAFETY: guaranteed by the caller; the function name is a fresh request string,
+    // released after the call.
+    unsafe {
+        set_request_string(&mut f, name.to_bytes());
+        let ok = ffi::ferrophp_uc_call(&mut f, ret, args.len() as u32, args.as_mut_ptr());
+        ffi::ferrophp_uc_zval_dtor(&mut f);
+        ok
+    }
+}
+
 /// One element of a hash table: its key (integer or string) and value slot.
 pub enum HKey {
     Index(i64),
