@@ -14,6 +14,7 @@ use serde::Serialize;
 
 use super::measure::{path_of, Bench};
 use super::procs;
+use super::stats::median;
 use super::systems::{Kind, System};
 use super::workloads::{Workload, WORKLOADS};
 use super::wrk;
@@ -109,7 +110,7 @@ pub fn measure(
         kind: system.kind,
         build: system.build.map(|i| bench.options.builds[i].name.clone()),
         round,
-        pss_mib_median: super::tables::median(mib.clone()),
+        pss_mib_median: median(mib.clone()),
         pss_mib_max: mib[mib.len() - 1],
         processes: samples.last().map_or(0, |(_, n)| *n),
         samples: mib.len(),

@@ -23,16 +23,19 @@
 //! document roots and their set-up, MariaDB), `workloads` (the table), `systems` (start
 //! and stop), `ini` (the shared PHP settings and their probe), `measure` (one run), `wrk`,
 //! `http` (single requests), `procs` (CPU and PSS from /proc), `memory` (the PSS
-//! workload), `report` + `tables` (the output).
+//! workload), `stats` (the median), `report` (what a run found: docs/benchmarks.json),
+//! `tables` + `markdown` (rendering it: docs/benchmarks.md and the summary).
 
 mod apps;
 mod http;
 mod ini;
+mod markdown;
 mod measure;
 mod memory;
 mod options;
 mod procs;
 mod report;
+mod stats;
 mod systems;
 mod tables;
 mod tools;

@@ -5,19 +5,9 @@
 use super::measure::{HeadOfLine, Run};
 use super::memory::MemoryRun;
 use super::report::Report;
+use super::stats::median;
 use super::systems::Kind;
 use super::workloads::WORKLOADS;
-
-/// The median; of an even count, the mean of the middle two (with 2 rounds, their mean
-/// rather than the better one).
-pub fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => 0.0,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
-}
 
 /// `min / median / max` of per-round ratios.
 fn spread(ratios: &[f64]) -> String {
