@@ -2,5 +2,10 @@
 //! is `src/bin/compare.rs`) and the load generator it uses where wrk cannot measure. The
 //! criterion benchmarks live in `benches/`, the other binaries in `src/bin/`.
 
+#![deny(missing_docs)]
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
+#![deny(unreachable_pub)]
+
 pub mod compare;
 pub mod load;

@@ -22,23 +22,33 @@ use hyper_util::rt::TokioIo;
 /// `fast_path`.
 #[derive(Clone, Debug)]
 pub struct Mix {
+    /// Path (and query) of the fast class's requests.
     pub fast_path: String,
+    /// Path (and query) of the slow class's requests.
     pub slow_path: String,
+    /// Share of requests that are slow (0..=1).
     pub slow_fraction: f64,
 }
 
 /// Latency of one request class over the measured window.
 #[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct ClassStats {
+    /// Requests of the class that started and ended inside the window.
     pub requests: u64,
+    /// Median latency.
     pub p50_ms: f64,
+    /// 99th percentile latency.
     pub p99_ms: f64,
+    /// Largest latency.
     pub max_ms: f64,
 }
 
+/// What one load run measured.
 #[derive(Clone, Debug, Default)]
 pub struct LoadResult {
+    /// The fast class's latency.
     pub fast: ClassStats,
+    /// The slow class's latency.
     pub slow: ClassStats,
     /// Non-2xx responses and failed exchanges (each failure reconnects).
     pub errors: u64,

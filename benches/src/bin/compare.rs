@@ -1,6 +1,11 @@
 //! The comparison harness's binary; everything lives in `ferrophp_benches::compare`
 //! (benches/src/compare/), whose module doc says what it measures and how.
 
+#![deny(missing_docs)]
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
+#![deny(unreachable_pub)]
+
 fn main() -> std::process::ExitCode {
     ferrophp_benches::compare::main()
 }

@@ -3,6 +3,11 @@
 //!
 //! `hyper-hello 127.0.0.1:PORT`; prints `listening on ...` when ready.
 
+#![deny(missing_docs)]
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
+#![deny(unreachable_pub)]
+
 use std::convert::Infallible;
 
 use bytes::Bytes;

@@ -17,6 +17,11 @@
 //! Run: `cargo run --release -p ferrophp-benches --bin metrics_bench -- [--threads 4]
 //! [--total 200000]`
 
+#![deny(missing_docs)]
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
+#![deny(unreachable_pub)]
+
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -26,8 +31,9 @@ use ferrophp_metrics::{Config, Op, Registry, TagBuf};
 use worker::{BufferSink, Engine, EngineConfig, LogTarget, ScriptRequest};
 
 fn cpu(who: libc::c_int) -> Duration {
-    // SAFETY: getrusage fills the struct we pass.
+    // SAFETY: rusage is plain integers and timevals, for which all zeros is valid.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage only writes the struct we pass, which lives for the call.
     unsafe { libc::getrusage(who, &mut ru) };
     let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
     tv(ru.ru_utime) + tv(ru.ru_stime)

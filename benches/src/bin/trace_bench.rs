@@ -27,6 +27,11 @@
 //! [--update docs/benchmarks.md]`; `--update` puts the report in that file's "Tracing"
 //! section (below compare.rs's marker, so the comparison harness keeps it).
 
+#![deny(missing_docs)]
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
+#![deny(unreachable_pub)]
+
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -75,8 +80,9 @@ fn update_doc(path: &Path, report: &str) {
 }
 
 fn cpu(who: libc::c_int) -> Duration {
-    // SAFETY: getrusage fills the struct we pass.
+    // SAFETY: rusage is plain integers and timevals, for which all zeros is valid.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage only writes the struct we pass, which lives for the call.
     unsafe { libc::getrusage(who, &mut ru) };
     let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
     tv(ru.ru_utime) + tv(ru.ru_stime)

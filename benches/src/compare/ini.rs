@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 /// on, enough memory and interned strings for WordPress + MediaWiki + Symfony, no
 /// timestamp checks, no JIT (its effect is a separate question from the server's);
 /// a realpath cache that lives long enough not to expire during a run.
-pub const SHARED: &[(&str, &str)] = &[
+pub(crate) const SHARED: &[(&str, &str)] = &[
     ("opcache.enable", "1"),
     ("opcache.memory_consumption", "256"),
     ("opcache.interned_strings_buffer", "16"),
@@ -59,15 +59,15 @@ const FROM_PHP_INI: &[&str] = &[
     "opcache.huge_code_pages",
 ];
 
-pub const PROBE_PATH: &str = "/ferrophp-bench-probe.php";
+pub(crate) const PROBE_PATH: &str = "/ferrophp-bench-probe.php";
 
 /// The `-d` arguments of [`SHARED`].
-pub fn shared_args() -> Vec<String> {
+pub(crate) fn shared_args() -> Vec<String> {
     SHARED.iter().map(|(k, v)| format!("{k}={v}")).collect()
 }
 
 /// Puts the probe page into a document root.
-pub fn install_probe(root: &Path) -> Result<(), String> {
+pub(crate) fn install_probe(root: &Path) -> Result<(), String> {
     let keys: Vec<&str> = SHARED
         .iter()
         .map(|(k, _)| *k)
@@ -105,19 +105,19 @@ echo json_encode([
 
 /// What the probe page answered.
 #[derive(Serialize, Deserialize, Clone, Debug)]
-pub struct Probe {
-    pub php_version: String,
-    pub sapi: String,
-    pub zts: bool,
-    pub php_ini: Option<String>,
-    pub ini: BTreeMap<String, Option<String>>,
-    pub opcache_enabled: bool,
-    pub jit_enabled: bool,
-    pub extensions: Vec<String>,
+pub(crate) struct Probe {
+    pub(crate) php_version: String,
+    pub(crate) sapi: String,
+    pub(crate) zts: bool,
+    pub(crate) php_ini: Option<String>,
+    pub(crate) ini: BTreeMap<String, Option<String>>,
+    pub(crate) opcache_enabled: bool,
+    pub(crate) jit_enabled: bool,
+    pub(crate) extensions: Vec<String>,
 }
 
 /// Asks the probe page, waiting up to 15 s for a 200 (php-fpm may still be starting).
-pub fn probe(port: u16) -> Result<Probe, String> {
+pub(crate) fn probe(port: u16) -> Result<Probe, String> {
     let deadline = Instant::now() + Duration::from_secs(15);
     loop {
         let last = match super::http::request(port, PROBE_PATH, None, Duration::from_secs(10)) {
@@ -137,15 +137,15 @@ pub fn probe(port: u16) -> Result<Probe, String> {
 
 /// The settings seen on each system, checked against the first.
 #[derive(Default)]
-pub struct Settings {
+pub(crate) struct Settings {
     reference: Option<String>,
-    pub seen: BTreeMap<String, Probe>,
+    pub(crate) seen: BTreeMap<String, Probe>,
 }
 
 impl Settings {
     /// Records `probe` for `system`; an error names every difference from the first
     /// system's settings (and a system without OPcache, or with its JIT on).
-    pub fn check(&mut self, system: &str, probe: Probe) -> Result<(), String> {
+    pub(crate) fn check(&mut self, system: &str, probe: Probe) -> Result<(), String> {
         let mut problems = Vec::new();
         if !probe.opcache_enabled {
             problems.push("OPcache is off".to_string());
@@ -190,7 +190,7 @@ impl Settings {
     }
 
     /// The common settings, for the report: key → value (of the first system).
-    pub fn common(&self) -> Vec<(String, String)> {
+    pub(crate) fn common(&self) -> Vec<(String, String)> {
         let Some(first) = self.reference.as_ref().and_then(|r| self.seen.get(r)) else {
             return Vec::new();
         };

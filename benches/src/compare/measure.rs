@@ -19,52 +19,52 @@ use super::workloads::{Site, SlowClass, Workload, SESSION_IDS};
 use super::wrk;
 
 #[derive(Serialize, Clone, Debug)]
-pub struct Run {
-    pub workload: String,
-    pub system: String,
-    pub kind: Kind,
+pub(crate) struct Run {
+    pub(crate) workload: String,
+    pub(crate) system: String,
+    pub(crate) kind: Kind,
     /// The ferrophp build's name (`--ferrophp-bin NAME=...`), for ferrophp systems.
-    pub build: Option<String>,
-    pub round: usize,
-    pub requests_per_sec: f64,
-    pub p50_ms: f64,
-    pub p99_ms: f64,
-    pub errors: u64,
-    pub cpu_seconds: f64,
-    pub cpu_us_per_request: f64,
+    pub(crate) build: Option<String>,
+    pub(crate) round: usize,
+    pub(crate) requests_per_sec: f64,
+    pub(crate) p50_ms: f64,
+    pub(crate) p99_ms: f64,
+    pub(crate) errors: u64,
+    pub(crate) cpu_seconds: f64,
+    pub(crate) cpu_us_per_request: f64,
     /// MariaDB's CPU time per request in the same window (WordPress workloads).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub db_cpu_us_per_request: Option<f64>,
+    pub(crate) db_cpu_us_per_request: Option<f64>,
     /// Mixed workloads only; `p50_ms`/`p99_ms` are then the fast class's with the mix.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub head_of_line: Option<HeadOfLine>,
+    pub(crate) head_of_line: Option<HeadOfLine>,
 }
 
 /// Per-class latencies of a mixed workload's run.
 #[derive(Serialize, Clone, Debug)]
-pub struct HeadOfLine {
+pub(crate) struct HeadOfLine {
     /// The fast class with no slow requests at all (same server, just before).
-    pub fast_alone: load::ClassStats,
-    pub fast_mixed: load::ClassStats,
-    pub slow_mixed: load::ClassStats,
+    pub(crate) fast_alone: load::ClassStats,
+    pub(crate) fast_mixed: load::ClassStats,
+    pub(crate) slow_mixed: load::ClassStats,
     /// fast_mixed.p99 / fast_alone.p99 (target: <= 2).
-    pub p99_ratio: f64,
-    pub requests_per_sec_alone: f64,
+    pub(crate) p99_ratio: f64,
+    pub(crate) requests_per_sec_alone: f64,
 }
 
 /// What every run of a harness invocation shares.
-pub struct Bench<'a> {
-    pub options: &'a Options,
-    pub sites: &'a Sites,
-    pub scratch: &'a Path,
-    pub hyper: &'a Path,
-    pub settings: Settings,
+pub(crate) struct Bench<'a> {
+    pub(crate) options: &'a Options,
+    pub(crate) sites: &'a Sites,
+    pub(crate) scratch: &'a Path,
+    pub(crate) hyper: &'a Path,
+    pub(crate) settings: Settings,
 }
 
 impl Bench<'_> {
     /// Starts `system` for `workload`'s site with `threads`, checks its PHP settings and
     /// its page.
-    pub fn start(
+    pub(crate) fn start(
         &mut self,
         workload: &Workload,
         system: &System,
@@ -104,7 +104,7 @@ impl Bench<'_> {
     /// apps' own caches on disk and in the database (MediaWiki's localisation cache and
     /// parser cache, Twig's compiled templates) are built before the first measured
     /// system rather than during its run.
-    pub fn prime(
+    pub(crate) fn prime(
         &mut self,
         workload: &Workload,
         system: &System,
@@ -119,7 +119,7 @@ impl Bench<'_> {
         Ok(())
     }
 
-    pub fn warmup_seconds(&self, workload: &Workload) -> u64 {
+    pub(crate) fn warmup_seconds(&self, workload: &Workload) -> u64 {
         if workload.real_app {
             self.options.warmup.max(2)
         } else {
@@ -127,7 +127,7 @@ impl Bench<'_> {
         }
     }
 
-    pub fn measure(
+    pub(crate) fn measure(
         &mut self,
         workload: &Workload,
         system: &System,
@@ -261,7 +261,7 @@ impl Bench<'_> {
     }
 }
 
-pub fn path_of(workload: &Workload, kind: Kind) -> &'static str {
+pub(crate) fn path_of(workload: &Workload, kind: Kind) -> &'static str {
     match (kind, workload.worker) {
         (Kind::FerrophpWorker, Some((path, _))) => path,
         (Kind::HyperHello, _) => "/",

@@ -20,35 +20,35 @@ use super::workloads::{Workload, WORKLOADS};
 use super::wrk;
 
 /// The page the memory workload loads.
-pub const PAGE: &str = "wordpress-front";
+pub(crate) const PAGE: &str = "wordpress-front";
 
-pub const KINDS: &[Kind] = &[Kind::FerrophpClassic, Kind::NginxFpm];
+pub(crate) const KINDS: &[Kind] = &[Kind::FerrophpClassic, Kind::NginxFpm];
 
 #[derive(Serialize, Clone, Debug)]
-pub struct MemoryRun {
-    pub concurrency: usize,
-    pub system: String,
-    pub kind: Kind,
-    pub build: Option<String>,
-    pub round: usize,
+pub(crate) struct MemoryRun {
+    pub(crate) concurrency: usize,
+    pub(crate) system: String,
+    pub(crate) kind: Kind,
+    pub(crate) build: Option<String>,
+    pub(crate) round: usize,
     /// Median and largest of the samples, in MiB.
-    pub pss_mib_median: f64,
-    pub pss_mib_max: f64,
+    pub(crate) pss_mib_median: f64,
+    pub(crate) pss_mib_max: f64,
     /// Processes summed (in the last sample).
-    pub processes: usize,
-    pub samples: usize,
-    pub requests_per_sec: f64,
-    pub errors: u64,
+    pub(crate) processes: usize,
+    pub(crate) samples: usize,
+    pub(crate) requests_per_sec: f64,
+    pub(crate) errors: u64,
 }
 
-pub fn page() -> &'static Workload {
+pub(crate) fn page() -> &'static Workload {
     WORKLOADS
         .iter()
         .find(|w| w.name == PAGE)
         .expect("the memory workload's page is in the table")
 }
 
-pub fn measure(
+pub(crate) fn measure(
     bench: &mut Bench,
     concurrency: usize,
     system: &System,

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-pub const USAGE: &str = "\
+pub(crate) const USAGE: &str = "\
 usage: compare [OPTIONS]
   --rounds N              interleaved rounds per workload (default 3)
   --seconds S             measured seconds per run (default 5)
@@ -27,40 +27,40 @@ usage: compare [OPTIONS]
 
 /// One ferrophp binary under test.
 #[derive(Clone, Debug)]
-pub struct Build {
-    pub name: String,
-    pub path: PathBuf,
+pub(crate) struct Build {
+    pub(crate) name: String,
+    pub(crate) path: PathBuf,
     /// Given by the user (`--ferrophp-bin`), rather than the default the harness may
     /// build itself.
-    pub explicit: bool,
+    pub(crate) explicit: bool,
 }
 
-pub struct Options {
-    pub rounds: usize,
-    pub seconds: u64,
-    pub warmup: u64,
-    pub only: Vec<String>,
-    pub skip: Vec<String>,
-    pub list: bool,
-    pub threads: usize,
-    pub out: Option<PathBuf>,
-    pub ferrophp_args: Vec<String>,
-    pub builds: Vec<Build>,
-    pub php_ini: PathBuf,
-    pub fpm_keepalive: Option<usize>,
-    pub memory_concurrency: Vec<usize>,
-    pub keep_scratch: bool,
+pub(crate) struct Options {
+    pub(crate) rounds: usize,
+    pub(crate) seconds: u64,
+    pub(crate) warmup: u64,
+    pub(crate) only: Vec<String>,
+    pub(crate) skip: Vec<String>,
+    pub(crate) list: bool,
+    pub(crate) threads: usize,
+    pub(crate) out: Option<PathBuf>,
+    pub(crate) ferrophp_args: Vec<String>,
+    pub(crate) builds: Vec<Build>,
+    pub(crate) php_ini: PathBuf,
+    pub(crate) fpm_keepalive: Option<usize>,
+    pub(crate) memory_concurrency: Vec<usize>,
+    pub(crate) keep_scratch: bool,
 }
 
 impl Options {
     /// `--threads` given through `--ferrophp-arg` replaces the harness's own count for
     /// ferrophp (the flag may be given once).
-    pub fn ferrophp_sets_threads(&self) -> bool {
+    pub(crate) fn ferrophp_sets_threads(&self) -> bool {
         self.ferrophp_args.iter().any(|a| a == "--threads")
     }
 
     /// A `--max-threads` given to ferrophp, which is also the worker pool's ceiling.
-    pub fn ferrophp_max_threads(&self) -> Option<&str> {
+    pub(crate) fn ferrophp_max_threads(&self) -> Option<&str> {
         self.ferrophp_args
             .iter()
             .position(|a| a == "--max-threads")
@@ -70,7 +70,7 @@ impl Options {
 }
 
 /// `Ok(None)`: `--help` was asked for.
-pub fn parse(
+pub(crate) fn parse(
     args: impl IntoIterator<Item = String>,
     repo: &std::path::Path,
 ) -> Result<Option<Options>, String> {

@@ -54,7 +54,7 @@ fn tree_of(roots: &[u32], stats: &BTreeMap<u32, Stat>) -> Vec<u32> {
 }
 
 /// utime + stime of the given processes and all their descendants, in seconds.
-pub fn tree_cpu_seconds(roots: &[u32]) -> f64 {
+pub(crate) fn tree_cpu_seconds(roots: &[u32]) -> f64 {
     let stats = all_stats();
     let ticks: u64 = tree_of(roots, &stats)
         .iter()
@@ -66,7 +66,7 @@ pub fn tree_cpu_seconds(roots: &[u32]) -> f64 {
 
 /// PSS of a process tree: the sum of `Pss:` in /proc/PID/smaps_rollup over every process,
 /// in bytes, and how many processes it summed.
-pub fn tree_pss_bytes(roots: &[u32]) -> (u64, usize) {
+pub(crate) fn tree_pss_bytes(roots: &[u32]) -> (u64, usize) {
     let stats = all_stats();
     let pids = tree_of(roots, &stats);
     let mut total = 0;

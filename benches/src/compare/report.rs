@@ -16,45 +16,45 @@ use super::memory::MemoryRun;
 use super::options::Options;
 
 #[derive(Serialize)]
-pub struct BuildInfo {
-    pub name: String,
-    pub path: PathBuf,
-    pub version: String,
+pub(crate) struct BuildInfo {
+    pub(crate) name: String,
+    pub(crate) path: PathBuf,
+    pub(crate) version: String,
     /// The first 16 hex digits of the binary's SHA-256, telling builds apart.
-    pub sha256: String,
+    pub(crate) sha256: String,
     /// How the binary gets libphp: the shared library `ldd` resolves, or "static".
-    pub libphp: String,
+    pub(crate) libphp: String,
 }
 
 #[derive(Serialize)]
-pub struct SystemPhp {
-    pub system: String,
-    pub php_version: String,
-    pub sapi: String,
-    pub zts: bool,
+pub(crate) struct SystemPhp {
+    pub(crate) system: String,
+    pub(crate) php_version: String,
+    pub(crate) sapi: String,
+    pub(crate) zts: bool,
 }
 
 #[derive(Serialize)]
-pub struct Report {
-    pub generated: String,
-    pub machine: BTreeMap<String, String>,
-    pub versions: BTreeMap<String, String>,
-    pub builds: Vec<BuildInfo>,
-    pub command: String,
-    pub rounds: usize,
-    pub seconds: u64,
-    pub warmup: u64,
-    pub php_threads: usize,
-    pub fpm_keepalive: String,
-    pub php_ini: PathBuf,
-    pub php_ini_d: Vec<String>,
+pub(crate) struct Report {
+    pub(crate) generated: String,
+    pub(crate) machine: BTreeMap<String, String>,
+    pub(crate) versions: BTreeMap<String, String>,
+    pub(crate) builds: Vec<BuildInfo>,
+    pub(crate) command: String,
+    pub(crate) rounds: usize,
+    pub(crate) seconds: u64,
+    pub(crate) warmup: u64,
+    pub(crate) php_threads: usize,
+    pub(crate) fpm_keepalive: String,
+    pub(crate) php_ini: PathBuf,
+    pub(crate) php_ini_d: Vec<String>,
     /// Every probed setting (the same on every PHP system, or the run stopped).
-    pub php_settings: Vec<(String, String)>,
-    pub php_by_system: Vec<SystemPhp>,
-    pub extensions_only_ferrophp: Vec<String>,
-    pub extensions_only_fpm: Vec<String>,
-    pub runs: Vec<Run>,
-    pub memory: Vec<MemoryRun>,
+    pub(crate) php_settings: Vec<(String, String)>,
+    pub(crate) php_by_system: Vec<SystemPhp>,
+    pub(crate) extensions_only_ferrophp: Vec<String>,
+    pub(crate) extensions_only_fpm: Vec<String>,
+    pub(crate) runs: Vec<Run>,
+    pub(crate) memory: Vec<MemoryRun>,
 }
 
 fn sh(cmd: &str) -> String {
@@ -76,7 +76,7 @@ fn package_version(package: &str) -> String {
 }
 
 impl Report {
-    pub fn new(
+    pub(crate) fn new(
         options: &Options,
         build_versions: &[String],
         settings: &Settings,

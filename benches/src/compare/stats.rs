@@ -3,7 +3,7 @@
 
 /// The median; of an even count, the mean of the middle two (with 2 rounds, their mean
 /// rather than the better one).
-pub fn median(mut v: Vec<f64>) -> f64 {
+pub(crate) fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     match v.len() {
         0 => 0.0,

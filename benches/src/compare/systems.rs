@@ -26,7 +26,7 @@ use serde::Serialize;
 use super::options::{Build, Options};
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize)]
-pub enum Kind {
+pub(crate) enum Kind {
     FerrophpClassic,
     FerrophpWorker,
     /// ferrophp classic again, for the A/A noise floor.
@@ -39,18 +39,18 @@ pub enum Kind {
 }
 
 impl Kind {
-    pub fn is_ferrophp(self) -> bool {
+    pub(crate) fn is_ferrophp(self) -> bool {
         matches!(
             self,
             Kind::FerrophpClassic | Kind::FerrophpWorker | Kind::FerrophpClassicAa
         )
     }
 
-    pub fn is_baseline(self) -> bool {
+    pub(crate) fn is_baseline(self) -> bool {
         matches!(self, Kind::NginxFpm | Kind::NginxFpmNoKeepalive)
     }
 
-    pub fn runs_php(self) -> bool {
+    pub(crate) fn runs_php(self) -> bool {
         self != Kind::HyperHello
     }
 
@@ -68,16 +68,16 @@ impl Kind {
 
 /// One system of a run: a kind, and for ferrophp the build it runs.
 #[derive(Clone, Debug)]
-pub struct System {
-    pub kind: Kind,
+pub(crate) struct System {
+    pub(crate) kind: Kind,
     /// Index into `Options::builds` (ferrophp kinds only).
-    pub build: Option<usize>,
-    pub label: String,
+    pub(crate) build: Option<usize>,
+    pub(crate) label: String,
 }
 
 /// The systems of a workload, in the order each round runs them: each ferrophp kind once
 /// per build (the A/A row for the first build only), then the others.
-pub fn expand(kinds: &[Kind], builds: &[Build]) -> Vec<System> {
+pub(crate) fn expand(kinds: &[Kind], builds: &[Build]) -> Vec<System> {
     let named = builds.len() > 1 || builds.first().is_some_and(|b| b.explicit);
     let mut systems = Vec::new();
     for &kind in kinds {
@@ -109,32 +109,32 @@ pub fn expand(kinds: &[Kind], builds: &[Build]) -> Vec<System> {
 }
 
 /// How to start a system for one run.
-pub struct Launch<'a> {
-    pub options: &'a Options,
-    pub root: &'a Path,
+pub(crate) struct Launch<'a> {
+    pub(crate) options: &'a Options,
+    pub(crate) root: &'a Path,
     /// The worker script (ferrophp worker kind only).
-    pub worker_script: Option<PathBuf>,
+    pub(crate) worker_script: Option<PathBuf>,
     /// PHP threads / php-fpm children / worker threads.
-    pub threads: usize,
+    pub(crate) threads: usize,
     /// `key=value` PHP settings given to ferrophp and php-fpm alike as `-d`.
-    pub ini: &'a [String],
-    pub scratch: &'a Path,
-    pub hyper: &'a Path,
+    pub(crate) ini: &'a [String],
+    pub(crate) scratch: &'a Path,
+    pub(crate) hyper: &'a Path,
 }
 
 /// The processes of one running system.
-pub struct Running {
+pub(crate) struct Running {
     children: Vec<Child>,
-    pub port: u16,
-    pub logs: Vec<PathBuf>,
+    pub(crate) port: u16,
+    pub(crate) logs: Vec<PathBuf>,
 }
 
 impl Running {
-    pub fn pids(&self) -> Vec<u32> {
+    pub(crate) fn pids(&self) -> Vec<u32> {
         self.children.iter().map(Child::id).collect()
     }
 
-    pub fn stop(mut self) {
+    pub(crate) fn stop(mut self) {
         self.stop_children();
     }
 
@@ -162,7 +162,7 @@ impl Running {
     }
 
     /// The last lines of each log, for an error message.
-    pub fn log_tail(&self) -> String {
+    pub(crate) fn log_tail(&self) -> String {
         let mut out = String::new();
         for log in &self.logs {
             let text = std::fs::read_to_string(log).unwrap_or_default();
@@ -182,7 +182,7 @@ impl Drop for Running {
 
 /// Spawns a process of a system under test (or the database): SIGTERM when the harness
 /// dies (see the module doc).
-pub fn spawn_child(cmd: &mut Command) -> std::io::Result<Child> {
+pub(crate) fn spawn_child(cmd: &mut Command) -> std::io::Result<Child> {
     // SAFETY: the closure runs in the child between fork and exec and only calls
     // prctl(2), which is async-signal-safe and touches no memory of the parent.
     unsafe {
@@ -211,7 +211,7 @@ fn log_file(dir: &Path, name: &str) -> Result<(PathBuf, File), String> {
 }
 
 /// Starts `system` and waits until it answers HTTP.
-pub fn start(system: &System, launch: &Launch) -> Result<Running, String> {
+pub(crate) fn start(system: &System, launch: &Launch) -> Result<Running, String> {
     let port = free_port()?;
     let listen = format!("127.0.0.1:{port}");
     let logs_dir = launch.scratch.join("logs");

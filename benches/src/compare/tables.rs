@@ -44,7 +44,7 @@ impl Report {
     }
 
     /// Per-round ratios of `system` to the tuned nginx + php-fpm for `workload`.
-    pub fn ratios(&self, workload: &str, system: &str) -> Vec<f64> {
+    pub(crate) fn ratios(&self, workload: &str, system: &str) -> Vec<f64> {
         let base: Vec<&Run> = self
             .runs
             .iter()
@@ -60,7 +60,7 @@ impl Report {
     }
 
     /// The throughput table of the workloads `real_app` selects (mixed ones excluded).
-    pub fn throughput_table(&self, real_app: bool) -> String {
+    pub(crate) fn throughput_table(&self, real_app: bool) -> String {
         let mut rows = String::new();
         for workload in WORKLOADS
             .iter()
@@ -110,7 +110,7 @@ impl Report {
 
     /// The mixed workloads' own table (medians over rounds): the fast class's p99 alone
     /// and with the slow class, and their ratio.
-    pub fn head_of_line_table(&self) -> String {
+    pub(crate) fn head_of_line_table(&self) -> String {
         let mut out = String::new();
         for workload in WORKLOADS.iter().filter(|w| w.slow.is_some()) {
             let mut rows = String::new();
@@ -157,7 +157,7 @@ impl Report {
     }
 
     /// Per-round ratios of `system`'s median PSS to the tuned baseline's, at `concurrency`.
-    pub fn memory_ratios(&self, concurrency: usize, system: &str) -> Vec<f64> {
+    pub(crate) fn memory_ratios(&self, concurrency: usize, system: &str) -> Vec<f64> {
         let base: Vec<&MemoryRun> = self
             .memory
             .iter()
@@ -172,7 +172,7 @@ impl Report {
             .collect()
     }
 
-    pub fn memory_table(&self) -> String {
+    pub(crate) fn memory_table(&self) -> String {
         let mut rows = String::new();
         let mut concurrencies: Vec<usize> = self.memory.iter().map(|m| m.concurrency).collect();
         concurrencies.dedup();
@@ -210,7 +210,7 @@ impl Report {
     }
 
     /// The targets, per ferrophp build: the median per-round ratio, pass or fail.
-    pub fn targets_table(&self) -> String {
+    pub(crate) fn targets_table(&self) -> String {
         let mut rows = String::new();
         for target in TARGETS {
             for build in &self.builds {

@@ -12,15 +12,15 @@ use super::workloads::{Site, Workload};
 
 /// What a run needs, from the selected workloads.
 #[derive(Default)]
-pub struct Needs {
-    pub baseline: bool,
-    pub hyper: bool,
-    pub mariadb: bool,
-    pub sites: Vec<Site>,
+pub(crate) struct Needs {
+    pub(crate) baseline: bool,
+    pub(crate) hyper: bool,
+    pub(crate) mariadb: bool,
+    pub(crate) sites: Vec<Site>,
 }
 
 impl Needs {
-    pub fn of(workloads: &[&Workload], memory: bool) -> Needs {
+    pub(crate) fn of(workloads: &[&Workload], memory: bool) -> Needs {
         let mut needs = Needs {
             baseline: memory,
             mariadb: memory,
@@ -42,10 +42,10 @@ impl Needs {
 }
 
 /// The workspace binaries the run uses.
-pub struct Tools {
-    pub hyper: PathBuf,
+pub(crate) struct Tools {
+    pub(crate) hyper: PathBuf,
     /// `ferrophp --version` of each build, in the order of `Options::builds`.
-    pub build_versions: Vec<String>,
+    pub(crate) build_versions: Vec<String>,
 }
 
 /// Programs run by name (found on PATH, as they are run), and their Debian package.
@@ -64,7 +64,7 @@ fn programs(needs: &Needs) -> Vec<(&'static str, &'static str)> {
 }
 
 /// The program's path on PATH, if it is there.
-pub fn on_path(program: &str) -> Option<PathBuf> {
+pub(crate) fn on_path(program: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
         .map(|dir| dir.join(program))
@@ -122,7 +122,7 @@ fn fpm_modules(needs: &Needs) -> Vec<(&'static str, &'static str)> {
 }
 
 /// Checks everything `needs` names; builds the default binaries if missing.
-pub fn prepare(repo: &Path, options: &Options, needs: &Needs) -> Result<Tools, String> {
+pub(crate) fn prepare(repo: &Path, options: &Options, needs: &Needs) -> Result<Tools, String> {
     let mut missing: Vec<&str> = programs(needs)
         .into_iter()
         .filter(|(program, _)| on_path(program).is_none())

@@ -9,7 +9,7 @@ use super::systems::Kind;
 
 /// The document root a workload runs against (see [`super::apps`]).
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize)]
-pub enum Site {
+pub(crate) enum Site {
     Synthetic,
     WordPress,
     MediaWiki,
@@ -17,39 +17,39 @@ pub enum Site {
 }
 
 /// The slow requests of a mixed workload: their paths and share of all requests.
-pub struct SlowClass {
-    pub classic_path: &'static str,
-    pub worker_path: &'static str,
-    pub fraction: f64,
+pub(crate) struct SlowClass {
+    pub(crate) classic_path: &'static str,
+    pub(crate) worker_path: &'static str,
+    pub(crate) fraction: f64,
 }
 
-pub struct Workload {
-    pub name: &'static str,
-    pub description: &'static str,
-    pub site: Site,
-    pub classic_path: &'static str,
+pub(crate) struct Workload {
+    pub(crate) name: &'static str,
+    pub(crate) description: &'static str,
+    pub(crate) site: Site,
+    pub(crate) classic_path: &'static str,
     /// The path worker mode serves, and its worker script (relative to the root).
-    pub worker: Option<(&'static str, &'static str)>,
+    pub(crate) worker: Option<(&'static str, &'static str)>,
     /// Strings the response must contain (checked on every system before and after its
     /// measurement, with status 200).
-    pub markers: &'static [&'static str],
-    pub post_body: Option<usize>,
+    pub(crate) markers: &'static [&'static str],
+    pub(crate) post_body: Option<usize>,
     /// Session files put in a private `session.save_path` (the same directory for every
     /// system) before the workload's rounds; requests then carry one of
     /// [`SESSION_IDS`] session cookies. 0: no session set-up.
-    pub session_files: usize,
-    pub connections: u32,
-    pub kinds: &'static [Kind],
+    pub(crate) session_files: usize,
+    pub(crate) connections: u32,
+    pub(crate) kinds: &'static [Kind],
     /// A second, slow request class mixed into this workload (then measured with
     /// `load::run` instead of wrk).
-    pub slow: Option<SlowClass>,
+    pub(crate) slow: Option<SlowClass>,
     /// A real app: non-2xx responses counted by wrk's Lua hook, a longer warm-up.
-    pub real_app: bool,
+    pub(crate) real_app: bool,
 }
 
 /// Session ids in rotation for a session workload: enough that two requests rarely wait on
 /// one session's lock, few enough that the directory does not grow much.
-pub const SESSION_IDS: usize = 1000;
+pub(crate) const SESSION_IDS: usize = 1000;
 
 const ALL_PHP: &[Kind] = &[Kind::FerrophpClassic, Kind::FerrophpWorker, Kind::NginxFpm];
 const CLASSIC_ONLY: &[Kind] = &[Kind::FerrophpClassic, Kind::NginxFpm];
@@ -102,7 +102,7 @@ const fn app(
     }
 }
 
-pub const WORKLOADS: &[Workload] = &[
+pub(crate) const WORKLOADS: &[Workload] = &[
     Workload {
         kinds: &[
             Kind::FerrophpClassic,
@@ -207,10 +207,13 @@ pub const WORKLOADS: &[Workload] = &[
 ];
 
 /// The name of the PSS workload.
-pub const MEMORY: &str = "memory";
+pub(crate) const MEMORY: &str = "memory";
 
 /// The workloads `--only`/`--skip` select, and whether the PSS workload is selected.
-pub fn select(only: &[String], skip: &[String]) -> Result<(Vec<&'static Workload>, bool), String> {
+pub(crate) fn select(
+    only: &[String],
+    skip: &[String],
+) -> Result<(Vec<&'static Workload>, bool), String> {
     let known = |name: &String| name == MEMORY || WORKLOADS.iter().any(|w| w.name == name);
     if let Some(bad) = only.iter().chain(skip).find(|n| !known(n)) {
         return Err(format!(
@@ -225,7 +228,7 @@ pub fn select(only: &[String], skip: &[String]) -> Result<(Vec<&'static Workload
     Ok((workloads, chosen(MEMORY)))
 }
 
-pub fn names() -> Vec<&'static str> {
+pub(crate) fn names() -> Vec<&'static str> {
     WORKLOADS.iter().map(|w| w.name).chain([MEMORY]).collect()
 }
 

@@ -10,22 +10,22 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-pub struct WrkResult {
-    pub requests_per_sec: f64,
-    pub p50_ms: f64,
-    pub p99_ms: f64,
-    pub errors: u64,
+pub(crate) struct WrkResult {
+    pub(crate) requests_per_sec: f64,
+    pub(crate) p50_ms: f64,
+    pub(crate) p99_ms: f64,
+    pub(crate) errors: u64,
 }
 
 /// What a run's Lua script does, if anything.
 #[derive(Default)]
-pub struct Script {
+pub(crate) struct Script {
     /// POST a body of this many bytes.
-    pub post_body: Option<usize>,
+    pub(crate) post_body: Option<usize>,
     /// Rotate `PHPSESSID` cookies over this many ids.
-    pub session_ids: Option<usize>,
+    pub(crate) session_ids: Option<usize>,
     /// Count non-2xx responses (see the module doc).
-    pub count_non_2xx: bool,
+    pub(crate) count_non_2xx: bool,
 }
 
 const NON_2XX_LINE: &str = "compare-non-2xx:";
@@ -33,7 +33,7 @@ const NON_2XX_LINE: &str = "compare-non-2xx:";
 impl Script {
     /// Writes the script into `dir` (named after what it does); `None` when it does
     /// nothing.
-    pub fn write(&self, dir: &Path) -> Result<Option<PathBuf>, String> {
+    pub(crate) fn write(&self, dir: &Path) -> Result<Option<PathBuf>, String> {
         let mut lua = String::new();
         let mut name = String::from("wrk");
         if let Some(size) = self.post_body {
@@ -75,7 +75,7 @@ end
     }
 }
 
-pub fn run(
+pub(crate) fn run(
     url: &str,
     connections: u32,
     seconds: u64,

@@ -8,14 +8,14 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-pub struct MariaDb {
-    pub socket: PathBuf,
+pub(crate) struct MariaDb {
+    pub(crate) socket: PathBuf,
     child: Child,
     log: PathBuf,
 }
 
 impl MariaDb {
-    pub fn start(dir: &Path) -> Result<MariaDb, String> {
+    pub(crate) fn start(dir: &Path) -> Result<MariaDb, String> {
         let datadir = dir.join("data");
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let install = Command::new("mariadb-install-db")
@@ -73,12 +73,12 @@ impl MariaDb {
         Ok(db)
     }
 
-    pub fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.child.id()
     }
 
     /// Runs SQL as root through the `mariadb` client; tab-separated rows.
-    pub fn sql(&self, sql: &str) -> Result<String, String> {
+    pub(crate) fn sql(&self, sql: &str) -> Result<String, String> {
         let out = Command::new("mariadb")
             .arg("--no-defaults")
             .arg(format!("--socket={}", self.socket.display()))
@@ -99,7 +99,7 @@ impl MariaDb {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
-    pub fn version(&self) -> String {
+    pub(crate) fn version(&self) -> String {
         self.sql("SELECT VERSION()")
             .map(|v| v.trim().to_string())
             .unwrap_or_default()

@@ -9,7 +9,7 @@ use std::process::Command;
 
 use super::run;
 
-pub fn prepare(repo: &Path, dir: &Path, php_cli: &Path) -> Result<PathBuf, String> {
+pub(crate) fn prepare(repo: &Path, dir: &Path, php_cli: &Path) -> Result<PathBuf, String> {
     run(
         Command::new("bash")
             .arg(repo.join("test-data/mediawiki/make-instance.sh"))

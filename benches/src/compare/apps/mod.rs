@@ -13,22 +13,22 @@ mod wordpress;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-pub use mariadb::MariaDb;
+pub(crate) use mariadb::MariaDb;
 
 use super::workloads::Site;
 
 /// The prepared sites (only those the selected workloads need).
-pub struct Sites {
-    pub synthetic: Option<PathBuf>,
-    pub wordpress: Option<PathBuf>,
-    pub mediawiki: Option<PathBuf>,
-    pub symfony: Option<PathBuf>,
+pub(crate) struct Sites {
+    pub(crate) synthetic: Option<PathBuf>,
+    pub(crate) wordpress: Option<PathBuf>,
+    pub(crate) mediawiki: Option<PathBuf>,
+    pub(crate) symfony: Option<PathBuf>,
     /// Kept running for the WordPress workloads; stopped when `Sites` is dropped.
-    pub mariadb: Option<MariaDb>,
+    pub(crate) mariadb: Option<MariaDb>,
 }
 
 impl Sites {
-    pub fn prepare(
+    pub(crate) fn prepare(
         repo: &Path,
         scratch: &Path,
         sites: &[Site],
@@ -76,7 +76,7 @@ impl Sites {
     }
 
     /// The document root of a site.
-    pub fn root(&self, site: Site) -> Result<&Path, String> {
+    pub(crate) fn root(&self, site: Site) -> Result<&Path, String> {
         match site {
             Site::Synthetic => self.synthetic.as_deref(),
             Site::WordPress => self.wordpress.as_deref(),

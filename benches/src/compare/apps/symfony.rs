@@ -10,7 +10,7 @@ use std::process::Command;
 
 use super::run;
 
-pub fn prepare(repo: &Path, dir: &Path, php_cli: &Path) -> Result<PathBuf, String> {
+pub(crate) fn prepare(repo: &Path, dir: &Path, php_cli: &Path) -> Result<PathBuf, String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     run(
         Command::new("cp")

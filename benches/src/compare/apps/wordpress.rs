@@ -11,7 +11,12 @@ use super::{run, MariaDb};
 
 const DATABASE: &str = "wordpress";
 
-pub fn prepare(repo: &Path, dir: &Path, db: &MariaDb, php_cli: &Path) -> Result<PathBuf, String> {
+pub(crate) fn prepare(
+    repo: &Path,
+    dir: &Path,
+    db: &MariaDb,
+    php_cli: &Path,
+) -> Result<PathBuf, String> {
     db.sql(&format!("CREATE DATABASE {DATABASE}"))?;
     run(
         Command::new("bash")
