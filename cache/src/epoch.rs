@@ -214,6 +214,18 @@ pub(crate) fn leave(local: &Local) {
     }
 }
 
+/// Runs `f` as one cache call on this thread ([`enter`] before, [`leave`] after): what
+/// it reads from the index stays allocated until it returns.
+#[inline]
+pub(crate) fn in_call<R>(f: impl FnOnce(&Local) -> R) -> R {
+    with_local(|local| {
+        enter(local);
+        let r = f(local);
+        leave(local);
+        r
+    })
+}
+
 /// The start epoch of this thread's current request (identifies the request).
 pub(crate) fn current_request(local: &Local) -> u64 {
     local.rec.request.load(Ordering::Relaxed)

@@ -165,7 +165,7 @@ pub fn cache_table(data: &[u8]) {
                 }
             }
             3 => {
-                // `inc`: what api::add_to does.
+                // `inc`: what ops::add_to does.
                 let r = table.update(hash, &key, 0, |cur| match cur {
                     // SAFETY: the fuzz table only ever holds longs.
                     Some(Value::Scalar(z)) => {

@@ -25,6 +25,7 @@ mod epoch;
 mod errors;
 #[doc(hidden)]
 pub mod fuzzing;
+mod ops;
 mod table;
 mod value;
 pub mod zv;
@@ -196,17 +197,15 @@ pub struct Stats {
 /// Reads the counters. Hits and misses are per-thread counters (no shared write on the
 /// read path), summed over threads here: a scrape's cost, not a request's.
 pub fn stats() -> Stats {
-    let t = cache();
-    let (hits, misses, _) = epoch::stats();
+    let c = ops::counters();
     Stats {
-        entries: t.entries.load(Ordering::Relaxed) as u64,
-        memory_used: (t.live_bytes.load(Ordering::Relaxed)
-            + t.retired_bytes.load(Ordering::Relaxed)) as u64,
-        memory_limit: t.limit as u64,
-        hits,
-        misses,
-        stores: t.stores.load(Ordering::Relaxed),
-        evictions: t.evictions.load(Ordering::Relaxed),
-        expunges: t.expunges.load(Ordering::Relaxed),
+        entries: c.entries,
+        memory_used: c.memory_used(),
+        memory_limit: c.memory_limit,
+        hits: c.hits,
+        misses: c.misses,
+        stores: c.stores,
+        evictions: c.evictions,
+        expunges: c.expunges,
     }
 }

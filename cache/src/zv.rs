@@ -268,6 +268,39 @@ pub(crate) unsafe fn key_bytes(zv: *const sys::zval) -> Option<Vec<u8>> {
     }
 }
 
+/// An array key as the bytes of a cache key (an int key as its decimal string).
+///
+/// # Safety
+/// A string key is a live string.
+pub(crate) unsafe fn hkey_bytes(key: &HKey) -> Vec<u8> {
+    match key {
+        HKey::Index(i) => i.to_string().into_bytes(),
+        // SAFETY: guaranteed by the caller.
+        HKey::Str(s) => unsafe { str_bytes(*s) }.to_vec(),
+    }
+}
+
+/// Calls the global PHP function `name` with `value` as its one argument (the call
+/// holds its own reference to it); the result goes to `ret`. False when the call failed.
+///
+/// # Safety
+/// On a PHP thread inside a request; `value` live; `ret` receives an owned value.
+pub(crate) unsafe fn call_with_value(
+    name: &std::ffi::CStr,
+    ret: *mut sys::zval,
+    value: *const sys::zval,
+) -> bool {
+    // SAFETY: guaranteed by the caller; the argument's extra reference is released after
+    // the call.
+    unsafe {
+        let mut arg = *value;
+        ffi::ferrophp_uc_try_addref(&mut arg);
+        let ok = call_function(name, ret, std::slice::from_mut(&mut arg));
+        ffi::ferrophp_uc_zval_dtor(&mut arg);
+        ok
+    }
+}
+
 /// Inserts `val` into request array `ht` under a key given as bytes (numeric strings
 /// become integer keys, as PHP's symtable does).
 ///
@@ -309,6 +342,26 @@ pub(crate) unsafe fn add_assoc_double(arr: *mut sys::zval, k: &str, v: f64) {
     unsafe { sys::add_assoc_double_ex(arr, k.as_ptr().cast(), k.len(), v) };
 }
 
+/// `add_assoc_bool_ex`: `arr[k] = v`.
+///
+/// # Safety
+/// `arr` is a writable request array zval.
+pub(crate) unsafe fn add_assoc_bool(arr: *mut sys::zval, k: &str, v: bool) {
+    // SAFETY: guaranteed by the caller; PHP copies the key.
+    unsafe { sys::add_assoc_bool_ex(arr, k.as_ptr().cast(), k.len(), v) };
+}
+
+/// `add_assoc_stringl_ex`: `arr[k] = v` (a fresh request string).
+///
+/// # Safety
+/// `arr` is a writable request array zval.
+pub(crate) unsafe fn add_assoc_string(arr: *mut sys::zval, k: &str, v: &[u8]) {
+    // SAFETY: guaranteed by the caller; PHP copies the key and the value.
+    unsafe {
+        sys::add_assoc_stringl_ex(arr, k.as_ptr().cast(), k.len(), v.as_ptr().cast(), v.len())
+    };
+}
+
 /// `add_assoc_zval_ex`: `arr[k] = *v`, taking over `v`'s reference.
 ///
 /// # Safety
@@ -337,6 +390,20 @@ pub(crate) unsafe fn call_function(
         ok
     }
 }
+
+/// `zend_parse_parameters(ZEND_NUM_ARGS(), spec, out...) == SUCCESS`: parses the running
+/// internal call's arguments into the out-pointers, one per letter of `spec` as ZPP
+/// wants them. On false PHP has thrown (TypeError, ArgumentCountError).
+///
+/// Expands to unsafe calls: use it inside an `unsafe` block whose SAFETY comment says
+/// that `ed` is the running call's frame and that the out-pointers match `spec`.
+macro_rules! parse_args {
+    ($ed:expr, $spec:literal $(, $out:expr)* $(,)?) => {
+        php_sys::zend_parse_parameters($crate::zv::num_args($ed), $spec.as_ptr() $(, $out)*)
+            == php_sys::ZEND_RESULT_CODE_SUCCESS
+    };
+}
+pub(crate) use parse_args;
 
 /// One element of a hash table: its key (integer or string) and value slot.
 pub enum HKey {
