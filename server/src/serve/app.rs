@@ -9,7 +9,6 @@ use std::sync::Arc;
 
 use worker::{Engine, EngineConfig, EngineHooks, LogTarget, WorkerConfig};
 
-use super::DevMode;
 use crate::config::ServeConfig;
 use crate::metrics::PushHandle;
 use crate::php_bridge::PhpRunner;
@@ -42,6 +41,14 @@ const DEV_INI_DEFAULTS: &[(&str, &str)] = &[
     ("html_errors", "0"),
     ("display_startup_errors", "0"),
 ];
+
+/// What `serve` does differently for the development server.
+pub(super) struct DevMode {
+    /// Its router script, run for every request.
+    pub(super) router: Option<PathBuf>,
+    /// `-n`: no php.ini.
+    pub(super) no_php_ini: bool,
+}
 
 /// Everything a request handler needs, shared by all connections.
 pub(super) struct App {
@@ -83,10 +90,13 @@ pub(super) fn site(config: &ServeConfig, dev: bool) -> Result<(Layout, Site), St
 }
 
 /// Starts PHP and everything around it; `layout` and `site` come from [`site`].
+/// `replace_process` is what the engine calls when this process should be replaced
+/// (`shutdown.rs` owns it: the server ends through its drain).
 pub(super) async fn build(
     config: &ServeConfig,
     (layout, site): (Layout, Site),
     dev: Option<&DevMode>,
+    replace_process: worker::ReplaceHook,
 ) -> Result<(App, AtExit), String> {
     let mut worker_configs = worker_configs(config)?;
     for (worker, configured) in worker_configs.iter_mut().zip(&layout.workers) {
@@ -161,7 +171,7 @@ pub(super) async fn build(
         deadlines: config.deadlines,
         hooks: EngineHooks {
             slow_log: Some(crate::logging::slow_log_sink(config.log_format)),
-            replace_process: Some(super::shutdown::replace_hook()),
+            replace_process: Some(replace_process),
         },
     })
     .map_err(|e| e.to_string())?;

@@ -24,6 +24,7 @@ use hyper_util::server::graceful::GracefulShutdown;
 
 use crate::config::{ServeArgs, ServeConfig};
 use crate::{sessions, tls};
+use app::DevMode;
 
 /// `ferrophp php-cli -S`: PHP's development server, served by this module in classic
 /// mode with what `php -S` does differently: a router script that runs for every
@@ -37,12 +38,6 @@ pub struct DevServer {
     pub ini: Vec<(String, String)>,
     pub php_ini: Option<std::path::PathBuf>,
     pub no_php_ini: bool,
-}
-
-/// What `serve` does differently for the development server.
-struct DevMode {
-    router: Option<std::path::PathBuf>,
-    no_php_ini: bool,
 }
 
 /// `inherited`: the listening socket a `--supervise` parent passed down (it outlives this
@@ -134,7 +129,7 @@ async fn serve(
     // Listening before PHP starts: a taken port fails fast, without booting PHP.
     let listener = accept::listen(&config, inherited).await?;
     let local = listener.local_addr().map_err(|e| e.to_string())?;
-    let (app, at_exit) = app::build(&config, site, dev.as_ref()).await?;
+    let (app, at_exit) = app::build(&config, site, dev.as_ref(), shutdown::replace_hook()).await?;
     let app = Arc::new(app);
     // Now that PHP and the listener hold their descriptors.
     let max_connections =
