@@ -9,7 +9,7 @@
 //! `worker::observe` at scrape time. Where FrankenPHP has an equivalent metric, its name
 //! is rendered as well (same meaning, same `worker` label) so existing dashboards work.
 
-use std::fmt::Write as _;
+use std::fmt::{Display, Write as _};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -141,371 +141,408 @@ fn header(out: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
 }
 
-/// The server's and the runtime's own metrics.
+/// The server's and the runtime's own metrics: every family of the tables below, in
+/// their order (the static file cache's only while it is on).
 fn render_server(out: &mut String) {
-    header(
-        out,
-        "ferrophp_http_requests_total",
-        "counter",
-        "Requests answered, by mode (static, classic, worker) and status class.",
-    );
-    for mode in MODES {
-        for (c, count) in REQUESTS[mode as usize].iter().enumerate() {
-            let _ = writeln!(
+    let scrape = Scrape::now();
+    let static_cache = match scrape.static_cache {
+        Some(_) => STATIC_CACHE_FAMILIES,
+        None => &[],
+    };
+    for family in REQUEST_FAMILIES
+        .iter()
+        .chain(static_cache)
+        .chain(RUNTIME_FAMILIES)
+    {
+        header(out, family.name, family.kind, family.help);
+        (family.samples)(
+            &scrape,
+            &mut Samples {
                 out,
-                "ferrophp_http_requests_total{{mode=\"{}\",code=\"{}xx\"}} {}",
-                mode.as_str(),
-                c + 1,
-                count.load(Ordering::Relaxed)
-            );
-        }
-    }
-    let pools = worker::observe::pools();
-    let depth = |i: usize| queue_depth(i, pools.get(i));
-    header(
-        out,
-        "ferrophp_queue_depth",
-        "gauge",
-        "Requests waiting for a free PHP thread, by pool.",
-    );
-    for (i, p) in pools.iter().enumerate() {
-        let _ = writeln!(
-            out,
-            "ferrophp_queue_depth{{pool=\"{}\"}} {}",
-            label(&p.name),
-            depth(i)
+                name: family.name,
+            },
         );
-    }
-    header(
-        out,
-        "frankenphp_queue_depth",
-        "gauge",
-        "Classic requests waiting for a free PHP thread (FrankenPHP name).",
-    );
-    let _ = writeln!(out, "frankenphp_queue_depth {}", depth(0));
-    header(
-        out,
-        "ferrophp_queue_wait_seconds",
-        "summary",
-        "Time PHP requests waited for a free thread.",
-    );
-    let _ = writeln!(
-        out,
-        "ferrophp_queue_wait_seconds_sum {}\nferrophp_queue_wait_seconds_count {}",
-        QUEUE_WAIT_MICROS.load(Ordering::Relaxed) as f64 / 1e6
-            + pools.iter().map(|p| p.queue_wait_seconds).sum::<f64>(),
-        QUEUE_WAITS.load(Ordering::Relaxed)
-    );
-    header(
-        out,
-        "ferrophp_http_rejected_total",
-        "counter",
-        "503s: no PHP thread became free within max_wait.",
-    );
-    let _ = writeln!(
-        out,
-        "ferrophp_http_rejected_total {}",
-        REJECTED.load(Ordering::Relaxed)
-    );
-
-    if let Some(cache) = crate::static_cache::cache() {
-        let stats = cache.stats();
-        header(
-            out,
-            "ferrophp_static_cache_lookups_total",
-            "counter",
-            "Static file cache lookups: hit, miss (not cached), stale (the file changed).",
-        );
-        let _ = writeln!(
-            out,
-            "ferrophp_static_cache_lookups_total{{result=\"hit\"}} {}\n\
-             ferrophp_static_cache_lookups_total{{result=\"miss\"}} {}\n\
-             ferrophp_static_cache_lookups_total{{result=\"stale\"}} {}",
-            stats.hits, stats.misses, stats.stale
-        );
-        header(
-            out,
-            "ferrophp_static_cache_entries",
-            "gauge",
-            "Files in the static file cache.",
-        );
-        let _ = writeln!(out, "ferrophp_static_cache_entries {}", stats.entries);
-        header(
-            out,
-            "ferrophp_static_cache_bytes",
-            "gauge",
-            "Bytes the static file cache holds (bodies plus a small overhead each).",
-        );
-        let _ = writeln!(out, "ferrophp_static_cache_bytes {}", stats.bytes);
-    }
-
-    let (mut threads, mut busy) = (0, 0);
-    for p in &pools {
-        threads += p.threads;
-        // As FrankenPHP counts them: a running worker script always occupies its
-        // thread, busy or not (ferrophp_php_threads has the real split).
-        busy += if p.is_worker { p.threads } else { p.busy };
-    }
-    header(
-        out,
-        "ferrophp_php_threads",
-        "gauge",
-        "PHP threads by pool and state.",
-    );
-    for p in &pools {
-        let pool = label(&p.name);
-        let _ = writeln!(
-            out,
-            "ferrophp_php_threads{{pool=\"{pool}\",state=\"busy\"}} {}\n\
-             ferrophp_php_threads{{pool=\"{pool}\",state=\"idle\"}} {}",
-            p.busy,
-            p.threads.saturating_sub(p.busy)
-        );
-    }
-    header(
-        out,
-        "frankenphp_total_threads",
-        "gauge",
-        "PHP threads (FrankenPHP name).",
-    );
-    let _ = writeln!(out, "frankenphp_total_threads {threads}");
-    header(
-        out,
-        "frankenphp_busy_threads",
-        "gauge",
-        "Classic threads running a request plus every worker thread (FrankenPHP's meaning).",
-    );
-    let _ = writeln!(out, "frankenphp_busy_threads {busy}");
-
-    let workers: Vec<_> = pools.iter().filter(|p| p.is_worker).collect();
-    let per_worker = |out: &mut String,
-                      name: &str,
-                      kind: &str,
-                      help: &str,
-                      f: &dyn Fn(&worker::observe::PoolInfo) -> String| {
-        header(out, name, kind, help);
-        for p in &workers {
-            let _ = writeln!(out, "{name}{{worker=\"{}\"}} {}", label(&p.name), f(p));
-        }
-    };
-    per_worker(
-        out,
-        "ferrophp_worker_boots_total",
-        "counter",
-        "Worker script boots (each thread's first boot and every reboot).",
-        &|p| p.boots.to_string(),
-    );
-    per_worker(
-        out,
-        "ferrophp_worker_restarts_total",
-        "counter",
-        "Worker script restarts (admin, SIGUSR1, --watch, cache pressure), per thread.",
-        &|p| p.restarts.to_string(),
-    );
-    per_worker(
-        out,
-        "ferrophp_worker_memory_restarts_total",
-        "counter",
-        "Worker script restarts by the memory guard (--worker-memory-growth); also in ferrophp_worker_restarts_total.",
-        &|p| p.memory_restarts.to_string(),
-    );
-    per_worker(
-        out,
-        "ferrophp_worker_crashes_total",
-        "counter",
-        "Worker scripts that ended by themselves (exit, fatal error).",
-        &|p| p.crashes.to_string(),
-    );
-    per_worker(
-        out,
-        "frankenphp_total_workers",
-        "gauge",
-        "Worker threads (FrankenPHP name).",
-        &|p| p.threads.to_string(),
-    );
-    let queue_of = |p: &worker::observe::PoolInfo| {
-        let i = pools.iter().position(|q| std::ptr::eq(q, p)).unwrap_or(0);
-        depth(i).to_string()
-    };
-    per_worker(
-        out,
-        "frankenphp_worker_queue_depth",
-        "gauge",
-        "Requests waiting for a thread of the worker (FrankenPHP name).",
-        &queue_of,
-    );
-    per_worker(
-        out,
-        "frankenphp_busy_workers",
-        "gauge",
-        "Worker threads running a request (FrankenPHP name).",
-        &|p| p.busy.to_string(),
-    );
-    per_worker(
-        out,
-        "frankenphp_ready_workers",
-        "gauge",
-        "Worker threads in their request loop (FrankenPHP name).",
-        &|p| p.ready.to_string(),
-    );
-    per_worker(
-        out,
-        "frankenphp_worker_request_count",
-        "counter",
-        "Requests served by the worker (FrankenPHP name).",
-        &|p| p.requests.to_string(),
-    );
-    per_worker(
-        out,
-        "frankenphp_worker_request_time",
-        "counter",
-        "Seconds spent serving the worker's requests (FrankenPHP name).",
-        &|p| p.request_seconds.to_string(),
-    );
-    per_worker(
-        out,
-        "frankenphp_worker_crashes",
-        "counter",
-        "Worker scripts that ended by themselves (FrankenPHP name).",
-        &|p| p.crashes.to_string(),
-    );
-    per_worker(
-        out,
-        "frankenphp_worker_restarts",
-        "counter",
-        "Worker script restarts (FrankenPHP name).",
-        &|p| p.restarts.to_string(),
-    );
-
-    header(
-        out,
-        "ferrophp_php_thread_memory_bytes",
-        "gauge",
-        "Memory each PHP thread's heap holds from the OS, as of its last request.",
-    );
-    for t in worker::observe::threads() {
-        let _ = writeln!(
-            out,
-            "ferrophp_php_thread_memory_bytes{{thread=\"{}\",pool=\"{}\"}} {}",
-            label(&t.name),
-            label(&t.pool),
-            t.memory_bytes
-        );
-    }
-
-    let c = worker::observe::cache();
-    for (name, kind, help, v) in [
-        (
-            "ferrophp_usercache_entries",
-            "gauge",
-            "Entries in the shared cache.",
-            c.entries,
-        ),
-        (
-            "ferrophp_usercache_memory_bytes",
-            "gauge",
-            "Memory the shared cache uses (live and retired).",
-            c.memory_used,
-        ),
-        (
-            "ferrophp_usercache_memory_limit_bytes",
-            "gauge",
-            "usercache.memory_limit.",
-            c.memory_limit,
-        ),
-        (
-            "ferrophp_usercache_hits_total",
-            "counter",
-            "Cache fetches that found their key.",
-            c.hits,
-        ),
-        (
-            "ferrophp_usercache_misses_total",
-            "counter",
-            "Cache fetches that did not.",
-            c.misses,
-        ),
-        (
-            "ferrophp_usercache_stores_total",
-            "counter",
-            "Cache stores.",
-            c.stores,
-        ),
-        (
-            "ferrophp_usercache_evictions_total",
-            "counter",
-            "Entries evicted to make room.",
-            c.evictions,
-        ),
-        (
-            "ferrophp_usercache_expunges_total",
-            "counter",
-            "Whole-cache expunges.",
-            c.expunges,
-        ),
-    ] {
-        header(out, name, kind, help);
-        let _ = writeln!(out, "{name} {v}");
-    }
-
-    let d = worker::deadline_stats();
-    header(
-        out,
-        "ferrophp_requests_timed_out_total",
-        "counter",
-        "PHP requests whose deadline passed: max_execution_time (PHP's) or request_timeout (--request-timeout).",
-    );
-    let _ = writeln!(
-        out,
-        "ferrophp_requests_timed_out_total{{limit=\"max_execution_time\"}} {}\n\
-         ferrophp_requests_timed_out_total{{limit=\"request_timeout\"}} {}",
-        d.timed_out_time_limit, d.timed_out_request_timeout
-    );
-    for (name, kind, help, v) in [
-        (
-            "ferrophp_threads_retired_total",
-            "counter",
-            "PHP threads given up (and replaced) while stuck past a request's deadline in code nothing could interrupt.",
-            d.threads_retired,
-        ),
-        (
-            "ferrophp_threads_stuck",
-            "gauge",
-            "Retired PHP threads still stuck; past --max-retired-threads the process exits to be replaced.",
-            d.threads_stuck,
-        ),
-        (
-            "ferrophp_slow_requests_total",
-            "counter",
-            "Slow-log entries: requests that ran longer than --slowlog-ms.",
-            d.slow_requests,
-        ),
-    ] {
-        header(out, name, kind, help);
-        let _ = writeln!(out, "{name} {v}");
-    }
-
-    for (name, help, v) in [
-        (
-            "ferrophp_session_sweeps_total",
-            "Background session sweeps run.",
-            &SESSION_SWEEPS,
-        ),
-        (
-            "ferrophp_session_files_deleted_total",
-            "Expired session files deleted by the sweep.",
-            &SESSION_FILES_DELETED,
-        ),
-        (
-            "ferrophp_session_sweep_errors_total",
-            "Session files the sweep could not delete.",
-            &SESSION_SWEEP_ERRORS,
-        ),
-    ] {
-        header(out, name, "counter", help);
-        let _ = writeln!(out, "{name} {}", v.load(Ordering::Relaxed));
     }
 }
+
+/// What a scrape reads of the runtime, once, for the families that render it.
+struct Scrape {
+    pools: Vec<worker::observe::PoolInfo>,
+    static_cache: Option<crate::static_cache::Stats>,
+    threads: Vec<worker::observe::ThreadInfo>,
+    cache: worker::observe::CacheInfo,
+    deadlines: worker::DeadlineStats,
+}
+
+impl Scrape {
+    fn now() -> Scrape {
+        Scrape {
+            pools: worker::observe::pools(),
+            static_cache: crate::static_cache::cache().map(|cache| cache.stats()),
+            threads: worker::observe::threads(),
+            cache: worker::observe::cache(),
+            deadlines: worker::deadline_stats(),
+        }
+    }
+
+    /// Requests of pool `i` waiting for a thread.
+    fn queue_depth(&self, i: usize) -> u64 {
+        queue_depth(i, self.pools.get(i))
+    }
+}
+
+/// One metric family of the server's own: its `# HELP` and `# TYPE` lines, then the
+/// samples `samples` writes.
+struct Family {
+    name: &'static str,
+    /// `counter`, `gauge` or `summary`.
+    kind: &'static str,
+    help: &'static str,
+    samples: fn(&Scrape, &mut Samples<'_>),
+}
+
+/// Where a family's samples go, each line starting with the family's name.
+struct Samples<'a> {
+    out: &'a mut String,
+    name: &'static str,
+}
+
+impl Samples<'_> {
+    /// `name value`.
+    fn value(&mut self, value: impl Display) {
+        let _ = writeln!(self.out, "{} {value}", self.name);
+    }
+
+    /// `name_suffix value`: a summary's `_sum` and `_count`.
+    fn suffixed(&mut self, suffix: &str, value: impl Display) {
+        let _ = writeln!(self.out, "{}_{suffix} {value}", self.name);
+    }
+
+    /// `name{key="value",...} value`, the label values escaped.
+    fn labelled(&mut self, labels: &[(&str, &str)], value: impl Display) {
+        let _ = write!(self.out, "{}{{", self.name);
+        for (i, (key, text)) in labels.iter().enumerate() {
+            let comma = if i == 0 { "" } else { "," };
+            let _ = write!(self.out, "{comma}{key}=\"{}\"", label(text));
+        }
+        let _ = writeln!(self.out, "}} {value}");
+    }
+
+    /// One sample per worker pool, labelled `worker`; `value` gets the pool's index
+    /// among all pools.
+    fn per_worker<T: Display>(
+        &mut self,
+        scrape: &Scrape,
+        value: impl Fn(usize, &worker::observe::PoolInfo) -> T,
+    ) {
+        for (i, pool) in scrape.pools.iter().enumerate() {
+            if pool.is_worker {
+                self.labelled(&[("worker", &pool.name)], value(i, pool));
+            }
+        }
+    }
+
+    /// One unlabelled sample of a server counter.
+    fn counter(&mut self, counter: &AtomicU64) {
+        self.value(counter.load(Ordering::Relaxed));
+    }
+}
+
+/// The HTTP side: requests, and their wait for a PHP thread.
+static REQUEST_FAMILIES: &[Family] = &[
+    Family {
+        name: "ferrophp_http_requests_total",
+        kind: "counter",
+        help: "Requests answered, by mode (static, classic, worker) and status class.",
+        samples: |_, o| {
+            for mode in MODES {
+                for (c, count) in REQUESTS[mode as usize].iter().enumerate() {
+                    let code = format!("{}xx", c + 1);
+                    let labels = [("mode", mode.as_str()), ("code", code.as_str())];
+                    o.labelled(&labels, count.load(Ordering::Relaxed));
+                }
+            }
+        },
+    },
+    Family {
+        name: "ferrophp_queue_depth",
+        kind: "gauge",
+        help: "Requests waiting for a free PHP thread, by pool.",
+        samples: |s, o| {
+            for (i, pool) in s.pools.iter().enumerate() {
+                o.labelled(&[("pool", &pool.name)], s.queue_depth(i));
+            }
+        },
+    },
+    Family {
+        name: "frankenphp_queue_depth",
+        kind: "gauge",
+        help: "Classic requests waiting for a free PHP thread (FrankenPHP name).",
+        samples: |s, o| o.value(s.queue_depth(0)),
+    },
+    Family {
+        name: "ferrophp_queue_wait_seconds",
+        kind: "summary",
+        help: "Time PHP requests waited for a free thread.",
+        samples: |s, o| {
+            let waited = QUEUE_WAIT_MICROS.load(Ordering::Relaxed) as f64 / 1e6
+                + s.pools.iter().map(|p| p.queue_wait_seconds).sum::<f64>();
+            o.suffixed("sum", waited);
+            o.suffixed("count", QUEUE_WAITS.load(Ordering::Relaxed));
+        },
+    },
+    Family {
+        name: "ferrophp_http_rejected_total",
+        kind: "counter",
+        help: "503s: no PHP thread became free within max_wait.",
+        samples: |_, o| o.counter(&REJECTED),
+    },
+];
+
+/// The static file cache (`--static-cache-mb`), while it is on.
+static STATIC_CACHE_FAMILIES: &[Family] = &[
+    Family {
+        name: "ferrophp_static_cache_lookups_total",
+        kind: "counter",
+        help: "Static file cache lookups: hit, miss (not cached), stale (the file changed).",
+        samples: |s, o| {
+            if let Some(stats) = &s.static_cache {
+                o.labelled(&[("result", "hit")], stats.hits);
+                o.labelled(&[("result", "miss")], stats.misses);
+                o.labelled(&[("result", "stale")], stats.stale);
+            }
+        },
+    },
+    Family {
+        name: "ferrophp_static_cache_entries",
+        kind: "gauge",
+        help: "Files in the static file cache.",
+        samples: |s, o| {
+            s.static_cache
+                .iter()
+                .for_each(|stats| o.value(stats.entries))
+        },
+    },
+    Family {
+        name: "ferrophp_static_cache_bytes",
+        kind: "gauge",
+        help: "Bytes the static file cache holds (bodies plus a small overhead each).",
+        samples: |s, o| {
+            if let Some(stats) = &s.static_cache {
+                o.value(stats.bytes);
+            }
+        },
+    },
+];
+
+/// The PHP runtime: threads, workers, memory, the shared cache, deadlines, sessions.
+static RUNTIME_FAMILIES: &[Family] = &[
+    Family {
+        name: "ferrophp_php_threads",
+        kind: "gauge",
+        help: "PHP threads by pool and state.",
+        samples: |s, o| {
+            for p in &s.pools {
+                o.labelled(&[("pool", &p.name), ("state", "busy")], p.busy);
+                let idle = p.threads.saturating_sub(p.busy);
+                o.labelled(&[("pool", &p.name), ("state", "idle")], idle);
+            }
+        },
+    },
+    Family {
+        name: "frankenphp_total_threads",
+        kind: "gauge",
+        help: "PHP threads (FrankenPHP name).",
+        samples: |s, o| o.value(s.pools.iter().map(|p| p.threads).sum::<u64>()),
+    },
+    Family {
+        name: "frankenphp_busy_threads",
+        kind: "gauge",
+        help: "Classic threads running a request plus every worker thread (FrankenPHP's meaning).",
+        // As FrankenPHP counts them: a running worker script always occupies its thread,
+        // busy or not (ferrophp_php_threads has the real split).
+        samples: |s, o| {
+            let busy = |p: &worker::observe::PoolInfo| if p.is_worker { p.threads } else { p.busy };
+            o.value(s.pools.iter().map(busy).sum::<u64>());
+        },
+    },
+    Family {
+        name: "ferrophp_worker_boots_total",
+        kind: "counter",
+        help: "Worker script boots (each thread's first boot and every reboot).",
+        samples: |s, o| o.per_worker(s, |_, p| p.boots),
+    },
+    Family {
+        name: "ferrophp_worker_restarts_total",
+        kind: "counter",
+        help: "Worker script restarts (admin, SIGUSR1, --watch, cache pressure), per thread.",
+        samples: |s, o| o.per_worker(s, |_, p| p.restarts),
+    },
+    Family {
+        name: "ferrophp_worker_memory_restarts_total",
+        kind: "counter",
+        help: "Worker script restarts by the memory guard (--worker-memory-growth); also in ferrophp_worker_restarts_total.",
+        samples: |s, o| o.per_worker(s, |_, p| p.memory_restarts),
+    },
+    Family {
+        name: "ferrophp_worker_crashes_total",
+        kind: "counter",
+        help: "Worker scripts that ended by themselves (exit, fatal error).",
+        samples: |s, o| o.per_worker(s, |_, p| p.crashes),
+    },
+    Family {
+        name: "frankenphp_total_workers",
+        kind: "gauge",
+        help: "Worker threads (FrankenPHP name).",
+        samples: |s, o| o.per_worker(s, |_, p| p.threads),
+    },
+    Family {
+        name: "frankenphp_worker_queue_depth",
+        kind: "gauge",
+        help: "Requests waiting for a thread of the worker (FrankenPHP name).",
+        samples: |s, o| o.per_worker(s, |i, _| s.queue_depth(i)),
+    },
+    Family {
+        name: "frankenphp_busy_workers",
+        kind: "gauge",
+        help: "Worker threads running a request (FrankenPHP name).",
+        samples: |s, o| o.per_worker(s, |_, p| p.busy),
+    },
+    Family {
+        name: "frankenphp_ready_workers",
+        kind: "gauge",
+        help: "Worker threads in their request loop (FrankenPHP name).",
+        samples: |s, o| o.per_worker(s, |_, p| p.ready),
+    },
+    Family {
+        name: "frankenphp_worker_request_count",
+        kind: "counter",
+        help: "Requests served by the worker (FrankenPHP name).",
+        samples: |s, o| o.per_worker(s, |_, p| p.requests),
+    },
+    Family {
+        name: "frankenphp_worker_request_time",
+        kind: "counter",
+        help: "Seconds spent serving the worker's requests (FrankenPHP name).",
+        samples: |s, o| o.per_worker(s, |_, p| p.request_seconds),
+    },
+    Family {
+        name: "frankenphp_worker_crashes",
+        kind: "counter",
+        help: "Worker scripts that ended by themselves (FrankenPHP name).",
+        samples: |s, o| o.per_worker(s, |_, p| p.crashes),
+    },
+    Family {
+        name: "frankenphp_worker_restarts",
+        kind: "counter",
+        help: "Worker script restarts (FrankenPHP name).",
+        samples: |s, o| o.per_worker(s, |_, p| p.restarts),
+    },
+    Family {
+        name: "ferrophp_php_thread_memory_bytes",
+        kind: "gauge",
+        help: "Memory each PHP thread's heap holds from the OS, as of its last request.",
+        samples: |s, o| {
+            for t in &s.threads {
+                o.labelled(&[("thread", &t.name), ("pool", &t.pool)], t.memory_bytes);
+            }
+        },
+    },
+    Family {
+        name: "ferrophp_usercache_entries",
+        kind: "gauge",
+        help: "Entries in the shared cache.",
+        samples: |s, o| o.value(s.cache.entries),
+    },
+    Family {
+        name: "ferrophp_usercache_memory_bytes",
+        kind: "gauge",
+        help: "Memory the shared cache uses (live and retired).",
+        samples: |s, o| o.value(s.cache.memory_used),
+    },
+    Family {
+        name: "ferrophp_usercache_memory_limit_bytes",
+        kind: "gauge",
+        help: "usercache.memory_limit.",
+        samples: |s, o| o.value(s.cache.memory_limit),
+    },
+    Family {
+        name: "ferrophp_usercache_hits_total",
+        kind: "counter",
+        help: "Cache fetches that found their key.",
+        samples: |s, o| o.value(s.cache.hits),
+    },
+    Family {
+        name: "ferrophp_usercache_misses_total",
+        kind: "counter",
+        help: "Cache fetches that did not.",
+        samples: |s, o| o.value(s.cache.misses),
+    },
+    Family {
+        name: "ferrophp_usercache_stores_total",
+        kind: "counter",
+        help: "Cache stores.",
+        samples: |s, o| o.value(s.cache.stores),
+    },
+    Family {
+        name: "ferrophp_usercache_evictions_total",
+        kind: "counter",
+        help: "Entries evicted to make room.",
+        samples: |s, o| o.value(s.cache.evictions),
+    },
+    Family {
+        name: "ferrophp_usercache_expunges_total",
+        kind: "counter",
+        help: "Whole-cache expunges.",
+        samples: |s, o| o.value(s.cache.expunges),
+    },
+    Family {
+        name: "ferrophp_requests_timed_out_total",
+        kind: "counter",
+        help: "PHP requests whose deadline passed: max_execution_time (PHP's) or request_timeout (--request-timeout).",
+        samples: |s, o| {
+            let d = &s.deadlines;
+            o.labelled(&[("limit", "max_execution_time")], d.timed_out_time_limit);
+            o.labelled(&[("limit", "request_timeout")], d.timed_out_request_timeout);
+        },
+    },
+    Family {
+        name: "ferrophp_threads_retired_total",
+        kind: "counter",
+        help: "PHP threads given up (and replaced) while stuck past a request's deadline in code nothing could interrupt.",
+        samples: |s, o| o.value(s.deadlines.threads_retired),
+    },
+    Family {
+        name: "ferrophp_threads_stuck",
+        kind: "gauge",
+        help: "Retired PHP threads still stuck; past --max-retired-threads the process exits to be replaced.",
+        samples: |s, o| o.value(s.deadlines.threads_stuck),
+    },
+    Family {
+        name: "ferrophp_slow_requests_total",
+        kind: "counter",
+        help: "Slow-log entries: requests that ran longer than --slowlog-ms.",
+        samples: |s, o| o.value(s.deadlines.slow_requests),
+    },
+    Family {
+        name: "ferrophp_session_sweeps_total",
+        kind: "counter",
+        help: "Background session sweeps run.",
+        samples: |_, o| o.counter(&SESSION_SWEEPS),
+    },
+    Family {
+        name: "ferrophp_session_files_deleted_total",
+        kind: "counter",
+        help: "Expired session files deleted by the sweep.",
+        samples: |_, o| o.counter(&SESSION_FILES_DELETED),
+    },
+    Family {
+        name: "ferrophp_session_sweep_errors_total",
+        kind: "counter",
+        help: "Session files the sweep could not delete.",
+        samples: |_, o| o.counter(&SESSION_SWEEP_ERRORS),
+    },
+];
 
 /// `GET /metrics`: every series merged across threads, the server's and runtime's own
 /// metrics, the trace exporter's and push mode's counters; every family with its
