@@ -5,8 +5,9 @@
 //!
 //! - [`string_arena`], [`cache_table`]: the shared cache's arena and index, defined in
 //!   `ferrophp_cache::fuzzing` and re-exported here so the fuzz targets keep one path.
-//! - [`header_names`]: `$_SERVER` naming of request headers (`server_vars.rs`): `HTTP_*`
-//!   names, the common-header table, PHP's verbatim-name rule, and the number writers.
+//! - [`header_names`]: `$_SERVER` naming of request headers (`server_vars/text.rs`):
+//!   `HTTP_*` names, the common-header table, PHP's verbatim-name rule, and the number
+//!   writers.
 
 use ferrophp_cache::fuzzing::Bytes;
 pub use ferrophp_cache::fuzzing::{cache_table, string_arena};

@@ -2,13 +2,29 @@
 //! runs scripts on them. It knows nothing of HTTP or sockets: callers hand it a
 //! [`ScriptRequest`] and receive output through a [`ResponseSink`].
 //!
-//! Layout: [`sapi`] is the SAPI module and request lifecycle; the PHP threads are
-//! `thread_state` (each thread's state machine), `spawn` (how every PHP thread starts),
-//! `pool` (a pool of threads of one role), `classic` and `worker_mode` (the two roles),
-//! `queue` and `job` (the hand-off), `scale` (autoscaling), `deadline` (request deadlines
-//! through blocking calls, retiring stuck threads, the slow log); [`request`] the plain types
-//! crossing the boundary, `php` the FFI edge helpers. Dependencies go one way:
-//! roles → pool → scale/queue → job; nothing imports a role or the pool back.
+//! Layout (a module named like a folder is one: `sapi/`, `trace/`, `server_vars/`,
+//! `worker_mode/`, each with its parts listed in its own module doc):
+//! - The engine and a request in it: [`sapi`] (engine start-up and shut-down, attaching
+//!   PHP threads, the `sapi_module_struct` callbacks, preparing and installing a request,
+//!   running a script, reading the response head); `request_context` (the request in
+//!   progress on a thread, which `SG(server_context)` points at); `server_vars`
+//!   (`$_SERVER`); `module` (our PHP extension's lifecycle), `functions` (the PHP functions
+//!   the SAPI adds), `metrics` and `trace` (`Ferrophp\Metrics`, `Ferrophp\Trace` and
+//!   `Ferrophp\Span`), `env` (`putenv()` per thread), `opcache_guard`, `stack`; `php` the
+//!   FFI edge helpers.
+//! - The PHP threads: `thread_state` (each thread's state machine), `spawn` (how every PHP
+//!   thread starts), `pool` (a pool of threads of one role), `classic` and `worker_mode`
+//!   (the two roles), `queue` and `job` (the hand-off), `scale` (autoscaling), `deadline`
+//!   (request deadlines through blocking calls, retiring stuck threads, the slow log).
+//! - Around them: [`request`] the plain types crossing the boundary, [`observe`] what an
+//!   operator sees of the threads and pools, [`cli`] PHP's own CLI, [`layout`] where a
+//!   release tree keeps PHP's files, `diagnostics` and `fuzzing` test fixtures and fuzz
+//!   entry points.
+//!
+//! Dependencies go one way: roles → pool → scale/queue → job, and nothing imports a role
+//! or the pool back; roles → sapi → trace → request_context, and whatever needs the
+//! request in progress (the SAPI's callbacks, `functions`, `trace`) reads it from
+//! `request_context`, never from the SAPI.
 
 mod classic;
 pub mod cli;

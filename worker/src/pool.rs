@@ -12,7 +12,7 @@
 //! spawned; a roll raises it and replaces every thread of an older one, so a second roll
 //! ordered during the first simply continues with the newest generation.
 //!
-//! What a thread does is its role's business (`classic.rs`, `worker_mode.rs`); how it is
+//! What a thread does is its role's business (`classic.rs`, `worker_mode/`); how it is
 //! spawned is `spawn.rs`'s. Jobs are never run on tokio's blocking pool: PHP state is per
 //! thread and must stay on the thread that created it.
 

@@ -1,10 +1,10 @@
-//! The environment's `$_SERVER` template (`server_vars.rs`): a persistent array of
-//! permanent strings per distinct environment, copied as one block into each request's
-//! `$_SERVER`. Randomised over environments of sizes around the template's capacity steps
-//! (the copy's table size is a power of two), values of awkward bytes and lengths, and
-//! requests with few to many headers (so some copies must grow past the room left for
-//! them), plus more distinct environments than get a template: every `$_SERVER` must equal
-//! the naive reference path's, the first time and when the template is reused.
+//! The environment's `$_SERVER` template (`server_vars/environment.rs`): a persistent
+//! array of permanent strings per distinct environment, copied as one block into each
+//! request's `$_SERVER`. Randomised over environments of sizes around the template's
+//! capacity steps (the copy's table size is a power of two), values of awkward bytes and
+//! lengths, and requests with few to many headers (so some copies must grow past the room
+//! left for them), plus more distinct environments than get a template: every `$_SERVER`
+//! must equal the naive reference path's, the first time and when the template is reused.
 //!
 //! Hand-managed memory, so also run under valgrind with PHP's allocator off (every
 //! emalloc its own checked block):
