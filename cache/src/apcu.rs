@@ -461,7 +461,8 @@ pub(crate) unsafe extern "C" fn ferrophp_apcu_entry(ed: Ed, rv: Rv) {
     let mut key: *mut sys::zend_string = std::ptr::null_mut();
     // SAFETY: all-zero is the "empty" fcall info ZPP's "f" fills in (plain C structs).
     let mut fci: sys::zend_fcall_info = unsafe { std::mem::zeroed() };
-    // SAFETY: all-zero is the "empty" fcall info cache, likewise.
+    // SAFETY: all-zero is the "empty" fcall info cache ZPP's "f" fills in (a plain C
+    // struct of pointers).
     let mut fcc: sys::zend_fcall_info_cache = unsafe { std::mem::zeroed() };
     let mut ttl: sys::zend_long = 0;
     // SAFETY: PHP passes this call's frame and return slot; "Sf|l" matches the

@@ -89,10 +89,10 @@ unsafe fn store_impl(ed: Ed, rv: Rv, mode: Mode) {
     let mut key: *mut sys::zend_string = std::ptr::null_mut();
     let mut value: *mut sys::zval = std::ptr::null_mut();
     let mut ttl: sys::zend_long = 0;
-    // SAFETY: guaranteed by the caller. As in fetch_impl, the fast path reads only the
-    // slots `num_args` says were passed, when no coercion is needed (a string key, an int
-    // TTL); everything else goes through zend_parse_parameters, whose "Sz|l" matches the
-    // three out-pointers.
+    // SAFETY: `ed` is the running call's frame (guaranteed by the caller). The fast path
+    // reads only the slots `num_args` says were passed, when no coercion is needed (a
+    // string key, an int TTL), as the Z_PARAM_* macros do; everything else goes through
+    // zend_parse_parameters, whose "Sz|l" matches the three out-pointers.
     unsafe {
         let n = zv::num_args(ed);
         if (n == 2 || n == 3)

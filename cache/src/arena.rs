@@ -171,7 +171,8 @@ mod tests {
             got.push((p, size));
         }
         for (i, &(p, size)) in got.iter().enumerate() {
-            // SAFETY: as above; the arena is still alive.
+            // SAFETY: `alloc` promised `size` bytes, written above, alive as long as the
+            // arena, which is still alive.
             let bytes = unsafe { std::slice::from_raw_parts(p.as_ptr(), size) };
             assert!(
                 bytes.iter().all(|&b| b == (i % 251) as u8),

@@ -22,6 +22,7 @@ use crate::zv;
 pub struct Bytes<'a>(pub &'a [u8]);
 
 impl Bytes<'_> {
+    /// The next byte.
     pub fn u8(&mut self) -> u8 {
         match self.0.split_first() {
             Some((&b, rest)) => {
@@ -31,9 +32,11 @@ impl Bytes<'_> {
             None => 0,
         }
     }
+    /// The next two bytes, little-endian.
     pub fn u16(&mut self) -> u16 {
         u16::from(self.u8()) | u16::from(self.u8()) << 8
     }
+    /// Whether every byte has been read.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
@@ -167,8 +170,9 @@ pub fn cache_table(data: &[u8]) {
             3 => {
                 // `inc`: what ops::add_to does.
                 let r = table.update(hash, &key, 0, |cur| match cur {
-                    // SAFETY: the fuzz table only ever holds longs.
                     Some(Value::Scalar(z)) => {
+                        // SAFETY: the fuzz table only ever holds longs, whose value is
+                        // lval.
                         let new = unsafe { z.value.lval }.wrapping_add(v);
                         Ok((Value::Scalar(zv::long(new)), new))
                     }

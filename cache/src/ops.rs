@@ -141,11 +141,8 @@ pub(crate) fn add_to(key: &[u8], hash: u64, step: i64, ttl: u64) -> Option<i64> 
         cache().update(hash, key, ttl, |cur| {
             let old = match cur {
                 None => 0,
-                Some(Value::Scalar(z)) if zv::type_of(z) == zv::IS_LONG => {
-                    // SAFETY: an IS_LONG zval's value is lval.
-                    unsafe { z.value.lval }
-                }
-                Some(_) => return Err(None),
+                Some(Value::Scalar(z)) => zv::long_of(z).ok_or(None)?,
+                Some(Value::Block(_)) => return Err(None),
             };
             let new = old.wrapping_add(step);
             Ok((Value::Scalar(zv::long(new)), Some(new)))
@@ -158,10 +155,7 @@ pub(crate) fn add_to(key: &[u8], hash: u64, step: i64, ttl: u64) -> Option<i64> 
 pub(crate) fn cas(key: &[u8], hash: u64, old: i64, new: i64) -> bool {
     let r = epoch::in_call(|_| {
         cache().update(hash, key, 0, |cur| match cur {
-            // SAFETY: an IS_LONG zval's value is lval (the type is checked first).
-            Some(Value::Scalar(z))
-                if zv::type_of(z) == zv::IS_LONG && unsafe { z.value.lval } == old =>
-            {
+            Some(Value::Scalar(z)) if zv::long_of(z) == Some(old) => {
                 Ok((Value::Scalar(zv::long(new)), true))
             }
             _ => Err(false),
@@ -302,7 +296,7 @@ pub(crate) unsafe fn remember(
     let stored = store(&produced);
     end(&flight);
     if stored.is_err() {
-        // SAFETY: as above.
+        // SAFETY: `produced` is ours and not handed out: it is released here.
         unsafe { ffi::ferrophp_uc_zval_dtor(&mut produced) };
         return Remembered::Done;
     }

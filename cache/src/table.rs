@@ -30,7 +30,8 @@ pub(crate) enum Value {
 
 // SAFETY: a scalar zval holds no pointer; blocks are Send + Sync (value.rs).
 unsafe impl Send for Value {}
-// SAFETY: as above.
+// SAFETY: shared references only read a value: a scalar zval is plain data, and blocks
+// are Sync (value.rs).
 unsafe impl Sync for Value {}
 
 pub(crate) struct Node {
@@ -216,7 +217,9 @@ impl Table {
         for bucket in self.buckets.iter() {
             let mut p = bucket.load(Ordering::Acquire);
             while !p.is_null() {
-                // SAFETY: as in `lookup`.
+                // SAFETY: nodes reachable from a bucket are freed only after every thread
+                // has left the cache call it was in when they were unlinked (epoch.rs); our
+                // caller is inside such a call.
                 let node = unsafe { &*p };
                 f(node);
                 p = node.next.load(Ordering::Acquire);
@@ -279,17 +282,18 @@ impl Table {
             // SAFETY: linked nodes are valid under the lock.
             !unsafe { &**n }.expired(now)
         });
-        // SAFETY: as above.
+        // SAFETY: linked nodes are valid while we hold the writer lock (`w`), which
+        // outlives `current`.
         let current = existing.map(|(_, n)| unsafe { &(*n).value });
         let (value, result) = match f(current) {
             Ok(v) => v,
             Err(r) => return Some(r),
         };
         // An update keeps the entry's expiry and creation time, as APCu's in-place update.
-        // SAFETY: as above.
+        // SAFETY: linked nodes are valid under the writer lock, still held.
         let created = existing.map_or(now, |(_, n)| unsafe { (*n).created });
         let expires = match existing {
-            // SAFETY: as above.
+            // SAFETY: linked nodes are valid under the writer lock, still held.
             Some((_, n)) => unsafe { (*n).expires },
             None if ttl > 0 => now + ttl,
             None => 0,

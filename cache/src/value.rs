@@ -93,7 +93,9 @@ pub(crate) struct Block {
 // persistent PHP structures it points to are immutable and flagged so that the engine
 // never writes to them or touches their refcounts, from any thread.
 unsafe impl Send for Block {}
-// SAFETY: as above.
+// SAFETY: shared references only read the block: its one mutable part, `readers`, is an
+// atomic, and the PHP structures it points to are immutable and never refcounted by the
+// engine, so any number of threads may read them at once.
 unsafe impl Sync for Block {}
 
 impl Drop for Block {

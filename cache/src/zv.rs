@@ -14,11 +14,17 @@ use super::ffi;
 // zend_types.h type tags (the low byte of `u1.type_info`).
 pub(crate) const IS_UNDEF: u8 = 0;
 pub(crate) const IS_NULL: u8 = 1;
+/// `false`.
 pub const IS_FALSE: u8 = 2;
+/// `true`.
 pub const IS_TRUE: u8 = 3;
+/// An int (`value.lval`).
 pub const IS_LONG: u8 = 4;
+/// A float (`value.dval`).
 pub const IS_DOUBLE: u8 = 5;
+/// A string (`value.str_`).
 pub const IS_STRING: u8 = 6;
+/// An array (`value.arr`).
 pub const IS_ARRAY: u8 = 7;
 pub(crate) const IS_OBJECT: u8 = 8;
 pub(crate) const IS_RESOURCE: u8 = 9;
@@ -53,6 +59,16 @@ pub unsafe fn ztype(zv: *const sys::zval) -> u8 {
 pub(crate) fn type_of(zv: &sys::zval) -> u8 {
     // SAFETY: `u1.type_info` is the whole of `u1`, initialised for every zval.
     unsafe { zv.u1.type_info as u8 }
+}
+
+/// The int a zval we hold by reference holds, if it is an int (`Z_LVAL` after checking
+/// the type).
+pub(crate) fn long_of(zv: &sys::zval) -> Option<i64> {
+    if type_of(zv) != IS_LONG {
+        return None;
+    }
+    // SAFETY: an IS_LONG zval's value is `lval`.
+    Some(unsafe { zv.value.lval })
 }
 
 /// `ZVAL_DEREF` + `ZVAL_DEINDIRECT`: the zval a reference or indirect slot points to.
@@ -122,10 +138,12 @@ pub(crate) fn scalar(type_: u8, value: sys::zend_value) -> sys::zval {
     }
 }
 
+/// A `null` zval.
 pub fn null() -> sys::zval {
     scalar(IS_NULL, sys::zend_value { lval: 0 })
 }
 
+/// A bool zval.
 pub(crate) fn bool_(b: bool) -> sys::zval {
     scalar(
         if b { IS_TRUE } else { IS_FALSE },
@@ -133,10 +151,12 @@ pub(crate) fn bool_(b: bool) -> sys::zval {
     )
 }
 
+/// An int zval.
 pub(crate) fn long(v: i64) -> sys::zval {
     scalar(IS_LONG, sys::zend_value { lval: v })
 }
 
+/// A float zval.
 pub fn double(v: f64) -> sys::zval {
     scalar(IS_DOUBLE, sys::zend_value { dval: v })
 }
@@ -407,7 +427,9 @@ pub(crate) use parse_args;
 
 /// One element of a hash table: its key (integer or string) and value slot.
 pub enum HKey {
+    /// An integer key.
     Index(i64),
+    /// A string key (the table's own string).
     Str(*mut sys::zend_string),
 }
 

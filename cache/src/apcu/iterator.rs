@@ -418,21 +418,21 @@ unsafe fn total(ed: Ed, rv: Rv, pick: fn((i64, i64, i64)) -> i64) {
 /// `APCUIterator::getTotalHits(): int` (0: per-entry hits are not counted).
 #[no_mangle]
 pub(crate) unsafe extern "C" fn ferrophp_apcu_it_total_hits(ed: Ed, rv: Rv) {
-    // SAFETY: as above.
+    // SAFETY: PHP passes this method call's frame and return slot.
     unsafe { total(ed, rv, |t| t.2) }
 }
 
 /// `APCUIterator::getTotalSize(): int`
 #[no_mangle]
 pub(crate) unsafe extern "C" fn ferrophp_apcu_it_total_size(ed: Ed, rv: Rv) {
-    // SAFETY: as above.
+    // SAFETY: PHP passes this method call's frame and return slot.
     unsafe { total(ed, rv, |t| t.1) }
 }
 
 /// `APCUIterator::getTotalCount(): int`
 #[no_mangle]
 pub(crate) unsafe extern "C" fn ferrophp_apcu_it_total_count(ed: Ed, rv: Rv) {
-    // SAFETY: as above.
+    // SAFETY: PHP passes this method call's frame and return slot.
     unsafe { total(ed, rv, |t| t.0) }
 }
 

@@ -85,7 +85,8 @@ pub(crate) unsafe fn freeze(value: *const sys::zval) -> Result<Frozen, FreezeErr
     let outer = value;
     // SAFETY: guaranteed by the caller.
     let value = unsafe { zv::deref(value) };
-    // SAFETY: as above; scalars are plain 16-byte values.
+    // SAFETY: `value` is live (guaranteed by the caller); a scalar is a plain 16-byte
+    // value, copied as is.
     unsafe {
         if matches!(
             zv::ztype(value),
@@ -95,7 +96,7 @@ pub(crate) unsafe fn freeze(value: *const sys::zval) -> Result<Frozen, FreezeErr
         }
     }
     let mut f = Freezer::new();
-    // SAFETY: as above.
+    // SAFETY: on a PHP thread in a request and `value` live (guaranteed by the caller).
     let node = unsafe { f.node(value, 0) };
     let root = match node {
         Ok(GNode::Plain(z)) => Root::Plain(z),
@@ -107,14 +108,16 @@ pub(crate) unsafe fn freeze(value: *const sys::zval) -> Result<Frozen, FreezeErr
             drop(f.finish(Root::Plain(zv::null())));
             // serialize() would quietly write a resource as `i:0;`: refuse it as the
             // recipe walk does (APCu's native copy warns for it too).
-            // SAFETY: as above.
+            // SAFETY: `value` is live (guaranteed by the caller).
             if unsafe { contains_resource(value, 0, &mut HashSet::new()) } {
                 return Err(FreezeError::Refused(
                     "cannot store a resource (in a value stored through serialize())".into(),
                 ));
             }
             let mut f = Freezer::new();
-            // SAFETY: as above.
+            // SAFETY: on a PHP thread in a request; `outer` and the value it refers to
+            // are live (guaranteed by the caller), and `outer` is a reference when
+            // `shared_reference` says so.
             let node = unsafe {
                 if shared_reference(outer) {
                     // `$v = [&$v]; apcu_store(['k' => &$v])`: the value's contents point
@@ -194,7 +197,7 @@ impl Freezer {
                     let _ = write!(out, "->{i}");
                 }
                 Seg::Prop(p) => {
-                    // SAFETY: as above.
+                    // SAFETY: path keys belong to the value being frozen (see `Seg`).
                     let p = unsafe { zv::str_bytes(*p) };
                     let shown = p.rsplit(|&b| b == 0).next().unwrap_or(p);
                     let _ = write!(out, "->{}", String::from_utf8_lossy(shown));
@@ -259,7 +262,8 @@ impl Freezer {
         }
         // SAFETY: guaranteed by the caller.
         let zv = unsafe { zv::deref(zv) };
-        // SAFETY: as above, for every read below.
+        // SAFETY: `zv` is live (guaranteed by the caller), and each value read below
+        // matches the type tag checked first.
         unsafe {
             match zv::ztype(zv) {
                 zv::IS_UNDEF
@@ -301,7 +305,9 @@ impl Freezer {
         if let Some(is_list) = unsafe { flat_scalars(ht) } {
             // The common case (lists and maps of scalars and strings): straight into the
             // immutable array, with no recipe built first (nothing in it can be refused).
-            // SAFETY: as above; element zvals are live while `ht` is.
+            // SAFETY: `ht` is live (guaranteed by the caller) and only plain values are
+            // pushed (flat_scalars checked every element); element zvals and their
+            // strings are live while `ht` is.
             let arr = unsafe {
                 self.immutable_array(n, is_list, |f, push| {
                     let _ = zv::for_each(ht, |key, val| {
