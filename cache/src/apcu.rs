@@ -23,6 +23,7 @@ use php_sys as sys;
 
 use super::errors;
 use super::ffi;
+use super::ini;
 use super::ops::{self, Fetched, Reentry};
 use super::table::{self, Mode};
 use super::value::FreezeError;
@@ -39,20 +40,10 @@ static START_TIME: AtomicU64 = AtomicU64::new(0);
 /// `apc.ttl` (reported by `apcu_cache_info()`).
 static TTL: AtomicU64 = AtomicU64::new(0);
 
-fn ini_bool(v: Option<String>, default: bool) -> bool {
-    match v {
-        None => default,
-        Some(v) => !matches!(
-            v.trim().to_ascii_lowercase().as_str(),
-            "0" | "off" | "false" | "no" | "none" | ""
-        ),
-    }
-}
-
 /// MINIT: registers the APCu surface unless APCu is loaded or `usercache.apcu_compat` is
 /// off. True when registered.
 pub(crate) fn module_startup(module_number: c_int) -> bool {
-    let compat = ini_bool(super::ini_string(c"usercache.apcu_compat"), true);
+    let compat = ini::flag(c"usercache.apcu_compat", true);
     // SAFETY: module_registry holds every extension that will start (all are registered
     // before the first MINIT runs), so this sees APCu whatever the load order.
     let apcu_loaded = unsafe { !ffi::ferrophp_uc_find_module(c"apcu".as_ptr(), 4).is_null() };
@@ -69,13 +60,13 @@ pub(crate) fn module_startup(module_number: c_int) -> bool {
         let name = sys::sapi_module.name;
         !name.is_null() && std::ffi::CStr::from_ptr(name).to_bytes() == b"cli"
     };
-    let enable_cli = ini_bool(super::ini_string(c"apc.enable_cli"), false);
+    let enable_cli = ini::flag(c"apc.enable_cli", false);
     ENABLED.store(
-        ini_bool(super::ini_string(c"apc.enabled"), true) && (enable_cli || !cli),
+        ini::flag(c"apc.enabled", true) && (enable_cli || !cli),
         Ordering::Relaxed,
     );
     TTL.store(
-        super::ini_string(c"apc.ttl")
+        ini::string(c"apc.ttl")
             .and_then(|v| v.trim().parse().ok())
             .unwrap_or(0),
         Ordering::Relaxed,

@@ -469,6 +469,6 @@ pub(crate) unsafe extern "C" fn ferrophp_uc_info(ed: Ed, rv: Rv) {
         for (k, v) in longs {
             zv::add_assoc_long(rv, k, v as i64);
         }
-        zv::add_assoc_bool(rv, "copy_mode", super::worker_restart_recommended());
+        zv::add_assoc_bool(rv, "copy_mode", c.copying);
     }
 }

@@ -6,7 +6,8 @@
 //! exception thrown while building or producing a value stays pending.
 //!
 //! Each operation is one cache call on this thread ([`epoch::in_call`]): whatever it
-//! reads from the index stays allocated until it returns.
+//! reads from the index stays allocated until it returns. This file also holds the
+//! process's one cache and the points where a thread hands back what it held.
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -15,12 +16,51 @@ use std::time::Duration;
 
 use php_sys as sys;
 
-use super::cache;
 use super::epoch::{self, ThreadRec};
 use super::ffi;
-use super::table::{self, Mode, Node, StoreResult, Value};
+use super::table::{self, Mode, Node, StoreResult, Table, Value};
 use super::value::{self, FreezeError, Frozen};
 use super::zv;
+
+static CACHE: OnceLock<Table> = OnceLock::new();
+
+/// Default `usercache.memory_limit`.
+pub(crate) const DEFAULT_LIMIT: usize = 64 << 20;
+
+/// The process's cache (made at module start-up by [`install`]; with the default limits
+/// if that did not run).
+pub(crate) fn cache() -> &'static Table {
+    CACHE.get_or_init(|| Table::new(DEFAULT_LIMIT, DEFAULT_LIMIT / 4, DEFAULT_LIMIT / 1024))
+}
+
+/// Makes `table` the process's cache (module start-up; a second call changes nothing).
+pub(crate) fn install(table: Table) {
+    let _ = CACHE.set(table);
+}
+
+/// Frees all cache memory, if a cache was made. Only when no PHP thread runs (module
+/// shutdown).
+pub(crate) fn destroy() {
+    if let Some(t) = CACHE.get() {
+        t.destroy();
+    }
+}
+
+/// Merges this thread's LRU touches into the index and frees what no thread can reach
+/// any more (never blocks: with the writer lock taken, that waits for the next time).
+pub(crate) fn flush_touches() {
+    epoch::with_local(|local| {
+        let mut touches = local.touches.borrow_mut();
+        cache().quiesce(&mut touches);
+    });
+}
+
+/// Frees what no thread can reach any more, once this thread holds nothing (its request's
+/// variables are destroyed).
+pub(crate) fn reclaim() {
+    let mut none = Vec::new();
+    cache().quiesce(&mut none);
+}
 
 /// What [`fetch_into`] found.
 pub(crate) enum Fetched {
@@ -61,8 +101,7 @@ pub(crate) unsafe fn fetch_into(
                     Fetched::Hit
                 }
                 Value::Block(b) => {
-                    let copy = force_copy
-                        || table.retired_bytes.load(Ordering::Relaxed) > table.retired_cap;
+                    let copy = force_copy || table.copying();
                     // SAFETY: on a PHP thread in a request with `dst` writable (guaranteed
                     // by the caller). A shared block stays reachable by this thread until
                     // its request ends because its reader bit is set before it is handed
@@ -324,6 +363,8 @@ pub(crate) struct Counters {
     pub(crate) misses: u64,
     /// PHP threads with a cache record.
     pub(crate) threads: u64,
+    /// Fetches copy instead of sharing ([`Table::copying`]).
+    pub(crate) copying: bool,
     pub(crate) stores: u64,
     pub(crate) evictions: u64,
     pub(crate) expunges: u64,
@@ -353,6 +394,7 @@ pub(crate) fn counters() -> Counters {
         hits,
         misses,
         threads: threads as u64,
+        copying: t.copying(),
         stores: t.stores.load(Ordering::Relaxed),
         evictions: t.evictions.load(Ordering::Relaxed),
         expunges: t.expunges.load(Ordering::Relaxed),

@@ -206,6 +206,12 @@ impl Table {
         None
     }
 
+    /// Whether retired memory is over `usercache.retired_limit`: fetches then copy
+    /// instead of sharing, and worker scripts should restart to release what they pin.
+    pub(crate) fn copying(&self) -> bool {
+        self.retired_bytes.load(Ordering::Relaxed) > self.retired_cap
+    }
+
     /// Number of index buckets (`apcu_cache_info()['num_slots']`).
     pub(crate) fn slots(&self) -> usize {
         self.buckets.len()
