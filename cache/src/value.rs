@@ -17,7 +17,8 @@
 //! rebuilt are refused with the path of the offending part.
 //!
 //! This file holds the block's layout (what a stored value is made of) and what freeze
-//! and thaw share; [`freeze`] builds blocks, [`thaw`] turns them back into PHP values.
+//! and thaw share; [`freeze`](mod@freeze) builds blocks, [`thaw`](mod@thaw) turns them
+//! back into PHP values.
 
 mod freeze;
 mod thaw;
