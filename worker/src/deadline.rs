@@ -89,16 +89,21 @@ pub type ReplaceHook = Arc<dyn Fn(&str) + Send + Sync>;
 /// One slow request, as captured on its own thread.
 #[derive(Debug, Clone)]
 pub struct SlowEntry {
+    /// The request's method.
     pub method: String,
+    /// The request's target as received.
     pub uri: String,
     /// How long the request had run when its stack was captured.
     pub elapsed: Duration,
-    /// The PHP thread's name and kernel thread id.
+    /// The PHP thread's name.
     pub thread: String,
+    /// The PHP thread's kernel thread id.
     pub tid: i32,
+    /// The pool of the thread: "classic" or the worker's name.
     pub pool: String,
-    /// The PHP code running at that moment.
+    /// The PHP code running at that moment: its file...
     pub file: String,
+    /// ...and line.
     pub line: u32,
     /// Innermost call first; each with where it was called from.
     pub stack: Vec<SlowFrame>,
@@ -109,11 +114,15 @@ pub struct SlowEntry {
     pub captured_in: &'static str,
 }
 
+/// One call on a slow request's stack.
 #[derive(Debug, Clone)]
 pub struct SlowFrame {
+    /// The function called: `Class::method` for a method, `{main}` or `include` for a
+    /// file's own code.
     pub function: String,
     /// Where it was called from (empty for the outermost code).
     pub file: String,
+    /// The line of `file` it was called from.
     pub line: u32,
     /// Summaries (`int(5)`, `string(3) "abc"`, `array(2)`, `object(Foo)`).
     pub args: Vec<String>,
@@ -142,6 +151,7 @@ static RETIRED: AtomicU64 = AtomicU64::new(0);
 static STUCK: AtomicUsize = AtomicUsize::new(0);
 static SLOW: AtomicU64 = AtomicU64::new(0);
 
+/// The deadline counters so far (process-wide).
 pub fn stats() -> DeadlineStats {
     DeadlineStats {
         timed_out_time_limit: TIMED_OUT_TIME_LIMIT.load(Ordering::Relaxed),
@@ -225,7 +235,9 @@ struct Seen {
 // only read through the shim's atomic accessors. `pthread` is only used for pthread_kill
 // under the same lock, while the thread is alive.
 unsafe impl Send for Watch {}
-// SAFETY: as above; every other field is Sync.
+// SAFETY: `ctl` and `pthread` are only used as for Send above (the shim's atomic
+// accessors; pthread_kill under REGISTRY's lock while the thread lives), from any thread
+// alike; every other field is Sync.
 unsafe impl Sync for Watch {}
 
 static REGISTRY: Mutex<Vec<Arc<Watch>>> = Mutex::new(Vec::new());
@@ -248,8 +260,9 @@ pub(crate) fn register(slot: Arc<Slot>, replace: Box<dyn Fn() + Send + Sync>) {
     }
     let watch = Arc::new(Watch {
         ctl,
-        // SAFETY: pthread_self and gettid have no preconditions.
+        // SAFETY: pthread_self has no preconditions.
         pthread: unsafe { libc::pthread_self() },
+        // SAFETY: gettid has no preconditions and cannot fail.
         tid: unsafe { libc::gettid() },
         slot,
         sink: Mutex::new(None),
@@ -403,13 +416,14 @@ fn look_at(watch: &Arc<Watch>, now: i64, grace_ns: i64, actions: &mut Vec<Action
     unsafe { sys::ferrophp_deadline_peek(watch.ctl, &mut view) };
     let mut next = i64::MAX;
     if view.slow_ready {
-        // SAFETY: as above; the shim published the snapshot (release) and will not touch
-        // it until it is released.
+        // SAFETY: `ctl` is alive while registered (see Watch); the shim published the
+        // snapshot (release) and will not touch it until it is released.
         if let Some(snapshot) = unsafe { sys::ferrophp_deadline_slow_snapshot(watch.ctl).as_ref() }
         {
             actions.push(Action::Log(slow_entry(watch, snapshot)));
         }
-        // SAFETY: as above; hands the buffer back to the thread.
+        // SAFETY: `ctl` is alive while registered (see Watch); hands the buffer back to
+        // the thread, which alone touches it from now on.
         unsafe { sys::ferrophp_deadline_slow_release(watch.ctl) };
     }
     if !view.active || watch.retired.load(Ordering::Acquire) {
@@ -633,7 +647,7 @@ impl SlowEntry {
 /// job that means it calls it as it makes progress). False when a deadline already
 /// passed: the request ends anyway.
 #[no_mangle]
-pub unsafe extern "C" fn ferrophp_fn_request_heartbeat(
+pub(crate) unsafe extern "C" fn ferrophp_fn_request_heartbeat(
     execute_data: *mut sys::zend_execute_data,
     return_value: *mut sys::zval,
 ) {

@@ -19,9 +19,11 @@ use crate::server_vars::{protocol, SERVER_SOFTWARE};
 /// What happens around the building of `$_SERVER`, on the PHP thread doing it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ServerVarsEvent {
+    /// About to build.
     Start,
-    /// Done; `arena_bytes` is the PHP thread's arena capacity at this point.
+    /// Done.
     End {
+        /// The PHP thread's arena capacity at this point.
         arena_bytes: usize,
     },
 }

@@ -13,7 +13,7 @@ use crate::sapi::{header_lines, response_head};
 /// `fastcgi_finish_request(): bool`: send everything so far and end the response; the
 /// script goes on without a client.
 #[no_mangle]
-pub unsafe extern "C" fn ferrophp_fn_finish_request(
+pub(crate) unsafe extern "C" fn ferrophp_fn_finish_request(
     execute_data: *mut sys::zend_execute_data,
     return_value: *mut sys::zval,
 ) {
@@ -27,7 +27,7 @@ pub unsafe extern "C" fn ferrophp_fn_finish_request(
         return;
     };
     if ctx.finished.get() {
-        // SAFETY: as above.
+        // SAFETY: return_value is this call's return slot.
         unsafe { sys::ferrophp_zval_bool(return_value, false) };
         return;
     }
@@ -38,14 +38,14 @@ pub unsafe extern "C" fn ferrophp_fn_finish_request(
         sys::php_header();
     }
     ctx.finish_response();
-    // SAFETY: as above.
+    // SAFETY: return_value is this call's return slot.
     unsafe { sys::ferrophp_zval_bool(return_value, true) };
 }
 
 /// `getallheaders(): array`: the request headers, names in canonical Title-Case (HTTP/2
 /// and our parser lower-case them), duplicates joined with ", ".
 #[no_mangle]
-pub unsafe extern "C" fn ferrophp_fn_request_headers(
+pub(crate) unsafe extern "C" fn ferrophp_fn_request_headers(
     execute_data: *mut sys::zend_execute_data,
     return_value: *mut sys::zval,
 ) {
@@ -83,7 +83,7 @@ pub unsafe extern "C" fn ferrophp_fn_request_headers(
 /// `frankenphp_response_headers(): array`: the response headers set so far, as
 /// `name => value` (later duplicates joined with ", ").
 #[no_mangle]
-pub unsafe extern "C" fn ferrophp_fn_response_headers(
+pub(crate) unsafe extern "C" fn ferrophp_fn_response_headers(
     execute_data: *mut sys::zend_execute_data,
     return_value: *mut sys::zval,
 ) {
@@ -99,7 +99,8 @@ pub unsafe extern "C" fn ferrophp_fn_response_headers(
     // every line PHP keeps, valid HTTP or not.
     let mut merged: Vec<(std::borrow::Cow<str>, Vec<u8>)> =
         Vec::with_capacity(headers.headers.count);
-    // SAFETY: as above.
+    // SAFETY: `headers` is this thread's live SG(sapi_headers), unchanged while we read
+    // it (nothing below calls into PHP but to add to the returned array).
     for (name, value) in unsafe { header_lines(headers) } {
         let name = String::from_utf8_lossy(name);
         match merged
@@ -122,7 +123,7 @@ pub unsafe extern "C" fn ferrophp_fn_response_headers(
 /// informational response (103 Early Hints with the current `Link` headers) and leaves
 /// the final response's status and headers as they were.
 #[no_mangle]
-pub unsafe extern "C" fn ferrophp_fn_headers_send(
+pub(crate) unsafe extern "C" fn ferrophp_fn_headers_send(
     execute_data: *mut sys::zend_execute_data,
     return_value: *mut sys::zval,
 ) {
@@ -186,7 +187,7 @@ unsafe fn no_arguments(execute_data: *mut sys::zend_execute_data) -> bool {
 /// context as `key=value` pairs (keys and values with spaces quoted, arrays as `[a b]`,
 /// as Go's slog text handler prints them).
 #[no_mangle]
-pub unsafe extern "C" fn ferrophp_fn_log(
+pub(crate) unsafe extern "C" fn ferrophp_fn_log(
     execute_data: *mut sys::zend_execute_data,
     _return_value: *mut sys::zval,
 ) {

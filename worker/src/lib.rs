@@ -26,6 +26,11 @@
 //! request in progress (the SAPI's callbacks, `functions`, `trace`) reads it from
 //! `request_context`, never from the SAPI.
 
+#![deny(missing_docs)]
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
+#![deny(unreachable_pub)]
+
 mod classic;
 pub mod cli;
 mod deadline;
@@ -103,6 +108,7 @@ pub struct EngineConfig {
     pub ini_defaults: Vec<(String, String)>,
     /// Worker scripts, each with its own PHP threads (in addition to `threads`).
     pub workers: Vec<WorkerConfig>,
+    /// Where PHP's log lines (`log_errors`, `error_log()`) go.
     pub log_target: LogTarget,
     /// The SAPI name scripts see: "ferrophp", or "cli" / "cli-server" when ferrophp stands
     /// in for `php` / `php -S` ([`SapiName`]).
@@ -112,6 +118,7 @@ pub struct EngineConfig {
     pub php_stack_size: usize,
     /// Request deadlines, retiring stuck threads, the slow log.
     pub deadlines: DeadlineConfig,
+    /// What the engine calls back (the slow log, a stuck process's replacement).
     pub hooks: EngineHooks,
 }
 
@@ -167,10 +174,13 @@ pub struct IniFiles {
     pub scanned: Option<String>,
 }
 
+/// Why the engine did not start.
 #[derive(Debug)]
 pub enum EngineError {
     /// PHP can be started once per process.
     AlreadyStarted,
+    /// PHP's start-up failed, a worker script never reached its request loop, or a PHP
+    /// thread could not be spawned; the message says which.
     Startup(String),
 }
 
@@ -229,7 +239,7 @@ impl EngineControl {
 
     /// Paths PHP resolved through symlinks may name other files now (a deploy switched a
     /// `current` link): each PHP thread empties its realpath cache before its next
-    /// request (see [`sapi::forget_resolved_paths`]).
+    /// request (`sapi::forget_resolved_paths`).
     pub fn forget_resolved_paths(&self) {
         sapi::forget_resolved_paths();
     }

@@ -167,30 +167,31 @@ unsafe fn record(ed: Ed, value_required: bool, op: fn(f64) -> Op) {
 
 /// `observe(string $name, float $value, array $tags = []): void`
 #[no_mangle]
-pub unsafe extern "C" fn ferrophp_metrics_observe(ed: Ed, _rv: Rv) {
+pub(crate) unsafe extern "C" fn ferrophp_metrics_observe(ed: Ed, _rv: Rv) {
     // SAFETY: called by the engine with the running call's frame.
     unsafe { record(ed, true, Op::Observe) }
 }
 
 /// `increment(string $name, int|float $by = 1, array $tags = []): void`
 #[no_mangle]
-pub unsafe extern "C" fn ferrophp_metrics_increment(ed: Ed, _rv: Rv) {
-    // SAFETY: as above.
+pub(crate) unsafe extern "C" fn ferrophp_metrics_increment(ed: Ed, _rv: Rv) {
+    // SAFETY: called by the engine with the running call's frame.
     unsafe { record(ed, false, Op::Add) }
 }
 
 /// `gauge(string $name, float $value, array $tags = []): void`
 #[no_mangle]
-pub unsafe extern "C" fn ferrophp_metrics_gauge(ed: Ed, _rv: Rv) {
-    // SAFETY: as above.
+pub(crate) unsafe extern "C" fn ferrophp_metrics_gauge(ed: Ed, _rv: Rv) {
+    // SAFETY: called by the engine with the running call's frame.
     unsafe { record(ed, true, Op::Set) }
 }
 
 /// `quantile(string $name, float $q, array $tags = []): ?float`: the distribution merged
 /// across every thread; null when the series does not exist (or holds no values).
 #[no_mangle]
-pub unsafe extern "C" fn ferrophp_metrics_quantile(ed: Ed, rv: Rv) {
-    // SAFETY: as above; the return slot is writable.
+pub(crate) unsafe extern "C" fn ferrophp_metrics_quantile(ed: Ed, rv: Rv) {
+    // SAFETY: called by the engine with the running call's frame and its writable return
+    // slot.
     unsafe {
         let Some(args) = read_args(ed, true) else {
             return;
@@ -249,8 +250,9 @@ unsafe fn put_string(arr: Rv, key: &str, v: &str) {
 /// every series merged across threads; distributions carry count, sum, min, max and
 /// quantiles 0.5/0.9/0.99, counters and gauges their value.
 #[no_mangle]
-pub unsafe extern "C" fn ferrophp_metrics_snapshot(ed: Ed, rv: Rv) {
-    // SAFETY: as above; every array is a fresh request array moved into its parent.
+pub(crate) unsafe extern "C" fn ferrophp_metrics_snapshot(ed: Ed, rv: Rv) {
+    // SAFETY: called by the engine with the running call's frame and its writable return
+    // slot; every array is a fresh request array moved into its parent.
     unsafe {
         if sys::zend_parse_parameters(zv::num_args(ed), c"".as_ptr())
             != sys::ZEND_RESULT_CODE_SUCCESS

@@ -17,7 +17,10 @@ use php_sys as sys;
 const MODULE_NAME: &CStr = c"ferrophp";
 
 #[no_mangle]
-pub extern "C" fn ferrophp_module_minit(_type: c_int, module_number: c_int) -> sys::zend_result {
+pub(crate) extern "C" fn ferrophp_module_minit(
+    _type: c_int,
+    module_number: c_int,
+) -> sys::zend_result {
     ferrophp_cache::module_startup(module_number, MODULE_NAME);
     // PHP's CLI is one thread, as `php` is: it keeps PHP's own putenv() and setlocale().
     if !crate::cli::running_cli() {
@@ -50,7 +53,7 @@ pub extern "C" fn ferrophp_module_minit(_type: c_int, module_number: c_int) -> s
 }
 
 #[no_mangle]
-pub extern "C" fn ferrophp_module_mshutdown(
+pub(crate) extern "C" fn ferrophp_module_mshutdown(
     _type: c_int,
     _module_number: c_int,
 ) -> sys::zend_result {
@@ -59,13 +62,16 @@ pub extern "C" fn ferrophp_module_mshutdown(
 }
 
 #[no_mangle]
-pub extern "C" fn ferrophp_module_rinit(_type: c_int, _module_number: c_int) -> sys::zend_result {
+pub(crate) extern "C" fn ferrophp_module_rinit(
+    _type: c_int,
+    _module_number: c_int,
+) -> sys::zend_result {
     ferrophp_cache::request_startup();
     sys::ZEND_RESULT_CODE_SUCCESS
 }
 
 #[no_mangle]
-pub extern "C" fn ferrophp_module_rshutdown(
+pub(crate) extern "C" fn ferrophp_module_rshutdown(
     _type: c_int,
     _module_number: c_int,
 ) -> sys::zend_result {
@@ -86,4 +92,4 @@ pub extern "C" fn ferrophp_module_rshutdown(
 }
 
 #[no_mangle]
-pub extern "C" fn ferrophp_module_minfo(_module: *mut sys::zend_module_entry) {}
+pub(crate) extern "C" fn ferrophp_module_minfo(_module: *mut sys::zend_module_entry) {}

@@ -3,11 +3,11 @@
 //! requests and their time) and the shared cache's counters (for `/metrics`).
 //!
 //! Kept deliberately small and separate from the pool and worker code: a thread registers
-//! a [`Slot`] once when it starts, and the request path only does a few relaxed atomic
+//! a `Slot` once when it starts, and the request path only does a few relaxed atomic
 //! operations plus one uncontended per-thread mutex (the current URI, which only the
 //! admin view reads). Nothing here is derived by iterating requests; a scrape iterates
 //! the (few) threads and pools. A thread's state is its state machine's
-//! (`thread_state.rs`), held in its [`Slot`] and read here.
+//! (`thread_state.rs`), held in its `Slot` and read here.
 
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -39,6 +39,7 @@ pub struct PoolStats {
     pub name: String,
     /// The same, shared with each thread's state machine (for its log lines).
     label: Arc<str>,
+    /// A worker script's pool (else the classic pool).
     pub is_worker: bool,
     threads: AtomicI64,
     busy: AtomicI64,
@@ -66,15 +67,26 @@ pub struct PoolStats {
 /// A copy of [`PoolStats`] at one moment.
 #[derive(Debug, Clone, Default)]
 pub struct PoolInfo {
+    /// `"classic"` or the worker's name ([`PoolStats::name`]).
     pub name: String,
+    /// A worker script's pool (else the classic pool).
     pub is_worker: bool,
+    /// PHP threads alive now.
     pub threads: u64,
+    /// Threads running a request now.
     pub busy: u64,
+    /// Worker threads that have reached `ferrophp_handle_request` in their current run.
     pub ready: u64,
+    /// Requests served since start.
     pub requests: u64,
+    /// Summed time of those requests.
     pub request_seconds: f64,
+    /// Times a worker script booted on one of the threads (first boots included).
     pub boots: u64,
+    /// Times a worker script ended by itself (exit, fatal error) and was booted again.
     pub crashes: u64,
+    /// Times a thread's worker script was restarted (an order, cache pressure, the
+    /// memory guard).
     pub restarts: u64,
     /// Restarts by the worker memory guard (`--worker-memory-growth`), also in `restarts`.
     pub memory_restarts: u64,
@@ -160,6 +172,7 @@ impl PoolStats {
             .fetch_add(waited.as_micros() as u64, Ordering::Relaxed);
     }
 
+    /// The counters now.
     pub fn info(&self) -> PoolInfo {
         let g = |a: &AtomicI64| a.load(Ordering::Relaxed).max(0) as u64;
         PoolInfo {
@@ -365,11 +378,13 @@ pub fn set_slow_request_threshold(threshold: Option<std::time::Duration>) {
 /// One PHP thread in the admin `/threads` and `/status?full` views.
 #[derive(Debug, Clone)]
 pub struct ThreadInfo {
+    /// The thread's name (`php-N`, `php-worker-N`...).
     pub name: String,
     /// The OS thread id.
     pub tid: i64,
     /// `"classic"` or the worker script.
     pub pool: String,
+    /// Where the thread is in its life (booting, idle, busy...).
     pub state: ThreadState,
     /// `"METHOD URI"` of the request running now, if any.
     pub current: Option<String>,
@@ -379,11 +394,13 @@ pub struct ThreadInfo {
     pub request_micros: u64,
     /// Unix time (ms) the thread started.
     pub started_unix_ms: u64,
+    /// Requests the thread has served.
     pub requests: u64,
     /// Bytes the thread's PHP heap holds from the OS, as of its last request.
     pub memory_bytes: u64,
     /// Unix time (ms) the running request started, or the thread became idle.
     pub since_unix_ms: u64,
+    /// A worker script's thread (else a classic one).
     pub is_worker: bool,
 }
 
@@ -429,6 +446,7 @@ pub fn pools() -> Vec<PoolInfo> {
 /// The shared cache's counters (the same numbers as `UserCache\Cache::info()`).
 pub use ferrophp_cache::Stats as CacheInfo;
 
+/// The shared cache's counters now.
 pub fn cache() -> CacheInfo {
     ferrophp_cache::stats()
 }

@@ -159,7 +159,7 @@ pub(crate) enum Next {
 pub enum Placement {
     /// Handed to an idle thread, which runs it now.
     Running,
-    /// Queued until a thread is free; the ticket withdraws it ([`JobQueue::withdraw`]).
+    /// Queued until a thread is free; the ticket withdraws it (`JobQueue::withdraw`).
     Queued(Ticket),
 }
 

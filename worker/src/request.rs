@@ -63,17 +63,23 @@ impl ScriptRequest {
 /// The HTTP side of a script run: the request head as received plus what routing decided.
 #[derive(Debug, Clone)]
 pub struct CgiRequest {
+    /// `REQUEST_METHOD`.
     pub method: http::Method,
     /// The request target as received: `REQUEST_URI` and `QUERY_STRING`.
     pub target: RequestTarget,
+    /// The HTTP version (`SERVER_PROTOCOL`, and the protocol PHP answers with).
     pub version: http::Version,
+    /// The request headers, each an `HTTP_*` variable.
     pub headers: http::HeaderMap,
+    /// The client's address (`REMOTE_ADDR`, `REMOTE_PORT`).
     pub remote_addr: SocketAddr,
+    /// The address the connection came in on (`SERVER_ADDR`, `SERVER_PORT`).
     pub local_addr: SocketAddr,
     /// The connection is TLS (`HTTPS=on`, `REQUEST_SCHEME=https`).
     pub https: bool,
     /// `SERVER_NAME`: the Host header without port, else the configured name.
     pub server_name: ServerName,
+    /// `DOCUMENT_ROOT`: the document root the request was routed in.
     pub document_root: Arc<str>,
     /// URL path of the script (`/index.php`).
     pub script_name: String,
@@ -167,6 +173,7 @@ impl ServerName {
         ServerName(NameRepr::Prefix(value, len))
     }
 
+    /// The name as `SERVER_NAME` gives it.
     pub fn as_bytes(&self) -> &[u8] {
         match &self.0 {
             NameRepr::Prefix(value, len) => &value.as_bytes()[..*len],
@@ -216,6 +223,7 @@ pub fn env_list(vars: &[(String, String)]) -> EnvList {
 /// warning, when the head was read from PHP.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResponseHead {
+    /// The status code (200 unless the script chose another).
     pub status: u16,
     /// In the order PHP keeps them; a repeated name (`Set-Cookie`) keeps every value, in
     /// order, listed with the first one (`HeaderMap`'s order, which the response has).
@@ -239,13 +247,16 @@ pub struct Disconnected;
 /// Receives a script's response. Called on the PHP thread, in order: `send_head` once
 /// (before the first body byte), then `write`/`flush` any number of times.
 pub trait ResponseSink: Send {
+    /// The response's status and headers, once, before the first body byte.
     fn send_head(&mut self, head: ResponseHead) -> Result<(), Disconnected>;
     /// A 1xx response (`headers_send(103)` for Early Hints) before the final head.
     /// Sinks that cannot deliver one drop it.
     fn send_informational(&mut self, _head: ResponseHead) -> Result<(), Disconnected> {
         Ok(())
     }
+    /// Body bytes, in order.
     fn write(&mut self, bytes: &[u8]) -> Result<(), Disconnected>;
+    /// PHP flushed its output (`flush()`): pass on what is buffered.
     fn flush(&mut self) -> Result<(), Disconnected> {
         Ok(())
     }
@@ -277,7 +288,9 @@ pub struct ScriptOutcome {
 /// Collects output in memory; for tests and small internal uses.
 #[derive(Debug, Default)]
 pub struct BufferSink {
+    /// The head, once sent.
     pub head: Option<ResponseHead>,
+    /// The body so far.
     pub body: Vec<u8>,
 }
 

@@ -131,7 +131,8 @@ impl RequestContext<'_> {
 /// the PHP functions we implement.
 pub(crate) fn current_request() -> Option<&'static RequestContext<'static>> {
     let ptr = php::server_context() as *const RequestContext<'static>;
-    // SAFETY: SG(server_context) is either NULL or points at the RequestContext that
-    // run_script keeps alive (and only shares immutably) until it resets it to NULL.
+    // SAFETY: SG(server_context) is either NULL or points at the RequestContext of the
+    // PreparedRequest installed on this thread, which stays where it is (and is only shared
+    // immutably) until its uninstall resets the pointer to NULL.
     unsafe { ptr.as_ref() }
 }

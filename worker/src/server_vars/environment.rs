@@ -70,6 +70,8 @@ pub(super) struct Template(pub(super) *mut sys::HashTable);
 // SAFETY: sealed (immutable) once built, before any thread sees it, and made only of
 // permanent interned strings, which no copy or refcount ever writes to.
 unsafe impl Send for Template {}
+// SAFETY: as for Send: a sealed template is only ever read (block-copied), and nothing
+// writes to its permanent strings.
 unsafe impl Sync for Template {}
 
 /// Distinct environments given a template, at most; like keys, templates are never freed

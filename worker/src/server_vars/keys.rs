@@ -94,6 +94,8 @@ pub(super) struct Key(pub(super) *mut sys::zend_string);
 // SAFETY: the strings are permanent, interned-flagged and pre-hashed: no thread ever
 // writes to them (refcounting skips interned strings), so sharing them is sound.
 unsafe impl Send for Key {}
+// SAFETY: as for Send: nothing writes to a permanent interned string, so shared
+// references from many threads only ever read it.
 unsafe impl Sync for Key {}
 
 static KNOWN_KEYS: OnceLock<KnownKeys> = OnceLock::new();

@@ -15,7 +15,7 @@
 //! The environment is the same for every request of a server, and as FrankenPHP does we
 //! put all of it in `$_SERVER` (dozens of variables, hundreds under Kubernetes): inserting
 //! it variable by variable was a third of a worker request's `$_SERVER` build (callgrind).
-//! So each distinct environment becomes a [`Template`] once, a persistent array of
+//! So each distinct environment becomes a [`Template`](environment::Template) once, a persistent array of
 //! permanent strings, and a request's `$_SERVER` starts as one block copy of it; only the
 //! request's own variables are inserted one by one.
 //!

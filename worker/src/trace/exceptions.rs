@@ -66,13 +66,13 @@ pub(super) fn describe(class: &str, message: &str) -> String {
 
 /// The throw hook asks whether to read the exception: only for a recorded request.
 #[no_mangle]
-pub extern "C" fn ferrophp_trace_records() -> bool {
+pub(crate) extern "C" fn ferrophp_trace_records() -> bool {
     STATE.with(|s| s.try_borrow().is_ok_and(|s| s.request.is_some()))
 }
 
 /// An exception was thrown in a recorded request: kept in case it ends uncaught.
 #[no_mangle]
-pub unsafe extern "C" fn ferrophp_trace_on_throw(
+pub(crate) unsafe extern "C" fn ferrophp_trace_on_throw(
     cls: *const c_char,
     cls_len: usize,
     msg: *const c_char,
@@ -113,7 +113,11 @@ fn error_type_name(t: c_int) -> &'static str {
 /// error) or another fatal error marks the server span (and the spans still open) as
 /// failed; the exception also becomes an `exception` event on the server span.
 #[no_mangle]
-pub unsafe extern "C" fn ferrophp_trace_on_error(t: c_int, msg: *const c_char, msg_len: usize) {
+pub(crate) unsafe extern "C" fn ferrophp_trace_on_error(
+    t: c_int,
+    msg: *const c_char,
+    msg_len: usize,
+) {
     let t = t & !(sys::E_DONT_BAIL as c_int);
     if t & FATAL == 0 {
         return;

@@ -47,7 +47,7 @@ fn return_this(ed: Ed, rv: Rv) {
 
 /// `Span::setAttribute(string $key, mixed $value): static`
 #[no_mangle]
-pub unsafe extern "C" fn ferrophp_span_set_attribute(ed: Ed, rv: Rv) {
+pub(crate) unsafe extern "C" fn ferrophp_span_set_attribute(ed: Ed, rv: Rv) {
     let mut key: *mut sys::zend_string = std::ptr::null_mut();
     let mut value: *mut sys::zval = std::ptr::null_mut();
     // SAFETY: "Sz" fills a zend_string and a zval pointer.
@@ -81,7 +81,7 @@ pub unsafe extern "C" fn ferrophp_span_set_attribute(ed: Ed, rv: Rv) {
 
 /// `Span::setAttributes(array $attributes): static`
 #[no_mangle]
-pub unsafe extern "C" fn ferrophp_span_set_attributes(ed: Ed, rv: Rv) {
+pub(crate) unsafe extern "C" fn ferrophp_span_set_attributes(ed: Ed, rv: Rv) {
     let mut attributes: *mut sys::HashTable = std::ptr::null_mut();
     // SAFETY: "h" fills a HashTable pointer.
     if unsafe { sys::zend_parse_parameters(zv::num_args(ed), c"h".as_ptr(), &mut attributes) }
@@ -95,7 +95,7 @@ pub unsafe extern "C" fn ferrophp_span_set_attributes(ed: Ed, rv: Rv) {
         return;
     }
     with_this(ed, |d, l| {
-        // SAFETY: as above.
+        // SAFETY: the argument array, live for the whole call.
         let _ = unsafe { read_attributes(attributes, |k, v| d.set_attribute(k, v, l)) };
     });
     return_this(ed, rv);
@@ -103,7 +103,7 @@ pub unsafe extern "C" fn ferrophp_span_set_attributes(ed: Ed, rv: Rv) {
 
 /// `Span::addEvent(string $name, array $attributes = []): static`
 #[no_mangle]
-pub unsafe extern "C" fn ferrophp_span_add_event(ed: Ed, rv: Rv) {
+pub(crate) unsafe extern "C" fn ferrophp_span_add_event(ed: Ed, rv: Rv) {
     let mut name: *mut sys::zend_string = std::ptr::null_mut();
     let mut attributes: *mut sys::HashTable = std::ptr::null_mut();
     // SAFETY: "S|h" fills a zend_string and a HashTable pointer.
@@ -120,9 +120,10 @@ pub unsafe extern "C" fn ferrophp_span_add_event(ed: Ed, rv: Rv) {
     }
     // SAFETY: the arguments live for the whole call.
     let name = unsafe { zv::str_bytes(name) };
-    // SAFETY: as above.
-    let checked = check_name(name, "an event name")
-        .and_then(|()| unsafe { read_attributes(attributes, |_, _| {}) });
+    let checked = check_name(name, "an event name").and_then(|()| {
+        // SAFETY: null or the argument array, live for the whole call.
+        unsafe { read_attributes(attributes, |_, _| {}) }
+    });
     if let Err(why) = checked {
         throw(&why);
         return;
@@ -130,7 +131,7 @@ pub unsafe extern "C" fn ferrophp_span_add_event(ed: Ed, rv: Rv) {
     let now = ft::now_unix_nano();
     with_this(ed, |d, l| {
         d.add_event(now, name, l, |e| {
-            // SAFETY: as above.
+            // SAFETY: null or the argument array, live for the whole call.
             let _ = unsafe { read_attributes(attributes, |k, v| e.push(k, v)) };
         })
     });
@@ -140,7 +141,7 @@ pub unsafe extern "C" fn ferrophp_span_add_event(ed: Ed, rv: Rv) {
 /// `Span::recordException(Throwable $exception, array $attributes = []): static`: an
 /// `exception` event (type, message, stack trace). The status is the caller's to set.
 #[no_mangle]
-pub unsafe extern "C" fn ferrophp_span_record_exception(ed: Ed, rv: Rv) {
+pub(crate) unsafe extern "C" fn ferrophp_span_record_exception(ed: Ed, rv: Rv) {
     let mut exception: *mut sys::zval = std::ptr::null_mut();
     let mut attributes: *mut sys::HashTable = std::ptr::null_mut();
     // SAFETY: "z|h" fills a zval and a HashTable pointer; the arginfo requires a Throwable.
@@ -155,7 +156,7 @@ pub unsafe extern "C" fn ferrophp_span_record_exception(ed: Ed, rv: Rv) {
     {
         return;
     }
-    // SAFETY: as above.
+    // SAFETY: null or the argument array, live for the whole call.
     if let Err(why) = unsafe { read_attributes(attributes, |_, _| {}) } {
         throw(&why);
         return;
@@ -175,7 +176,7 @@ pub unsafe extern "C" fn ferrophp_span_record_exception(ed: Ed, rv: Rv) {
         if is_throwable {
             with_this(ed, |d, l| {
                 exception_event(d, l, &described, |a| {
-                    // SAFETY: as above.
+                    // SAFETY: null or the argument array, live for the whole call.
                     let _ = unsafe { read_attributes(attributes, |k, v| a.push(k, v)) };
                 })
             });
@@ -188,7 +189,7 @@ pub unsafe extern "C" fn ferrophp_span_record_exception(ed: Ed, rv: Rv) {
 /// specification's rules: Unset is ignored, Ok is final, a description only goes with
 /// Error.
 #[no_mangle]
-pub unsafe extern "C" fn ferrophp_span_set_status(ed: Ed, rv: Rv) {
+pub(crate) unsafe extern "C" fn ferrophp_span_set_status(ed: Ed, rv: Rv) {
     let mut code: sys::zend_long = 0;
     let mut description: *mut sys::zend_string = std::ptr::null_mut();
     // SAFETY: "l|S" fills a zend_long and a zend_string pointer.
@@ -236,7 +237,7 @@ pub unsafe extern "C" fn ferrophp_span_set_status(ed: Ed, rv: Rv) {
 
 /// `Span::updateName(string $name): static`
 #[no_mangle]
-pub unsafe extern "C" fn ferrophp_span_update_name(ed: Ed, rv: Rv) {
+pub(crate) unsafe extern "C" fn ferrophp_span_update_name(ed: Ed, rv: Rv) {
     let mut name: *mut sys::zend_string = std::ptr::null_mut();
     // SAFETY: "S" fills a zend_string pointer.
     if unsafe { sys::zend_parse_parameters(zv::num_args(ed), c"S".as_ptr(), &mut name) }
@@ -288,7 +289,7 @@ fn end_ref(r: &sys::ferrophp_span_ref, failed: bool) {
 
 /// `Span::end(): void`
 #[no_mangle]
-pub unsafe extern "C" fn ferrophp_span_end(ed: Ed, _rv: Rv) {
+pub(crate) unsafe extern "C" fn ferrophp_span_end(ed: Ed, _rv: Rv) {
     if !no_args(ed) {
         return;
     }
@@ -301,7 +302,7 @@ pub unsafe extern "C" fn ferrophp_span_end(ed: Ed, _rv: Rv) {
 /// free_obj of a Span: a span nobody can end any more ends now (failed, when an
 /// exception is unwinding its scope).
 #[no_mangle]
-pub unsafe extern "C" fn ferrophp_trace_span_released(
+pub(crate) unsafe extern "C" fn ferrophp_trace_span_released(
     r: *const sys::ferrophp_span_ref,
     unwinding: bool,
 ) {
@@ -313,7 +314,7 @@ pub unsafe extern "C" fn ferrophp_trace_span_released(
 
 /// `Span::isRecording(): bool`
 #[no_mangle]
-pub unsafe extern "C" fn ferrophp_span_is_recording(ed: Ed, rv: Rv) {
+pub(crate) unsafe extern "C" fn ferrophp_span_is_recording(ed: Ed, rv: Rv) {
     if !no_args(ed) {
         return;
     }
@@ -334,7 +335,7 @@ fn this_context(ed: Ed) -> SpanContext {
 
 /// `Span::traceId(): string` (32 hex digits; zeros for a span outside any trace).
 #[no_mangle]
-pub unsafe extern "C" fn ferrophp_span_trace_id(ed: Ed, rv: Rv) {
+pub(crate) unsafe extern "C" fn ferrophp_span_trace_id(ed: Ed, rv: Rv) {
     if no_args(ed) {
         return_str(rv, &this_context(ed).trace_id.hex());
     }
@@ -342,7 +343,7 @@ pub unsafe extern "C" fn ferrophp_span_trace_id(ed: Ed, rv: Rv) {
 
 /// `Span::spanId(): string` (16 hex digits).
 #[no_mangle]
-pub unsafe extern "C" fn ferrophp_span_span_id(ed: Ed, rv: Rv) {
+pub(crate) unsafe extern "C" fn ferrophp_span_span_id(ed: Ed, rv: Rv) {
     if no_args(ed) {
         return_str(rv, &this_context(ed).span_id.hex());
     }
@@ -351,7 +352,7 @@ pub unsafe extern "C" fn ferrophp_span_span_id(ed: Ed, rv: Rv) {
 /// `Span::traceparent(): ?string`: the `traceparent` naming this span as the parent
 /// (null for a span outside any trace).
 #[no_mangle]
-pub unsafe extern "C" fn ferrophp_span_traceparent(ed: Ed, rv: Rv) {
+pub(crate) unsafe extern "C" fn ferrophp_span_traceparent(ed: Ed, rv: Rv) {
     if !no_args(ed) {
         return;
     }

@@ -27,7 +27,7 @@ fn new_span_object(rv: Rv, generation: u64, index: u32, ctx: &SpanContext) {
 
 /// `Trace::span(string $name, array $attributes = [], int $kind = Span::KIND_INTERNAL): Span`
 #[no_mangle]
-pub unsafe extern "C" fn ferrophp_trace_span(ed: Ed, rv: Rv) {
+pub(crate) unsafe extern "C" fn ferrophp_trace_span(ed: Ed, rv: Rv) {
     let mut name: *mut sys::zend_string = std::ptr::null_mut();
     let mut attributes: *mut sys::HashTable = std::ptr::null_mut();
     let mut kind: sys::zend_long = Kind::Internal as sys::zend_long;
@@ -88,7 +88,7 @@ pub unsafe extern "C" fn ferrophp_trace_span(ed: Ed, rv: Rv) {
         };
         if s.used >= tracing.max_spans_per_request as usize {
             ft::stats::SPANS_DROPPED_LIMIT.fetch_add(1, Ordering::Relaxed);
-            // SAFETY: as above.
+            // SAFETY: null or the live argument array.
             unsafe { read_attributes(attributes, |_, _| {}) }?;
             return Ok((0, 0, parent));
         }
@@ -101,7 +101,7 @@ pub unsafe extern "C" fn ferrophp_trace_span(ed: Ed, rv: Rv) {
         slot.data.reset();
         // One pass, no search for earlier keys: the span is new (and dropped on error),
         // and the keys of one array are distinct.
-        // SAFETY: as above.
+        // SAFETY: null or the live argument array.
         unsafe {
             read_attributes_as(attributes, false, |k, v| {
                 slot.data.push_attribute(k, v, &limits)
@@ -134,7 +134,7 @@ pub unsafe extern "C" fn ferrophp_trace_span(ed: Ed, rv: Rv) {
 /// `Trace::traceparent(): ?string`: the `traceparent` for an outgoing call made now
 /// (from the innermost open span); when tracing is off, the request's own as received.
 #[no_mangle]
-pub unsafe extern "C" fn ferrophp_trace_traceparent(ed: Ed, rv: Rv) {
+pub(crate) unsafe extern "C" fn ferrophp_trace_traceparent(ed: Ed, rv: Rv) {
     if !no_args(ed) {
         return;
     }
@@ -151,7 +151,7 @@ pub unsafe extern "C" fn ferrophp_trace_traceparent(ed: Ed, rv: Rv) {
 
 /// `Trace::tracestate(): ?string`: the request's `tracestate` (propagated unchanged).
 #[no_mangle]
-pub unsafe extern "C" fn ferrophp_trace_tracestate(ed: Ed, rv: Rv) {
+pub(crate) unsafe extern "C" fn ferrophp_trace_tracestate(ed: Ed, rv: Rv) {
     if !no_args(ed) {
         return;
     }
@@ -166,7 +166,7 @@ pub unsafe extern "C" fn ferrophp_trace_tracestate(ed: Ed, rv: Rv) {
 
 /// `Trace::traceId(): ?string`
 #[no_mangle]
-pub unsafe extern "C" fn ferrophp_trace_trace_id(ed: Ed, rv: Rv) {
+pub(crate) unsafe extern "C" fn ferrophp_trace_trace_id(ed: Ed, rv: Rv) {
     if !no_args(ed) {
         return;
     }
@@ -183,7 +183,7 @@ pub unsafe extern "C" fn ferrophp_trace_trace_id(ed: Ed, rv: Rv) {
 
 /// `Trace::isSampled(): bool`: this request's spans are recorded and exported.
 #[no_mangle]
-pub unsafe extern "C" fn ferrophp_trace_is_sampled(ed: Ed, rv: Rv) {
+pub(crate) unsafe extern "C" fn ferrophp_trace_is_sampled(ed: Ed, rv: Rv) {
     if !no_args(ed) {
         return;
     }
@@ -194,7 +194,7 @@ pub unsafe extern "C" fn ferrophp_trace_is_sampled(ed: Ed, rv: Rv) {
 /// `Trace::server(): Span`: the request's server span (not recording when unsampled or
 /// outside an HTTP request).
 #[no_mangle]
-pub unsafe extern "C" fn ferrophp_trace_server(ed: Ed, rv: Rv) {
+pub(crate) unsafe extern "C" fn ferrophp_trace_server(ed: Ed, rv: Rv) {
     if !no_args(ed) {
         return;
     }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 /// One worker script and how to run it.
 #[derive(Debug, Clone)]
 pub struct WorkerConfig {
+    /// The worker script each thread boots.
     pub script: PathBuf,
     /// PHP threads running this script (the floor when it autoscales).
     pub threads: usize,
@@ -41,6 +42,7 @@ pub struct WorkerConfig {
 /// one is caught early.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum MemoryGrowth {
+    /// Bytes above the level after boot.
     Bytes(u64),
     /// Percent of the level after boot.
     Percent(f64),
@@ -90,6 +92,8 @@ impl MemoryGrowth {
 }
 
 impl WorkerConfig {
+    /// `script` on `threads` threads, without autoscaling, extra environment, request
+    /// limit or memory guard; five failed boots in a row give up.
     pub fn new(script: impl Into<PathBuf>, threads: usize) -> Self {
         WorkerConfig {
             script: script.into(),

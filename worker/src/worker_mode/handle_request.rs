@@ -257,16 +257,25 @@ impl<'a> WorkerThread<'a> {
         };
         prepared.ctx.worker_request = true;
         let boot_context = php::server_context();
-        // SAFETY (this and every shim call below): on this worker's PHP thread, inside the
-        // boot request; every shim call wraps its engine calls in zend_try, so no bailout
-        // crosses us. Output the script buffered outside the handler is flushed here,
-        // while the boot context still receives it.
+        // Every shim call below runs its engine calls inside zend_try: a bailout lands in
+        // C and comes back as `true`, never crossing these frames.
+        // Output the script buffered outside the handler is flushed here, while the boot
+        // context still receives it.
+        // SAFETY: on this worker's PHP thread, inside the boot request, with the boot
+        // context still installed; the shim catches any bailout.
         let release_bailed = unsafe { sys::ferrophp_worker_output_release() };
         prepared.install();
         php::reset_exit_status();
 
-        let mut ends_script = release_bailed || unsafe { sys::ferrophp_worker_request_startup() };
+        let mut ends_script = release_bailed || {
+            // SAFETY: on this worker's PHP thread, inside the boot request, with the job's
+            // request installed; the shim catches any bailout.
+            unsafe { sys::ferrophp_worker_request_startup() }
+        };
         if !ends_script && prepared.ctx.start_script() {
+            // SAFETY: fci and fcc are the handler `zend_parse_parameters` filled for this
+            // call of ferrophp_handle_request, still live; the request is started; the
+            // shim calls it inside zend_try.
             ends_script = unsafe { sys::ferrophp_try_call(fci, fcc) };
         }
         if !ends_script && php::has_exception() {
@@ -274,6 +283,8 @@ impl<'a> WorkerThread<'a> {
                 ends_script = true;
             } else {
                 // Logged as "Uncaught ..."; the response becomes a 500 if nothing was sent.
+                // SAFETY: on this worker's PHP thread inside the request, with an exception
+                // pending; the shim reports it inside zend_try.
                 unsafe { sys::ferrophp_report_exception() };
             }
         }
@@ -282,7 +293,11 @@ impl<'a> WorkerThread<'a> {
             self.keep_until_shutdown(prepared, done);
             return true;
         }
+        // SAFETY: on this worker's PHP thread inside the request; flush_output only ends
+        // the output buffers, inside the shim's zend_try.
         let flush_bailed = unsafe { sys::ferrophp_try_void(Some(flush_output)) };
+        // SAFETY: on this worker's PHP thread inside the started request; the shim
+        // catches any bailout.
         let shutdown_bailed = unsafe { sys::ferrophp_worker_request_shutdown() };
         // Counted before the response completes, so a client that has its response also
         // sees it in the counts (the admin /health endpoint).
@@ -293,6 +308,9 @@ impl<'a> WorkerThread<'a> {
             .fetch_add(1, Ordering::Relaxed);
         let ran = self.slot.end();
         prepared.ctx.finish_response();
+        // SAFETY: on this worker's PHP thread, after the request's shutdown and with it
+        // still installed (its body stream and SAPI state are freed here); the shim
+        // catches any bailout.
         let finish_bailed = unsafe { sys::ferrophp_worker_request_finish() };
 
         drop(prepared.uninstall());
@@ -395,7 +413,7 @@ unsafe extern "C" fn flush_output() {
 
 /// `ferrophp_handle_request(callable $handler): bool` (also `frankenphp_handle_request`).
 #[no_mangle]
-pub unsafe extern "C" fn ferrophp_fn_handle_request(
+pub(crate) unsafe extern "C" fn ferrophp_fn_handle_request(
     execute_data: *mut sys::zend_execute_data,
     return_value: *mut sys::zval,
 ) {
