@@ -35,16 +35,16 @@ use crate::site::Sites;
 /// Set when the server starts its graceful drain: `/readyz` answers 503 from then on.
 static DRAINING: AtomicBool = AtomicBool::new(false);
 
-pub fn set_draining() {
+pub(crate) fn set_draining() {
     DRAINING.store(true, Ordering::Relaxed);
 }
 
 /// Whether the graceful drain has begun (responses then close their HTTP/1 connection).
-pub fn is_draining() -> bool {
+pub(crate) fn is_draining() -> bool {
     DRAINING.load(Ordering::Relaxed)
 }
 
-pub async fn serve(
+pub(crate) async fn serve(
     addr: SocketAddr,
     engine: EngineControl,
     sites: Arc<Sites>,

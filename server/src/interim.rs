@@ -29,7 +29,7 @@ use worker::ResponseHead;
 
 /// Where one request's 1xx responses go.
 #[derive(Clone)]
-pub enum Hints {
+pub(crate) enum Hints {
     /// HTTP/1.1: serialized into the connection's queue.
     Http1(Arc<Interim>),
     /// HTTP/2: handed to hyper's stream (`serve/connection.rs` wraps hyper's sender in
@@ -40,7 +40,7 @@ pub enum Hints {
 impl Hints {
     /// Sends `head` on its way; one that cannot be sent any more (the final response has
     /// gone) or has no valid status is dropped, as a hint may be.
-    pub fn send(&self, head: &ResponseHead) {
+    pub(crate) fn send(&self, head: &ResponseHead) {
         match self {
             Hints::Http1(interim) => interim.send(head),
             Hints::Http2(send) => {
@@ -59,7 +59,7 @@ impl Hints {
 /// The 1xx responses waiting to be written on one connection. The common case (nothing
 /// queued) costs the connection an atomic load and a waker registration per poll.
 #[derive(Default)]
-pub struct Interim {
+pub(crate) struct Interim {
     pending: Mutex<Vec<u8>>,
     /// Set with bytes in `pending`; cleared, under its lock, once they are written.
     has_pending: AtomicBool,
@@ -69,7 +69,7 @@ pub struct Interim {
 
 impl Interim {
     /// Queues `head` as an HTTP/1.1 informational response and wakes the connection.
-    pub fn send(&self, head: &ResponseHead) {
+    pub(crate) fn send(&self, head: &ResponseHead) {
         let mut bytes = Vec::with_capacity(128);
         let reason = http::StatusCode::from_u16(head.status)
             .ok()
@@ -101,14 +101,14 @@ impl Interim {
 /// what hyper writes then starts a new response, whose 1xx must precede it. Otherwise (a
 /// previous response's tail still in hyper's buffer, possible when hyper dispatched the
 /// next request before flushing) their order cannot be told, and the hint is dropped.
-pub struct InterimIo<T> {
+pub(crate) struct InterimIo<T> {
     inner: T,
     interim: Arc<Interim>,
     clean: bool,
 }
 
 impl<T> InterimIo<T> {
-    pub fn new(inner: T, interim: Arc<Interim>) -> Self {
+    pub(crate) fn new(inner: T, interim: Arc<Interim>) -> Self {
         InterimIo {
             inner,
             interim,

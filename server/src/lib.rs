@@ -4,6 +4,11 @@
 //! the docs, [`fuzzing`]: what the fuzz targets (`fuzz/`) and their stable replay
 //! (`server/tests/fuzz_replay.rs`) exercise. Everything else stays crate-private.
 
+#![deny(missing_docs)]
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
+#![deny(unreachable_pub)]
+
 mod admin;
 mod body;
 pub mod config;

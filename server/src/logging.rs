@@ -29,7 +29,7 @@ pub enum LogFormat {
 }
 
 /// Installs the global subscriber (once; later calls are ignored).
-pub fn init(filter: &str, format: LogFormat) {
+pub(crate) fn init(filter: &str, format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_new(filter)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     use std::io::IsTerminal;
@@ -53,7 +53,7 @@ pub fn init(filter: &str, format: LogFormat) {
 
 /// One access log event. `bytes` is the body size when known at head time (-1 for a
 /// streamed PHP response without Content-Length, whose size only the client sees).
-pub fn access(
+pub(crate) fn access(
     remote: SocketAddr,
     method: &Method,
     uri: &Uri,
@@ -87,7 +87,7 @@ pub fn access(
 }
 
 /// Where the runtime's slow-log entries go, in the log's format.
-pub fn slow_log_sink(format: LogFormat) -> worker::SlowSink {
+pub(crate) fn slow_log_sink(format: LogFormat) -> worker::SlowSink {
     match format {
         LogFormat::Text => Arc::new(|entry: &worker::SlowEntry| {
             tracing::warn!(

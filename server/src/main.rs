@@ -1,6 +1,11 @@
 //! The `ferrophp` binary: the command line. Each subcommand lives in the library
 //! (`lib.rs`), which also prepares the process before anything else runs.
 
+#![deny(missing_docs)]
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
+#![deny(unreachable_pub)]
+
 use clap::{Parser, Subcommand};
 use ferrophp_server::{config, php_cli, serve, supervise};
 

@@ -22,10 +22,10 @@ use tokio::net::TcpStream;
 use crate::mode::Mode;
 
 /// The request-latency distribution, one series per status class.
-pub const REQUEST_DURATION: &str = "ferrophp_http_request_duration_seconds";
+pub(crate) const REQUEST_DURATION: &str = "ferrophp_http_request_duration_seconds";
 
 /// Applies the configuration; must run before anything records.
-pub fn configure(config: ferrophp_metrics::Config) {
+pub(crate) fn configure(config: ferrophp_metrics::Config) {
     if !ferrophp_metrics::configure(config) {
         tracing::warn!("metrics registry already in use: keeping its configuration");
     }
@@ -50,7 +50,7 @@ fn latency_series() -> &'static [Option<SeriesId>; 5] {
 
 /// Records one request's time to response head, on the calling (tokio) thread's shard.
 #[inline]
-pub fn record_request(status: u16, elapsed: Duration) {
+pub(crate) fn record_request(status: u16, elapsed: Duration) {
     let class = (status / 100).clamp(1, 5) as usize - 1;
     if let Some(id) = latency_series()[class] {
         global().record_series(id, Op::Observe(elapsed.as_secs_f64()));
@@ -79,13 +79,13 @@ static QUEUE_WAIT_MICROS: AtomicU64 = AtomicU64::new(0);
 /// 503s because no PHP thread freed up within `max_wait`.
 static REJECTED: AtomicU64 = AtomicU64::new(0);
 /// The background session sweep: runs, files deleted, files that could not be deleted.
-pub static SESSION_SWEEPS: AtomicU64 = AtomicU64::new(0);
-pub static SESSION_FILES_DELETED: AtomicU64 = AtomicU64::new(0);
-pub static SESSION_SWEEP_ERRORS: AtomicU64 = AtomicU64::new(0);
+pub(crate) static SESSION_SWEEPS: AtomicU64 = AtomicU64::new(0);
+pub(crate) static SESSION_FILES_DELETED: AtomicU64 = AtomicU64::new(0);
+pub(crate) static SESSION_SWEEP_ERRORS: AtomicU64 = AtomicU64::new(0);
 
 /// Counts one answered request.
 #[inline]
-pub fn count_request(mode: Mode, status: u16) {
+pub(crate) fn count_request(mode: Mode, status: u16) {
     let class = (status / 100).clamp(1, 5) as usize - 1;
     REQUESTS[mode as usize][class].fetch_add(1, Ordering::Relaxed);
 }
@@ -93,22 +93,22 @@ pub fn count_request(mode: Mode, status: u16) {
 /// A request got its permit for a PHP pool after waiting `waited` (a wait in the pool's
 /// own queue after that is counted by the pool: `PoolInfo::queue_wait_seconds`).
 #[inline]
-pub fn thread_acquired(waited: Duration) {
+pub(crate) fn thread_acquired(waited: Duration) {
     QUEUE_WAITS.fetch_add(1, Ordering::Relaxed);
     QUEUE_WAIT_MICROS.fetch_add(waited.as_micros() as u64, Ordering::Relaxed);
 }
 
 /// A request gave up waiting for a PHP thread (503).
-pub fn thread_wait_timed_out() {
+pub(crate) fn thread_wait_timed_out() {
     REJECTED.fetch_add(1, Ordering::Relaxed);
 }
 
 /// Held while a request waits for a PHP thread: the queue depth gauge.
-pub struct Queued(&'static AtomicI64);
+pub(crate) struct Queued(&'static AtomicI64);
 
 impl Queued {
     /// `pool`: 0 for classic, 1 + the worker's index.
-    pub fn enter(pool: usize) -> Queued {
+    pub(crate) fn enter(pool: usize) -> Queued {
         let depth = &QUEUE_DEPTHS[pool.min(QUEUE_DEPTHS.len() - 1)];
         depth.fetch_add(1, Ordering::Relaxed);
         Queued(depth)
@@ -547,7 +547,7 @@ static RUNTIME_FAMILIES: &[Family] = &[
 /// `GET /metrics`: every series merged across threads, the server's and runtime's own
 /// metrics, the trace exporter's and push mode's counters; every family with its
 /// `# HELP` and `# TYPE`.
-pub fn render() -> String {
+pub(crate) fn render() -> String {
     let snap = global().snapshot();
     let mut out = String::with_capacity(8192 + 200 * snap.series.len());
     ferrophp_metrics::prometheus::render(&mut out, &snap, |name| {
@@ -579,7 +579,7 @@ pub fn render() -> String {
 /// is sent oldest first until the collector fails (then the rest waits for the next
 /// interval; a full queue drops its oldest payload). The returned handle's
 /// [`PushHandle::finish`] sends what the last, partial interval recorded at shutdown.
-pub fn spawn_push(push: MetricsPush) -> PushHandle {
+pub(crate) fn spawn_push(push: MetricsPush) -> PushHandle {
     let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
     let task = tokio::spawn(async move {
         let mut pusher = Pusher::new(push.buffer);
@@ -605,7 +605,7 @@ pub fn spawn_push(push: MetricsPush) -> PushHandle {
 }
 
 /// The running push task (see [`spawn_push`]).
-pub struct PushHandle {
+pub(crate) struct PushHandle {
     stop: tokio::sync::oneshot::Sender<()>,
     task: tokio::task::JoinHandle<()>,
 }
@@ -613,7 +613,7 @@ pub struct PushHandle {
 impl PushHandle {
     /// Collects and sends once more (what was recorded since the last interval), waiting
     /// at most `timeout` for the collector; after PHP has shut down, so nothing is lost.
-    pub async fn finish(self, timeout: Duration) {
+    pub(crate) async fn finish(self, timeout: Duration) {
         let _ = self.stop.send(());
         if tokio::time::timeout(timeout, self.task).await.is_err() {
             tracing::warn!("final metrics push did not finish within {timeout:?}");

@@ -3,7 +3,7 @@
 
 /// Which side answered a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
+pub(crate) enum Mode {
     /// Not PHP: static files, redirects, 4xx from routing.
     Static = 0,
     Classic = 1,
@@ -12,7 +12,7 @@ pub enum Mode {
 
 impl Mode {
     /// The label: `static`, `classic` or `worker`.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Mode::Static => "static",
             Mode::Classic => "classic",

@@ -4,14 +4,14 @@
 use std::net::SocketAddr;
 
 /// Where the request came from and how.
-pub struct Connection {
+pub(crate) struct Connection {
     pub remote_addr: SocketAddr,
     pub local_addr: SocketAddr,
     pub https: bool,
 }
 
 /// `example.com:8080` → `example.com`; `[::1]:80` → `[::1]`.
-pub fn strip_port(host: &str) -> &str {
+pub(crate) fn strip_port(host: &str) -> &str {
     match host.rfind(':') {
         Some(i) if !host[i..].contains(']') => &host[..i],
         _ => host,

@@ -62,14 +62,19 @@ pub enum Route {
     /// as DOCUMENT_URI in the usual setup (`try_files $fastcgi_script_name` rewrites
     /// `$uri`): the script's URL path.
     Php {
+        /// SCRIPT_FILENAME.
         script_filename: PathBuf,
+        /// SCRIPT_NAME.
         script_name: String,
+        /// PATH_INFO.
         path_info: String,
+        /// DOCUMENT_URI.
         document_uri: String,
     },
     /// A directory requested without trailing slash that has an index: redirect to
     /// path + "/" (keeping the query string is the caller's job).
     RedirectToSlash,
+    /// Nothing serves the path.
     NotFound,
     /// A PHP script inside a no-PHP directory: neither run nor served.
     Forbidden,

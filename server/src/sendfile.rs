@@ -55,19 +55,19 @@ const REPRESENTATION_HEADERS: [HeaderName; 8] = [
 
 /// The private directory files may be sent from.
 #[derive(Debug)]
-pub struct Sendfile {
+pub(crate) struct Sendfile {
     dir: PathBuf,
     mapping: HeaderValue,
 }
 
 /// What of the request a sendfile answer needs, copied before the request goes to PHP.
-pub struct RequestFacts {
+pub(crate) struct RequestFacts {
     head: bool,
     headers: HeaderMap,
 }
 
 impl Sendfile {
-    pub fn new(dir: &Path) -> io::Result<Sendfile> {
+    pub(crate) fn new(dir: &Path) -> io::Result<Sendfile> {
         let dir = std::fs::canonicalize(dir)?;
         if !dir.is_dir() {
             return Err(io::Error::new(
@@ -85,7 +85,7 @@ impl Sendfile {
     }
 
     /// Tells the app how to hand files over, and keeps what answering with a file needs.
-    pub fn prepare_request(&self, method: &Method, headers: &mut HeaderMap) -> RequestFacts {
+    pub(crate) fn prepare_request(&self, method: &Method, headers: &mut HeaderMap) -> RequestFacts {
         headers.insert(
             X_SENDFILE_TYPE,
             HeaderValue::from_static("X-Accel-Redirect"),
@@ -104,7 +104,7 @@ impl Sendfile {
     }
 
     /// The file response that replaces PHP's, when PHP asked for one.
-    pub async fn intercept(
+    pub(crate) async fn intercept(
         &self,
         php: &Response<ResponseBody>,
         request: &RequestFacts,

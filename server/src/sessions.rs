@@ -33,7 +33,7 @@ pub enum GcMode {
 
 /// ini settings the server adds for sessions: `defaults` may be overridden by php.ini,
 /// `forced` only by `-d`/TOML `ini` (they are applied like `-d`, before the user's).
-pub struct IniPlan {
+pub(crate) struct IniPlan {
     pub defaults: Vec<(String, String)>,
     pub forced: Vec<(String, String)>,
     /// A pid-keyed private directory (listening on port 0), removed at exit: no later
@@ -43,7 +43,11 @@ pub struct IniPlan {
 
 /// Decides the session ini settings; creates the private save path when it is the one
 /// that will be used.
-pub fn plan(mode: GcMode, user_ini: &[(String, String)], port: u16) -> Result<IniPlan, String> {
+pub(crate) fn plan(
+    mode: GcMode,
+    user_ini: &[(String, String)],
+    port: u16,
+) -> Result<IniPlan, String> {
     let user_sets = |k: &str| user_ini.iter().any(|(key, _)| key == k);
     let mut plan = IniPlan {
         defaults: Vec::new(),
@@ -127,7 +131,7 @@ fn remove_dead_instances_dirs() {
 
 /// What PHP will use, read back from PHP (php.ini may have set it).
 #[derive(Debug, Clone)]
-pub struct Effective {
+pub(crate) struct Effective {
     pub save_path: PathBuf,
     /// Subdirectory levels (`N;` prefix of save_path).
     pub depth: usize,
@@ -135,7 +139,7 @@ pub struct Effective {
 }
 
 /// Parses `ini_get` output of the probe script: save_path, then gc_maxlifetime.
-pub fn parse_probe(out: &str) -> Option<Effective> {
+pub(crate) fn parse_probe(out: &str) -> Option<Effective> {
     let mut lines = out.lines();
     let save_path = lines.next()?.trim();
     let max_lifetime: u64 = lines.next()?.trim().parse().ok()?;
@@ -160,13 +164,13 @@ pub fn parse_probe(out: &str) -> Option<Effective> {
 }
 
 /// The probe script asked of PHP once at start-up.
-pub const PROBE: &str = "<?php echo ini_get('session.save_path'), \"\\n\", \
+pub(crate) const PROBE: &str = "<?php echo ini_get('session.save_path'), \"\\n\", \
                          ini_get('session.gc_maxlifetime'), \"\\n\";";
 
 /// Deletes `sess_*` files under `dir` (down `depth` levels of subdirectories) not
 /// modified for `max_lifetime` (PHP's files handler judges by mtime too). Returns the
 /// number deleted.
-pub fn sweep(dir: &Path, depth: usize, max_lifetime: Duration) -> u64 {
+pub(crate) fn sweep(dir: &Path, depth: usize, max_lifetime: Duration) -> u64 {
     let Some(cutoff) = SystemTime::now().checked_sub(max_lifetime) else {
         return 0;
     };
@@ -216,7 +220,7 @@ fn sweep_dir(dir: &Path, depth: usize, cutoff: SystemTime) -> u64 {
 
 /// Runs the sweep every `interval` on a blocking thread (a directory scan must not
 /// stall the async workers), the first one right away.
-pub fn spawn_sweeper(effective: Arc<Effective>, interval: Duration) {
+pub(crate) fn spawn_sweeper(effective: Arc<Effective>, interval: Duration) {
     tracing::info!(
         save_path = %effective.save_path.display(),
         max_lifetime_s = effective.max_lifetime.as_secs(),

@@ -47,10 +47,10 @@ use std::time::{Duration, SystemTime};
 use bytes::Bytes;
 
 /// Cache size when `--static-cache-mb` is not given, in MiB.
-pub const DEFAULT_MB: u64 = 64;
+pub(crate) const DEFAULT_MB: u64 = 64;
 
 /// The largest file cached whatever the total (a quarter of the total below 16 MiB).
-pub const MAX_FILE: u64 = 4 * 1024 * 1024;
+pub(crate) const MAX_FILE: u64 = 4 * 1024 * 1024;
 
 /// How long a file must have been left unchanged (by ctime) before it is cached: above
 /// the coarsest timestamp granularity of common filesystems (FAT: 2 s).
@@ -61,7 +61,7 @@ const ENTRY_OVERHEAD: u64 = 256;
 
 /// What the cached bytes were read with; any difference means the file changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Identity {
+pub(crate) struct Identity {
     dev: u64,
     ino: u64,
     size: u64,
@@ -70,7 +70,7 @@ pub struct Identity {
 }
 
 impl Identity {
-    pub fn of(meta: &Metadata) -> Identity {
+    pub(crate) fn of(meta: &Metadata) -> Identity {
         Identity {
             dev: meta.dev(),
             ino: meta.ino(),
@@ -82,7 +82,7 @@ impl Identity {
 }
 
 /// What the cache has for a path.
-pub enum Lookup {
+pub(crate) enum Lookup {
     /// The bytes of the file as stat'ed.
     Hit(Bytes),
     /// Bytes of another version of the file.
@@ -106,7 +106,7 @@ impl quick_cache::Weighter<PathBuf, Entry> for Weigher {
 }
 
 /// The bounded map, its per-file limit, and how its lookups went.
-pub struct StaticCache {
+pub(crate) struct StaticCache {
     map: quick_cache::sync::Cache<PathBuf, Entry, Weigher>,
     max_file: u64,
     hits: AtomicU64,
@@ -116,7 +116,7 @@ pub struct StaticCache {
 
 /// What the cache holds and how its lookups went since start (the `/metrics` figures).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Stats {
+pub(crate) struct Stats {
     pub hits: u64,
     /// Lookups that found no entry for the path.
     pub misses: u64,
@@ -129,7 +129,7 @@ pub struct Stats {
 
 impl StaticCache {
     /// A cache of at most `total` bytes; None when `total` is 0 (disabled).
-    pub fn new(total: u64) -> Option<StaticCache> {
+    pub(crate) fn new(total: u64) -> Option<StaticCache> {
         if total == 0 {
             return None;
         }
@@ -164,7 +164,7 @@ impl StaticCache {
     }
 
     /// The cached body of `path` if it was read with exactly the identity `meta` shows now.
-    pub fn lookup(&self, path: &Path, meta: &Metadata) -> Lookup {
+    pub(crate) fn lookup(&self, path: &Path, meta: &Metadata) -> Lookup {
         let (lookup, counter) = match self.map.get(path) {
             None => (Lookup::Absent, &self.misses),
             Some(entry) if entry.identity == Identity::of(meta) => {
@@ -176,7 +176,7 @@ impl StaticCache {
         lookup
     }
 
-    pub fn stats(&self) -> Stats {
+    pub(crate) fn stats(&self) -> Stats {
         Stats {
             hits: self.hits.load(Ordering::Relaxed),
             misses: self.misses.load(Ordering::Relaxed),
@@ -187,13 +187,13 @@ impl StaticCache {
     }
 
     /// Whether a file of this size is small enough to be cached.
-    pub fn fits(&self, meta: &Metadata) -> bool {
+    pub(crate) fn fits(&self, meta: &Metadata) -> bool {
         meta.size() <= self.max_file
     }
 
     /// Whether a file with this metadata (from its open handle, taken after the clock
     /// read `now`) may be cached: small enough, and settled (see the module doc).
-    pub fn admit(&self, meta: &Metadata, now: SystemTime) -> bool {
+    pub(crate) fn admit(&self, meta: &Metadata, now: SystemTime) -> bool {
         if !self.fits(meta) {
             return false;
         }
@@ -207,22 +207,22 @@ impl StaticCache {
     }
 
     /// Stores `bytes`, read from `path` with `identity`, replacing any older entry.
-    pub fn insert(&self, path: &Path, identity: Identity, bytes: Bytes) {
+    pub(crate) fn insert(&self, path: &Path, identity: Identity, bytes: Bytes) {
         self.map.insert(path.to_owned(), Entry { identity, bytes });
     }
 
     /// Drops the entry of `path` (a file that is gone or no longer cacheable).
-    pub fn remove(&self, path: &Path) {
+    pub(crate) fn remove(&self, path: &Path) {
         self.map.remove(path);
     }
 
     #[cfg(test)]
-    pub fn weight(&self) -> u64 {
+    pub(crate) fn weight(&self) -> u64 {
         self.stats().bytes
     }
 
     #[cfg(test)]
-    pub fn contains(&self, path: &Path) -> bool {
+    pub(crate) fn contains(&self, path: &Path) -> bool {
         self.map.contains_key(path)
     }
 }
@@ -231,12 +231,12 @@ static CACHE: OnceLock<Option<StaticCache>> = OnceLock::new();
 
 /// Sets the process's cache size in MiB (0 disables it). The first call wins (a process
 /// serves one configuration); until one is made, [`DEFAULT_MB`] applies.
-pub fn configure(mb: u64) {
+pub(crate) fn configure(mb: u64) {
     let _ = CACHE.set(StaticCache::new(mb.saturating_mul(1024 * 1024)));
 }
 
 /// The process's cache, None when disabled.
-pub fn cache() -> Option<&'static StaticCache> {
+pub(crate) fn cache() -> Option<&'static StaticCache> {
     CACHE
         .get_or_init(|| StaticCache::new(DEFAULT_MB * 1024 * 1024))
         .as_ref()

@@ -124,6 +124,8 @@ pub(crate) fn notify_ready() {
     }
 }
 
+/// `ferrophp serve --supervise`: binds the listener, runs and restarts the server as a
+/// child until a signal or a deliberate exit ends it; the exit status.
 pub fn run(args: ServeArgs) -> i32 {
     let config = match ServeConfig::load_and_start_logging(args) {
         Ok(c) => c,

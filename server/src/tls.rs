@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use tokio_rustls::TlsAcceptor;
 
-pub fn acceptor(cert_path: &Path, key_path: &Path) -> Result<TlsAcceptor, String> {
+pub(crate) fn acceptor(cert_path: &Path, key_path: &Path) -> Result<TlsAcceptor, String> {
     let read = |p: &Path| std::fs::read(p).map_err(|e| format!("cannot read {}: {e}", p.display()));
     let cert_pem = read(cert_path)?;
     let key_pem = read(key_path)?;

@@ -72,6 +72,8 @@ impl WorkerSpec {
         })
     }
 
+    /// The engine's configuration of this worker: its script resolved, its threads
+    /// (`default_threads` unless set) and limits checked.
     pub fn to_config(&self, default_threads: usize) -> Result<WorkerConfig, String> {
         let script = std::fs::canonicalize(&self.script)
             .map_err(|e| format!("worker script {}: {e}", self.script.display()))?;
@@ -104,13 +106,13 @@ impl WorkerSpec {
 }
 
 /// Picks the worker for a request.
-pub struct WorkerRouter {
+pub(crate) struct WorkerRouter {
     workers: Vec<(PathBuf, Option<GlobMatcher>)>,
 }
 
 impl WorkerRouter {
     /// `scripts`: each worker's script, canonical, in the order of `specs`.
-    pub fn new(scripts: &[PathBuf], specs: &[WorkerSpec]) -> Result<WorkerRouter, String> {
+    pub(crate) fn new(scripts: &[PathBuf], specs: &[WorkerSpec]) -> Result<WorkerRouter, String> {
         let workers = scripts
             .iter()
             .zip(specs)
@@ -130,24 +132,24 @@ impl WorkerRouter {
     }
 
     /// The worker whose `match` pattern covers `path`.
-    pub fn by_path(&self, path: &str) -> Option<usize> {
+    pub(crate) fn by_path(&self, path: &str) -> Option<usize> {
         self.workers
             .iter()
             .position(|(_, m)| m.as_ref().is_some_and(|m| m.is_match(path)))
     }
 
-    pub fn script(&self, index: usize) -> &Path {
+    pub(crate) fn script(&self, index: usize) -> &Path {
         &self.workers[index].0
     }
 
     /// Whether the workers' scripts are `scripts`, in order.
-    pub fn same_scripts(&self, scripts: &[PathBuf]) -> bool {
+    pub(crate) fn same_scripts(&self, scripts: &[PathBuf]) -> bool {
         self.workers.len() == scripts.len()
             && self.workers.iter().zip(scripts).all(|((s, _), o)| s == o)
     }
 
     /// The worker whose script is the routed script file.
-    pub fn by_script(&self, script: &Path) -> Option<usize> {
+    pub(crate) fn by_script(&self, script: &Path) -> Option<usize> {
         self.workers
             .iter()
             .position(|(s, m)| m.is_none() && s == script)
@@ -156,7 +158,7 @@ impl WorkerRouter {
 
 /// Restarts workers when a file matching one of `patterns` changes (debounced), until
 /// the returned watcher is dropped.
-pub fn watch(
+pub(crate) fn watch(
     engine: EngineControl,
     patterns: &[String],
 ) -> Result<notify::RecommendedWatcher, String> {

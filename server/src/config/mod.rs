@@ -14,11 +14,14 @@ use crate::workers::WorkerSpec;
 use sources::parse_duration;
 pub use sources::{FileConfig, ServeArgs};
 
-/// Resolved settings.
+/// Resolved settings: what the server runs with.
 #[derive(Debug, Clone)]
 pub struct ServeConfig {
+    /// The document root (`--root`).
     pub root: PathBuf,
+    /// The address to listen on (`--listen`).
     pub listen: SocketAddr,
+    /// The classic pool's PHP threads, its floor when it autoscales (`--threads`).
     pub threads: usize,
     /// The classic pool's ceiling (`threads`: no autoscaling).
     pub max_threads: usize,
@@ -26,43 +29,73 @@ pub struct ServeConfig {
     pub max_idle_time: Duration,
     /// Bytes.
     pub php_stack_size: usize,
+    /// The certificate chain and private key (PEM) when serving HTTPS.
     pub tls: Option<(PathBuf, PathBuf)>,
+    /// The largest request body accepted, in bytes (413 beyond).
     pub max_body_size: u64,
+    /// How long a request may wait for a PHP thread before its 503.
     pub max_wait: Duration,
+    /// The time allowed to receive a request's head.
     pub header_timeout: Duration,
+    /// The largest request head, in bytes.
     pub max_header_size: usize,
+    /// The longest wait for the next piece of a request body (408 after it).
     pub body_timeout: Duration,
+    /// The longest a PHP thread waits for a client to take streamed output.
     pub send_timeout: Duration,
     /// `--slow-request-ms` (None: off).
     pub slow_request: Option<Duration>,
+    /// How long a connection with no request in flight stays open.
     pub idle_timeout: Duration,
+    /// The most client connections open at once.
     pub max_connections: usize,
+    /// The time given to requests in flight on SIGTERM/SIGINT.
     pub grace: Duration,
+    /// Whether each request is logged.
     pub access_log: bool,
+    /// The environment of every request's `$_SERVER`, in order (later entries win).
     pub env: Vec<(String, String)>,
+    /// ini settings applied after php.ini (`-d`, `[ini]`).
     pub ini: Vec<(String, String)>,
+    /// The php.ini file or directory to use (`--php-ini`).
     pub php_ini: Option<PathBuf>,
+    /// SERVER_NAME for requests without a Host header.
     pub server_name: Option<String>,
+    /// The log filter (tracing `EnvFilter` syntax).
     pub log: String,
+    /// The worker scripts and their pools.
     pub workers: Vec<WorkerSpec>,
+    /// Globs of files whose changes restart the workers (`--watch`).
     pub watch: Vec<String>,
+    /// How long a routing decision is reused (zero: resolved every request).
     pub route_cache: Duration,
     /// Static file content cache, MiB (0: off).
     pub static_cache_mb: u64,
+    /// The admin listener's address, if any.
     pub admin: Option<SocketAddr>,
+    /// Directories where PHP never runs (`--no-php-dir`).
     pub no_php_dirs: Vec<PathBuf>,
+    /// The private directory PHP may hand files over from (X-Sendfile).
     pub sendfile_dir: Option<PathBuf>,
+    /// The metrics registry's settings.
     pub metrics: ferrophp_metrics::Config,
+    /// Push mode, if a collector URL is set.
     pub metrics_push: Option<MetricsPush>,
+    /// Text or JSON log lines.
     pub log_format: crate::logging::LogFormat,
+    /// Who collects expired sessions: the background sweep or PHP.
     pub session_gc: crate::sessions::GcMode,
+    /// The interval of the background session sweep.
     pub session_gc_interval: Duration,
+    /// Whether PHP's file access is confined (`open_basedir`, `--confine`).
     pub confine: bool,
     /// Request deadlines and the slow log.
     pub deadlines: worker::DeadlineConfig,
 }
 
 impl ServeConfig {
+    /// Reads the `--config` file, if any, and merges it with the flags
+    /// ([`ServeConfig::resolve`]).
     pub fn load(args: ServeArgs) -> Result<ServeConfig, String> {
         let file = match &args.config {
             Some(path) => {

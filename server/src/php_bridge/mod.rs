@@ -22,11 +22,11 @@ use crate::body::{self, ResponseBody};
 use crate::peer::{strip_port, Connection};
 use crate::sendfile::{RequestFacts, Sendfile};
 use request_body::{BodyFailure, BodyState};
-pub use response::OnStall;
+pub(crate) use response::OnStall;
 use response::{build_response, HttpSink, Reply, ReplyBody};
 
 /// What every PHP request shares: the engine, the thread permits and the limits.
-pub struct PhpRunner {
+pub(crate) struct PhpRunner {
     pub engine: Engine,
     /// Permits per pool: what may be in a pool at once. A request waits for one here, and
     /// then possibly in the pool's queue, up to `max_wait` in all before a 503.
@@ -47,14 +47,14 @@ pub struct PhpRunner {
 /// thread its ceiling allows; requests past the threads running now wait in the engine's
 /// queue, which is what makes an autoscaling pool grow), for the classic pool and each
 /// worker.
-pub struct PoolPermits {
+pub(crate) struct PoolPermits {
     classic: Arc<Semaphore>,
     workers: Vec<Arc<Semaphore>>,
 }
 
 impl PoolPermits {
     /// Sized from the running engine's pools.
-    pub fn for_engine(engine: &Engine, workers: usize) -> PoolPermits {
+    pub(crate) fn for_engine(engine: &Engine, workers: usize) -> PoolPermits {
         let permits = |target| Arc::new(Semaphore::new(engine.max_in_flight(target)));
         PoolPermits {
             classic: permits(Target::Classic),
@@ -63,7 +63,7 @@ impl PoolPermits {
     }
 
     /// The permits of `target`'s pool.
-    pub fn of(&self, target: Target) -> &Arc<Semaphore> {
+    pub(crate) fn of(&self, target: Target) -> &Arc<Semaphore> {
         match target {
             Target::Classic => &self.classic,
             Target::Worker(i) => &self.workers[i],
@@ -72,7 +72,7 @@ impl PoolPermits {
 }
 
 /// The script and the URL parts routing decided.
-pub struct Script {
+pub(crate) struct Script {
     /// The document root it was routed in (the release it runs from).
     pub document_root: Arc<str>,
     pub filename: PathBuf,
@@ -104,7 +104,7 @@ struct Pending<'a> {
 
 impl PhpRunner {
     /// Runs `script` for `req` on `target`'s pool; PHP's response, streamed.
-    pub async fn run(
+    pub(crate) async fn run(
         &self,
         req: Request<Incoming>,
         conn: &Connection,
@@ -121,7 +121,7 @@ impl PhpRunner {
     /// [`PhpRunner::run`] with a `php -S` router script running first (see
     /// `ScriptRequest::router`). None: the router declined a request whose script is the
     /// router itself (a static file or nothing), which the caller then answers.
-    pub async fn run_with_router(
+    pub(crate) async fn run_with_router(
         &self,
         req: Request<Incoming>,
         conn: &Connection,

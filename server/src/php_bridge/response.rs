@@ -31,7 +31,7 @@ const STREAM_DEPTH: usize = 8;
 /// (`serve/connection.rs` then lets its idle timeout close the connection and free what
 /// it holds).
 #[derive(Clone)]
-pub struct OnStall(pub Arc<dyn Fn() + Send + Sync>);
+pub(crate) struct OnStall(pub Arc<dyn Fn() + Send + Sync>);
 
 /// The response head plus either the whole body or the stream that will carry it.
 pub(super) struct Reply {

@@ -31,17 +31,25 @@ use app::DevMode;
 /// request, one response per connection, the php.ini choice of the CLI (`-n`, `-c`),
 /// PHP's own session defaults, its start-up line on stderr and nothing on stdout.
 pub struct DevServer {
+    /// The address to listen on.
     pub listen: std::net::SocketAddr,
+    /// The document root (`-t`).
     pub root: std::path::PathBuf,
+    /// The router script, run for every request.
     pub router: Option<std::path::PathBuf>,
+    /// PHP threads.
     pub threads: usize,
+    /// ini settings (`-d`).
     pub ini: Vec<(String, String)>,
+    /// The php.ini file or directory (`-c`).
     pub php_ini: Option<std::path::PathBuf>,
+    /// No php.ini at all (`-n`).
     pub no_php_ini: bool,
 }
 
-/// `inherited`: the listening socket a `--supervise` parent passed down (it outlives this
-/// process, so connections wait instead of being refused while it restarts).
+/// `ferrophp serve`: runs the server until it stops; the exit status. `inherited`: the
+/// listening socket a `--supervise` parent passed down (it outlives this process, so
+/// connections wait instead of being refused while it restarts).
 pub fn run(args: ServeArgs, inherited: Option<std::net::TcpListener>) -> i32 {
     let config = match ServeConfig::load_and_start_logging(args) {
         Ok(c) => c,

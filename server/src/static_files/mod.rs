@@ -56,7 +56,11 @@ const CONDITIONAL_HEADERS: [header::HeaderName; 4] = [
 ];
 
 /// Serves `path` (a regular file the router approved) for `method` with request `headers`.
-pub async fn serve(path: &Path, method: &Method, headers: &HeaderMap) -> Response<ResponseBody> {
+pub(crate) async fn serve(
+    path: &Path,
+    method: &Method,
+    headers: &HeaderMap,
+) -> Response<ResponseBody> {
     let head = *method == Method::HEAD;
     if !head && *method != Method::GET {
         let mut response =
