@@ -10,9 +10,10 @@
  *   thread.c          what a long-lived PHP thread keeps or releases (execution timer,
  *                     uploads' realpath cache entries, persistent resources).
  *   locale.c          setlocale() per PHP thread.
- *   deadline.c        per-request deadlines through blocking calls (libc wait functions
- *                     replaced for PHP threads, two signals, the engine's timeout and
- *                     interrupt hooks) and the slow log's stack capture.
+ *   deadline.c        per-request deadlines through blocking calls: the per-thread state,
+ *                     two signals, the engine's timeout and interrupt hooks;
+ *   deadline_waits.c  the libc wait functions replaced for PHP threads;
+ *   slow_capture.c    the slow log's stack capture (all three share deadline_state.h).
  */
 #ifndef FERROPHP_SHIM_H
 #define FERROPHP_SHIM_H
@@ -184,8 +185,8 @@ void ferrophp_locale_thread_reset(void);
 void ferrophp_locale_thread_release(void);
 
 /* deadline.c: the PHP-thread side of request deadlines and of the slow log. Policy (when
- * to signal, when to give a thread up) is the caller's; see deadline.c for the
- * mechanism and why it is safe for every other thread. */
+ * to signal, when to give a thread up) is the caller's; see deadline.c and
+ * deadline_waits.c for the mechanism and why it is safe for every other thread. */
 typedef struct ferrophp_deadline ferrophp_deadline; /* one per PHP thread, opaque */
 
 /* Why a request's deadline passed. */
@@ -212,7 +213,7 @@ typedef struct {
 } ferrophp_deadline_view;
 
 /* The slow log's capture of one request: offsets/lengths into text[]. Written on the
- * PHP thread itself, read by the watchdog once `ready` (see deadline.c). */
+ * PHP thread itself, read by the watchdog once `ready` (see slow_capture.c). */
 #define FERROPHP_SLOW_FRAMES 48
 #define FERROPHP_SLOW_TEXT 12288
 typedef struct {

@@ -1,7 +1,7 @@
 //! Randomised boundary tests, under valgrind, for the memory issues 25 and 27 manage by
 //! hand:
 //!
-//! - the slow log's per-thread snapshot (`php-sys/deadline.c`): a fixed buffer of 48
+//! - the slow log's per-thread snapshot (`php-sys/slow_capture.c`): a fixed buffer of 48
 //!   frames and 12288 bytes of text, filled on the request's own thread, in a timed wait,
 //!   at a VM safe point or inside a signal handler, with names, files, method, URI and
 //!   argument summaries cut at their caps. Each request builds a random stack (depths
