@@ -6,7 +6,7 @@
  * comment says what each does once the deadline passed), the slow log's stack capture
  * in slow_capture.c; the state they share is in deadline_state.h.
  *
- * Two signals reach PHP threads, sent by the watchdog (worker/src/deadline.rs) with
+ * Two signals reach PHP threads, sent by the watchdog (runtime/src/deadline.rs) with
  * pthread_kill, never to another thread:
  *   - the kick (SIGRTMIN+3, no SA_RESTART): wakes a thread blocked in a call without a
  *     timeout (flock, waitpid, a read on a pipe) once its deadline passed, and closes the

@@ -43,7 +43,7 @@ bool ferrophp_try_eval_string(const char *code, const char *name);
 void ferrophp_string_release(zend_string *s);
 
 /* PHP functions the SAPI adds (sapi_module.additional_functions). Bodies are in Rust
- * (worker/src/functions.rs); only the arginfo tables, which are macros, live in C. */
+ * (runtime/src/functions.rs); only the arginfo tables, which are macros, live in C. */
 void ferrophp_fn_finish_request(zend_execute_data *execute_data, zval *return_value);
 void ferrophp_fn_request_headers(zend_execute_data *execute_data, zval *return_value);
 void ferrophp_fn_headers_send(zend_execute_data *execute_data, zval *return_value);
@@ -102,7 +102,7 @@ void ferrophp_server_start_from(zval *track_vars, HashTable *template);
 unsigned int ferrophp_input_filter(int arg, const char *var, char **val, size_t len, size_t *new_len);
 
 /* ferrophp's own PHP extension (classes such as UserCache\Cache, ini entries). Its
- * MINIT/MSHUTDOWN/RINIT/RSHUTDOWN/MINFO bodies are Rust (worker/src/module.rs). */
+ * MINIT/MSHUTDOWN/RINIT/RSHUTDOWN/MINFO bodies are Rust (runtime/src/module.rs). */
 zend_module_entry *ferrophp_module_entry(void);
 zend_result ferrophp_module_minit(int type, int module_number);
 zend_result ferrophp_module_mshutdown(int type, int module_number);

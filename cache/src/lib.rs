@@ -23,7 +23,7 @@
 //!   `usercache.c` (built by `build.rs`: the class, method and function tables PHP
 //!   registers, one small C function per zval macro), which [`ffi`] declares.
 //!
-//! This crate is the whole cache; the runtime (`worker`) only drives it through the
+//! This crate is the whole cache; the runtime (crate `ferrophp-runtime`) only drives it through the
 //! engine hooks below, which its PHP module calls: [`module_startup`] (registers the
 //! classes, functions and ini entries), [`request_startup`], [`request_shutdown`], the
 //! post-deactivate hook installed at start-up, and [`module_shutdown`]. The worker loop

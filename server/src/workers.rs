@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use globset::{Glob, GlobMatcher, GlobSet, GlobSetBuilder};
+use runtime::{EngineControl, WorkerConfig};
 use serde::Deserialize;
-use worker::{EngineControl, WorkerConfig};
 
 /// One worker as configured (command line or file).
 #[derive(Debug, Clone, Deserialize)]
@@ -98,7 +98,7 @@ impl WorkerSpec {
         config.memory_growth = self
             .memory_growth
             .as_deref()
-            .map(worker::MemoryGrowth::parse)
+            .map(runtime::MemoryGrowth::parse)
             .transpose()
             .map_err(|e| format!("worker {}: {e}", self.script.display()))?;
         Ok(config)

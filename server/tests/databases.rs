@@ -485,7 +485,7 @@ fn wordpress_front_page_in_worker_mode() {
     let title = install_login_and_post(&classic);
     drop(classic);
 
-    let script = root.join("ferrophp-worker.php");
+    let script = root.join("ferrophp-runtime.php");
     // The worker boots with a fixed home URL (it has no request to take one from), and
     // the browser asks for that host.
     let host = "wp.test";
@@ -503,7 +503,7 @@ fn wordpress_front_page_in_worker_mode() {
     for i in 0..8 {
         let r = get_front();
         assert_eq!(r.status(), 200, "request {i}");
-        let this_boot = r.headers()["x-ferrophp-worker-boot"]
+        let this_boot = r.headers()["x-ferrophp-runtime-boot"]
             .to_str()
             .unwrap()
             .to_owned();

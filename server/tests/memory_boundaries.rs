@@ -9,7 +9,7 @@
 //!   UTF-8) and writes what the snapshot must hold; the test replays the capture's byte
 //!   budget on that and compares the logged entry field by field;
 //! - the span objects (`php-sys/trace.c`: a ref laid out before the zend_object, freed
-//!   through free_obj), the runtime's span slots (`worker/src/trace.rs`) and the
+//!   through free_obj), the runtime's span slots (`runtime/src/trace/`) and the
 //!   hand-written protobuf encoding (`trace/src/span.rs`): random use of the PHP API with
 //!   counts around every limit and bad input of every kind, in classic and worker mode;
 //!   what the reference decoder receives must match the script's own model of it.

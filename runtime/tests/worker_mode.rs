@@ -4,8 +4,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use worker::diagnostics::browser_request;
-use worker::{
+use runtime::diagnostics::browser_request;
+use runtime::{
     BufferSink, Engine, EngineConfig, LogTarget, ResponseHead, ScriptRequest, Target, WorkerConfig,
 };
 
