@@ -28,6 +28,7 @@ fn main() {
         "trace.c",
         "locale.c",
         "deadline_state.h",
+        "deadline_state.c",
         "deadline.c",
         "deadline_waits.c",
         "slow_capture.c",
@@ -260,6 +261,7 @@ fn compile_shim(includes: &[String], link: LinkMode) {
         .file("metrics.c")
         .file("trace.c")
         .file("locale.c")
+        .file("deadline_state.c")
         .file("deadline.c")
         .file("deadline_waits.c")
         .file("slow_capture.c")

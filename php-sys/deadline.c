@@ -4,7 +4,8 @@
  * by the watchdog), the two signals the watchdog sends and the engine hooks that end a
  * request past its deadline. The replaced libc waits are in deadline_waits.c (whose
  * comment says what each does once the deadline passed), the slow log's stack capture
- * in slow_capture.c; the state they share is in deadline_state.h.
+ * in slow_capture.c; the state they share is in deadline_state.h (its storage and clock in
+ * deadline_state.c).
  *
  * Two signals reach PHP threads, sent by the watchdog (runtime/src/deadline.rs) with
  * pthread_kill, never to another thread:
@@ -32,18 +33,8 @@
 #include <signal.h>
 #include <time.h>
 
-__thread ferrophp_deadline *ferrophp_deadline_self;
-
 static int64_t overrun_after_ns = 2000000000LL;
 static int kick_signal, slow_signal;
-
-/* ---- time ----------------------------------------------------------------------------- */
-
-int64_t ferrophp_deadline_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t) ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 /* ---- signals and engine hooks --------------------------------------------------------- */
 

@@ -42,8 +42,8 @@ struct ferrophp_deadline {
     ferrophp_slow_snapshot snap;
 };
 
-/* The calling thread's state; NULL on every thread that is not a PHP thread. Set by
- * deadline.c (ferrophp_deadline_thread_attach/detach). */
+/* The calling thread's state; NULL on every thread that is not a PHP thread. Defined in
+ * deadline_state.c, set by deadline.c (ferrophp_deadline_thread_attach/detach). */
 extern __thread ferrophp_deadline *ferrophp_deadline_self
     __attribute__((tls_model("initial-exec"), visibility("hidden")));
 
