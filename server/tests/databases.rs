@@ -503,7 +503,7 @@ fn wordpress_front_page_in_worker_mode() {
     for i in 0..8 {
         let r = get_front();
         assert_eq!(r.status(), 200, "request {i}");
-        let this_boot = r.headers()["x-ferrophp-runtime-boot"]
+        let this_boot = r.headers()["x-ferrophp-worker-boot"]
             .to_str()
             .unwrap()
             .to_owned();
