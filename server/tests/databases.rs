@@ -485,7 +485,7 @@ fn wordpress_front_page_in_worker_mode() {
     let title = install_login_and_post(&classic);
     drop(classic);
 
-    let script = root.join("ferrophp-runtime.php");
+    let script = root.join("ferrophp-worker.php");
     // The worker boots with a fixed home URL (it has no request to take one from), and
     // the browser asks for that host.
     let host = "wp.test";

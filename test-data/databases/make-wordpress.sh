@@ -34,7 +34,7 @@ mkdir -p "$root/wp-content/themes" "$root/wp-content/plugins" "$root/wp-content/
 cp -rL "$theme" "$root/wp-content/themes/"
 cp /usr/share/wordpress/wp-content/plugins/index.php "$root/wp-content/plugins/"
 # The worker script for worker mode (see its header).
-cp "$(dirname "$0")/wp-worker.php" "$root/ferrophp-runtime.php"
+cp "$(dirname "$0")/wp-worker.php" "$root/ferrophp-worker.php"
 
 # The address follows the Host header, so the same site answers on any port (the classic
 # and the worker server of the test listen on different ones).
