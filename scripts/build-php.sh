@@ -248,14 +248,18 @@ progress_run "$configure_log" 650 count_checks env CFLAGS="$PHP_CFLAGS" "${CONFI
   --prefix="$PREFIX" --with-config-file-path="$PREFIX/etc" \
   --with-config-file-scan-dir="$PREFIX/etc/conf.d" "${CONFIGURE_FLAGS[@]}" || exit 1
 if [[ $FLAVOR == pgo-lto ]]; then
-  # zend_execute.c pins the VM's frame and opline in registers (GCC global register
-  # variables, r14/r15): GCC refuses them once LTO has put another file's functions ahead
-  # of the declaration ("global register variable follows a function definition"). The VM
-  # stays an ordinary object, profile-guided like the rest; LTO optimises everything else
-  # across files and calls into it. (PHP 8.4+ instead reserves the registers everywhere.)
-  sed -i '/^Zend\/zend_execute\.lo:.*zend_execute\.c$/{n;s/ -c / -fno-lto -c /}' Makefile
-  grep -A1 '^Zend/zend_execute\.lo:.*zend_execute\.c$' Makefile | grep -q -- ' -fno-lto -c ' \
-    || { log "pgo-lto: no compile rule for Zend/zend_execute.lo to keep out of LTO"; exit 1; }
+  # The VM (Zend/zend_execute.c) and the JIT's VM helpers pin the VM's frame and opline
+  # in registers (GCC global register variables, r14/r15): GCC refuses them once LTO has
+  # put another file's functions ahead of the declaration ("global register variable
+  # follows a function definition"). Those two files stay ordinary objects, profile-guided
+  # like the rest; LTO optimises everything else across files and calls into them.
+  # (PHP 8.4+ instead reserves the registers everywhere.)
+  for unit in Zend/zend_execute ext/opcache/jit/zend_jit_vm_helpers; do
+    rule="^$unit\\.lo:.*/${unit##*/}\\.c\$"
+    sed -i "\\#$rule#{n;s/ -c / -fno-lto -c /}" Makefile
+    grep -A1 "$rule" Makefile | grep -q -- ' -fno-lto -c ' \
+      || { log "pgo-lto: no compile rule for $unit.lo to keep out of LTO"; exit 1; }
+  done
 fi
 minutes=10
 [[ $FLAVOR == lean ]] && minutes=5
