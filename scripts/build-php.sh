@@ -300,6 +300,13 @@ ar rcs "$PREFIX/lib/libphp.a" "${engine_objects[@]}"
 mapfile -t cli_objects < <(objects_of PHP_CLI_OBJS)
 mkdir -p "$SRC/cli-archive"
 cp "${cli_objects[@]}" "$SRC/cli-archive/"
+if [[ $FLAVOR == pgo-lto ]]; then
+  # Fat LTO objects keep a second symbol table in their LTO sections, which objcopy does
+  # not rename (nm still lists `main`): the archive keeps only their ordinary code.
+  for object in "$SRC"/cli-archive/*.o; do
+    objcopy -R '.gnu.lto_*' -R '.gnu.debuglto_*' "$object"
+  done
+fi
 objcopy --redefine-sym main=php_cli_main "$SRC/cli-archive/php_cli.o"
 ar rcs "$PREFIX/lib/libphp-cli.a" "$SRC"/cli-archive/*.o
 # (grep -c, not -q: an early exit would kill nm with SIGPIPE and fail the pipeline)
