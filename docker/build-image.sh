@@ -6,8 +6,8 @@
 #   docker/build-image.sh [--prebuilt | --from-source] [TAG] [docker build args...]
 #
 # By default the image carries the release tree scripts/release.sh makes on this host:
-# the shipped PHP build (profile-guided, link-time optimised, linked into the binary),
-# trained on real apps the builder stage does not have. --prebuilt takes the tarball
+# the shipped PHP build (profile-guided, linked into the binary), trained on real apps
+# the builder stage does not have. --prebuilt takes the tarball
 # already in dist/ as it is. --from-source compiles PHP (the developer build, -O2) and
 # ferrophp inside the builder instead, for hosts that cannot run scripts/release.sh.
 # Makes the base image first if needed.

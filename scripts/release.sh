@@ -15,11 +15,14 @@
 #                            (what php-config --php-binary names; put bin/ on PATH)
 #   README.md
 #
-# The PHP inside is scripts/build-php.sh's build (ZTS, -O2, the patches in
-# scripts/php-patches), linked statically. FERROPHP_RELEASE_PHP=pgo or =pgo-lto packs a
-# profile-guided (and link-time optimised) build instead (scripts/build-php-pgo.sh, about
-# an hour the first time on 2 cores); it becomes the default once its gain is measured on
-# the real apps in docs/benchmarks.md.
+# The PHP inside is profile-guided: scripts/build-php.sh's build (ZTS, -O2, the patches
+# in scripts/php-patches) compiled again with the counts of a training run on WordPress,
+# MediaWiki, Symfony and our benchmarks (scripts/build-php-pgo.sh; about an hour the first
+# time on 2 cores, cached afterwards), linked statically. docs/benchmarks.md measures it
+# against the plain build: 1.11-1.14x nginx + php-fpm on WordPress where the plain build
+# is level. FERROPHP_RELEASE_PHP=default packs the plain build (what the test suite and
+# the Dockerfile's in-builder path use: minutes, not an hour), =pgo-lto the profile-guided
+# build with link-time optimisation too (not faster on WordPress in the same run).
 #
 # Prints the tarball's path on stdout. Idempotent: rebuilds only the tree.
 set -euo pipefail
@@ -32,7 +35,7 @@ progress_init release 5
 
 progress_step "Debian packages and the developer PHP build"
 scripts/setup.sh >/dev/null
-PHP_FLAVOR=${FERROPHP_RELEASE_PHP:-default}
+PHP_FLAVOR=${FERROPHP_RELEASE_PHP:-pgo}
 progress_step "the shipped PHP build ($PHP_FLAVOR)"
 case "$PHP_FLAVOR" in
 default) PHP_PREFIX=$(scripts/build-php.sh) ;;
