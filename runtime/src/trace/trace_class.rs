@@ -138,11 +138,7 @@ pub(crate) unsafe extern "C" fn ferrophp_trace_traceparent(ed: Ed, rv: Rv) {
     if !no_args(ed) {
         return;
     }
-    let ctx = STATE.with(|s| {
-        s.try_borrow_mut()
-            .ok()
-            .and_then(|mut s| current_context(&mut s))
-    });
+    let ctx = thread_current_context();
     match ctx {
         Some(ctx) => return_str(rv, &ctx.traceparent()),
         None => return_null(rv),
@@ -170,11 +166,7 @@ pub(crate) unsafe extern "C" fn ferrophp_trace_trace_id(ed: Ed, rv: Rv) {
     if !no_args(ed) {
         return;
     }
-    let ctx = STATE.with(|s| {
-        s.try_borrow_mut()
-            .ok()
-            .and_then(|mut s| current_context(&mut s))
-    });
+    let ctx = thread_current_context();
     match ctx {
         Some(ctx) => return_str(rv, &ctx.trace_id.hex()),
         None => return_null(rv),
@@ -208,4 +200,14 @@ pub(crate) unsafe extern "C" fn ferrophp_trace_server(ed: Ed, rv: Rv) {
         }
     });
     new_span_object(rv, generation, SERVER_SPAN, &ctx);
+}
+
+/// The context an outgoing call made now carries, read from this thread's trace state
+/// (None while the state is borrowed elsewhere, or with no request traced).
+fn thread_current_context() -> Option<SpanContext> {
+    STATE.with(|s| {
+        s.try_borrow_mut()
+            .ok()
+            .and_then(|mut s| current_context(&mut s))
+    })
 }
