@@ -21,6 +21,7 @@ fn main() {
         "shim.c",
         "input.c",
         "worker_request.c",
+        "request_scope.c",
         "thread.c",
         "metrics.h",
         "metrics.c",
@@ -257,6 +258,7 @@ fn compile_shim(includes: &[String], link: LinkMode) {
         .file("shim.c")
         .file("input.c")
         .file("worker_request.c")
+        .file("request_scope.c")
         .file("thread.c")
         .file("metrics.c")
         .file("trace.c")

@@ -5,9 +5,9 @@
  * adds, and ferrophp's module entry. No logic lives here.
  *
  * The files next to it hold the sequences that are more than a wrapper, each by role:
- * input.c ($_COOKIE/$_GET fast path), worker_request.c (a worker request's startup and
- * shutdown), thread.c (what a long-lived PHP thread keeps or releases), locale.c
- * (setlocale per thread). This file defines the TSRM cache that the files compiled with
+ * input.c ($_COOKIE/$_GET fast path), request_scope.c (one request's life in both
+ * modes), worker_request.c (a worker request's startup and shutdown), thread.c (what a
+ * long-lived PHP thread keeps or releases), locale.c (setlocale per thread). This file defines the TSRM cache that the files compiled with
  * ZEND_ENABLE_STATIC_TSRMLS_CACHE read.
  */
 #define ZEND_ENABLE_STATIC_TSRMLS_CACHE 1
@@ -276,18 +276,6 @@ bool ferrophp_try_call(zend_fcall_info *fci, zend_fcall_info_cache *fcc) {
     } zend_end_try();
     return bailed_out;
 }
-
-bool ferrophp_try_void(void (*fn)(void)) {
-    volatile bool bailed_out = false;
-    zend_try {
-        fn();
-    } zend_catch {
-        bailed_out = true;
-    } zend_end_try();
-    return bailed_out;
-}
-
-ZEND_NORETURN void ferrophp_bailout(void) { zend_bailout(); }
 
 
 void ferrophp_report_exception(void) {

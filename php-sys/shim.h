@@ -6,6 +6,9 @@
  *   shim.c            thin wrappers: one macro, one ZTS globals accessor, one static inline
  *                     helper or one zend_try block each; arginfo tables; the module entry.
  *   input.c           the $_COOKIE/$_GET fast path (sapi_module.treat_data).
+ *   request_scope.c   one request's life in both modes: install, the engine sequence
+ *                     around the script or the worker's handler, uninstall; the worker's
+ *                     ferrophp_handle_request.
  *   worker_request.c  a worker request's startup/shutdown/finish sequences.
  *   thread.c          what a long-lived PHP thread keeps or releases (execution timer,
  *                     uploads' realpath cache entries, persistent resources).
@@ -43,7 +46,8 @@ bool ferrophp_try_eval_string(const char *code, const char *name);
 void ferrophp_string_release(zend_string *s);
 
 /* PHP functions the SAPI adds (sapi_module.additional_functions). Bodies are in Rust
- * (runtime/src/functions.rs); only the arginfo tables, which are macros, live in C. */
+ * (runtime/src/functions.rs), but for ferrophp_fn_handle_request (request_scope.c); the
+ * arginfo tables, which are macros, live in C. */
 void ferrophp_fn_finish_request(zend_execute_data *execute_data, zval *return_value);
 void ferrophp_fn_request_headers(zend_execute_data *execute_data, zval *return_value);
 void ferrophp_fn_headers_send(zend_execute_data *execute_data, zval *return_value);
@@ -142,15 +146,81 @@ int ferrophp_sapi_deactivate(void);
 /* Worker mode: running a handler inside a long-lived request. */
 /* zend_call_function inside zend_try (the handler's return value is discarded). */
 bool ferrophp_try_call(zend_fcall_info *fci, zend_fcall_info_cache *fcc);
-/* fn() inside zend_try, for engine steps that may bail out. */
-bool ferrophp_try_void(void (*fn)(void));
-/* zend_bailout(): ends the running script. */
-ZEND_NORETURN void ferrophp_bailout(void);
 /* Reports EG(exception) as an uncaught exception (E_ERROR without bailing out). */
 void ferrophp_report_exception(void);
 /* Throws RuntimeException("<the called function>() <what>"), as FrankenPHP does for a
  * worker function called outside a worker. */
 void ferrophp_throw_runtime_exception_for_call(const char *what);
+
+/* request_scope.c: one request's life on its PHP thread, for both modes. Rust prepares
+ * the request into a scope (its context and every string SG(request_info) will point at,
+ * all of which stay where they are until the scope ends); C installs it, runs the
+ * engine's sequence and uninstalls it, so the PHP thread crosses between Rust and C only
+ * at the edges of a request:
+ *   classic: Rust -> ferrophp_request_run (install, php_request_startup, the router or
+ *            script, php_request_shutdown, uninstall) -> Rust.
+ *   worker:  the worker script calls ferrophp_handle_request (C) -> ferrophp_worker_next
+ *            (Rust: the next job, prepared) -> install, worker startup, the handler,
+ *            flush, worker shutdown -> ferrophp_worker_respond (Rust: the response goes
+ *            out) -> worker finish, uninstall -> ferrophp_worker_done (Rust: the job's
+ *            bookkeeping) -> back to the script. */
+typedef struct ferrophp_request_scope {
+    /* Set by Rust before the request begins. */
+    void *server_context; /* SG(server_context): the request's RequestContext */
+    char *path_translated; /* the script (SG(request_info).path_translated) */
+    const char *request_method;
+    char *query_string;
+    char *request_uri;
+    const char *content_type;
+    const char *authorization; /* the Authorization header, for PHP_AUTH_* */
+    int64_t content_length;
+    int argc;
+    char **argv;
+    bool keep_working_directory;
+    /* The request's context flags (Rust Cell<bool>s): the client went away; the script
+     * was let start (set by C). */
+    const bool *disconnected;
+    bool *script_started;
+    /* A client's job: the request's deadlines run from install to uninstall
+     * (deadline.c); 0 for no such deadline. */
+    bool deadline;
+    int64_t request_timeout_ns;
+    int64_t slowlog_ns;
+    /* Classic mode: a php -S router to run first (NULL: none); whether the script exists
+     * (looked up by Rust, which caches it); define the CLI's STDIN/STDOUT/STDERR. */
+    const char *router;
+    bool script_exists;
+    bool define_std_streams;
+    /* Set by C. */
+    int exit_status; /* EG(exit_status) after the run; 255 when startup failed */
+    bool not_found;  /* the script was not there */
+    uint32_t expired; /* FERROPHP_EXPIRED_* of the deadline, at uninstall */
+    size_t heap_bytes; /* worker: the thread's PHP heap from the OS at respond */
+} ferrophp_request_scope;
+
+/* Classic mode: the whole request, begin to end, inside the caller's scope. */
+void ferrophp_request_run(ferrophp_request_scope *scope);
+/* Clears what the scope installed (SG(server_context), SG(request_info)'s pointers) and
+ * ends its deadline; for a worker request kept installed through its script's shutdown. */
+void ferrophp_request_uninstall(ferrophp_request_scope *scope);
+
+/* Implemented in Rust (runtime/src/worker_mode/handle_request.rs), called by
+ * ferrophp_handle_request on the worker's PHP thread. */
+#define FERROPHP_WORKER_NOT_WORKER 0 /* no worker script runs on this thread */
+#define FERROPHP_WORKER_BUSY 1       /* called from inside a request handler */
+#define FERROPHP_WORKER_END 2        /* the script should end its loop */
+#define FERROPHP_WORKER_SKIPPED 3    /* a job was answered without PHP (bad request) */
+#define FERROPHP_WORKER_REQUEST 4    /* *scope is the next request, prepared */
+int ferrophp_worker_next(ferrophp_request_scope **scope);
+/* The request's engine shutdown is done: its response goes to the client. */
+void ferrophp_worker_respond(void);
+/* The request is uninstalled: its job ends. True when the script must end too. */
+bool ferrophp_worker_done(void);
+/* The handler ended the script (exit(), a fatal error) with `exit_status`: the request
+ * stays installed for the script's shutdown and ends after it. */
+void ferrophp_worker_ending(int exit_status);
+/* A php -S router returned false for itself: the server answers instead. */
+void ferrophp_request_router_declined(void *server_context);
 
 /* worker_request.c: a worker request inside the long-lived worker script: what
  * php_request_startup and php_request_shutdown do per HTTP request, minus the

@@ -7,8 +7,8 @@
  * Why C: each sequence runs inside one zend_try (a bailout longjmps, and setjmp must
  * never return through Rust frames), and the steps use PHP's macros and module internals
  * (PG, SG, PS, the libxml globals reached through its module entry, module request
- * hooks) that bindgen cannot express. One call per phase also keeps the worker hot path
- * from bouncing between Rust and C for each step.
+ * hooks) that bindgen cannot express. request_scope.c calls them in order, so the
+ * worker hot path never bounces between Rust and C for a step.
  */
 #define ZEND_ENABLE_STATIC_TSRMLS_CACHE 1 /* the thread's cache is shim.c's */
 #include "shim.h"

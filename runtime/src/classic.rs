@@ -6,7 +6,6 @@
 
 use std::sync::Arc;
 
-use crate::deadline;
 use crate::observe::Slot;
 use crate::pool::{Exit, Pool, Role};
 use crate::queue::{Next, OnClose};
@@ -43,9 +42,7 @@ impl Role for Classic {
                         Some(cgi) => slot.begin(cgi.method.as_str(), cgi.request_uri()),
                         None => slot.begin("RUN", &job.request.script_filename.to_string_lossy()),
                     }
-                    deadline::begin_job();
-                    let outcome = sapi::run_script(job.request, &arena, deadline::current());
-                    deadline::end_job();
+                    let outcome = sapi::run_script(job.request, &arena, true);
                     let ran = slot.end();
                     arena.reset();
                     crate::job::report(job.done, outcome);

@@ -7,7 +7,7 @@
 //! timer, which the shim hears of through `zend_on_timeout`) and the server's
 //! `--request-timeout` (php-fpm's `request_terminate_timeout`: it also ends requests whose
 //! script raised or disabled its time limit). Each thread tells the shim when a request
-//! starts and ends ([`begin_job`], [`end_job`]); a wait inside the request wakes at the
+//! starts and ends ([`enter_job`], [`leave_job`]); a wait inside the request wakes at the
 //! server deadline by itself. The watchdog, one thread for the process, looks at every PHP
 //! thread about ten times a second (sooner when a deadline or slow-log moment is due):
 //! - a request past a deadline gets the kick signal again and again (a thread blocked in
@@ -306,27 +306,21 @@ pub(crate) fn current() -> Option<Arc<Watch>> {
     ME.with(|me| me.borrow().clone())
 }
 
-/// The calling PHP thread starts a job: its deadlines start now.
-pub(crate) fn begin_job() {
+/// The calling PHP thread starts a job. Its deadlines start when its request scope is
+/// installed (`ferrophp_request_scope`, in C): the request timeout and the slow-log
+/// threshold, in nanoseconds from then (0: none), for the scope.
+pub(crate) fn enter_job() -> (i64, i64) {
     let config = settings().map(|s| s.config).unwrap_or_default();
-    // SAFETY: plain clock read.
-    let now = unsafe { sys::ferrophp_deadline_now() };
-    let at = |d: Option<Duration>| d.map_or(0, |d| now.saturating_add(d.as_nanos() as i64));
+    // Far enough from i64::MAX that adding the clock's now cannot overflow.
+    let ns = |d: Option<Duration>| d.map_or(0, |d| d.as_nanos().min(i64::MAX as u128 / 4) as i64);
     IN_JOB.with(|j| j.set(true));
-    // SAFETY: on a PHP thread (a no-op on one that has no deadline state).
-    unsafe { sys::ferrophp_deadline_begin(now, at(config.request_timeout), at(config.slowlog)) };
+    (ns(config.request_timeout), ns(config.slowlog))
 }
 
-/// The calling PHP thread ended its job (after it took its sink back): counts a deadline
-/// that passed.
-pub(crate) fn end_job() {
+/// The calling PHP thread ended its job; `expired` is what its scope's uninstall read
+/// (`FERROPHP_EXPIRED_*`): counts a deadline that passed.
+pub(crate) fn leave_job(expired: u32) {
     IN_JOB.with(|j| j.set(false));
-    // SAFETY: on a PHP thread; reads and clears its own state.
-    let expired = unsafe {
-        let why = sys::ferrophp_deadline_expired();
-        sys::ferrophp_deadline_end();
-        why
-    };
     match expired {
         sys::FERROPHP_EXPIRED_TIME_LIMIT => TIMED_OUT_TIME_LIMIT.fetch_add(1, Ordering::Relaxed),
         sys::FERROPHP_EXPIRED_REQUEST_TIMEOUT => TIMED_OUT_REQUEST.fetch_add(1, Ordering::Relaxed),

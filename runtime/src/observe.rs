@@ -324,6 +324,12 @@ impl Slot {
     /// The request ended; records its time and the thread's PHP memory. Returns how
     /// long it ran.
     pub(crate) fn end(&self) -> std::time::Duration {
+        self.end_with_heap(php_memory_usage(true))
+    }
+
+    /// As [`Slot::end`], with the thread's PHP heap (`memory_get_usage(true)`) read by
+    /// the caller.
+    pub(crate) fn end_with_heap(&self, heap_bytes: usize) -> std::time::Duration {
         let took = self
             .started
             .lock()
@@ -350,7 +356,7 @@ impl Slot {
         self.pool
             .request_micros
             .fetch_add(micros, Ordering::Relaxed);
-        self.record_memory();
+        self.memory.store(heap_bytes as u64, Ordering::Relaxed);
         self.since_ms.store(unix_ms(), Ordering::Relaxed);
         self.pool.busy.fetch_sub(1, Ordering::Relaxed);
         took

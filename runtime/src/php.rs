@@ -17,27 +17,10 @@ pub(crate) fn sapi_globals() -> NonNull<sys::sapi_globals_struct> {
     NonNull::new(unsafe { sys::ferrophp_sapi_globals() }).expect("SG() on a non-PHP thread")
 }
 
-/// The calling thread's `EG(...)`.
-pub(crate) fn executor_globals() -> NonNull<sys::zend_executor_globals> {
-    // SAFETY: as for sapi_globals.
-    NonNull::new(unsafe { sys::ferrophp_executor_globals() }).expect("EG() on a non-PHP thread")
-}
-
 /// `SG(server_context)`: the opaque pointer PHP hands back to our SAPI callbacks.
 pub(crate) fn server_context() -> *mut std::ffi::c_void {
     // SAFETY: plain read of a field of this thread's SAPI globals.
     unsafe { (*sapi_globals().as_ptr()).server_context }
-}
-
-pub(crate) fn set_server_context(ctx: *mut std::ffi::c_void) {
-    // SAFETY: plain write of a field of this thread's SAPI globals.
-    unsafe { (*sapi_globals().as_ptr()).server_context = ctx }
-}
-
-/// `EG(exit_status)`: what `exit(N)`, a fatal error (255) or an uncaught exception set.
-pub(crate) fn exit_status() -> i32 {
-    // SAFETY: plain read of a field of this thread's executor globals.
-    unsafe { (*executor_globals().as_ptr()).exit_status }
 }
 
 /// Borrow a NUL-terminated C string that PHP owns, as bytes.
@@ -82,44 +65,11 @@ pub(crate) fn add_assoc_bytes(array: *mut sys::zval, key: &[u8], value: &[u8]) {
     }
 }
 
-/// Resets `EG(exit_status)`: PHP leaves the previous request's value in place.
-pub(crate) fn reset_exit_status() {
-    // SAFETY: plain write of a field of this thread's executor globals.
-    unsafe { (*executor_globals().as_ptr()).exit_status = 0 }
-}
-
 /// Copies `bytes` into request memory (`emalloc`) with a NUL terminator; PHP may `efree` it.
 pub(crate) fn estrndup(bytes: &[u8]) -> *mut c_char {
     // SAFETY: _estrndup copies exactly `len` bytes from a valid slice and NUL-terminates;
     // it bails out (never returns NULL) on allocation failure.
     unsafe { sys::_estrndup(bytes.as_ptr().cast(), bytes.len()) }
-}
-
-/// `EG(exception) != NULL`.
-pub(crate) fn has_exception() -> bool {
-    // SAFETY: plain read of a field of this thread's executor globals.
-    unsafe { !(*executor_globals().as_ptr()).exception.is_null() }
-}
-
-/// The pending exception is the one `exit()` throws to unwind.
-pub(crate) fn exception_is_exit() -> bool {
-    // SAFETY: reads this thread's pending exception; zend_is_unwind_exit only inspects it.
-    unsafe {
-        let ex = (*executor_globals().as_ptr()).exception;
-        !ex.is_null() && (sys::zend_is_unwind_exit(ex) || sys::zend_is_graceful_exit(ex))
-    }
-}
-
-/// `http_response_code()`: the status the response has (or will have).
-pub(crate) fn response_code() -> i32 {
-    // SAFETY: plain read of a field of this thread's SAPI globals.
-    unsafe { (*sapi_globals().as_ptr()).sapi_headers.http_response_code }
-}
-
-/// `http_response_code($code)` for a response whose headers are not sent yet.
-pub(crate) fn set_response_code(code: i32) {
-    // SAFETY: plain write of a field of this thread's SAPI globals.
-    unsafe { (*sapi_globals().as_ptr()).sapi_headers.http_response_code = code }
 }
 
 /// Throws a PHP `Error` with `message`.

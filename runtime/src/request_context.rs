@@ -13,8 +13,6 @@ use std::io::Read;
 
 use bumpalo::Bump;
 
-use php_sys as sys;
-
 use crate::deadline::Watch;
 use crate::php;
 use crate::request::{CgiRequest, Disconnected, ResponseSink};
@@ -109,17 +107,6 @@ pub(crate) struct RequestStrings<'a> {
 }
 
 impl RequestContext<'_> {
-    /// Called when the script (or handler) is about to start: false when the body broke
-    /// off during start-up and the script must not run, as if the abort that was held back
-    /// then (see the SAPI's `on_read_post`) had ended it; a script that ignores user aborts
-    /// runs, and sees `connection_aborted()`.
-    pub(crate) fn start_script(&self) -> bool {
-        self.script_started.set(true);
-        // SAFETY: on a PHP thread inside a request; PG is this thread's.
-        let ignore_user_abort = unsafe { (*sys::ferrophp_core_globals()).ignore_user_abort };
-        !self.disconnected.get() || ignore_user_abort
-    }
-
     /// Delivers everything buffered and ends the client's response.
     pub(crate) fn finish_response(&self) {
         self.sink.with(|sink| sink.finish());

@@ -1,7 +1,7 @@
 //! A request made ready for PHP ([`PreparedRequest`]): the context SAPI callbacks see and
-//! the strings `SG(request_info)` points at, in the thread's arena. It is installed on
-//! its PHP thread for the engine request, which also begins the request's trace, and
-//! uninstalled after, which ends it.
+//! the strings `SG(request_info)` points at, in the thread's arena, bound into the scope
+//! that php-sys/request_scope.c installs for the engine request (which also begins the
+//! request's trace) and uninstalls after it.
 
 use std::cell::{Cell, RefCell};
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
@@ -13,7 +13,6 @@ use bumpalo::Bump;
 use php_sys as sys;
 
 use crate::deadline::Watch;
-use crate::php;
 use crate::request::{ResponseSink, ScriptOutcome, ScriptRequest};
 use crate::request_context::{RequestContext, RequestStrings, SinkCell};
 use crate::server_vars;
@@ -73,8 +72,10 @@ pub(crate) struct PreparedRequest<'a> {
     pub(crate) define_std_streams: bool,
     /// The router script to run first (`ScriptRequest::router`).
     pub(crate) router: Option<&'a CStr>,
-    /// Installed for the engine request by `install` (`crate::trace`).
+    /// Begun with the engine request by `bind` (`crate::trace`).
     trace: Option<ferrophp_trace::RequestTrace>,
+    /// What C installs and reports back (see `bind`).
+    scope: sys::ferrophp_request_scope,
 }
 
 impl<'a> PreparedRequest<'a> {
@@ -187,71 +188,89 @@ impl<'a> PreparedRequest<'a> {
             define_std_streams,
             router,
             trace,
+            scope: sys::ferrophp_request_scope::default(),
         })
     }
 
-    /// Points `SG(server_context)` and `SG(request_info)` at this request. `self` must stay
-    /// where it is until [`PreparedRequest::uninstall`].
-    pub(crate) fn install(&mut self) {
+    /// The request as its scope (`ferrophp_request_scope`, php-sys/request_scope.c): what
+    /// C installs in `SG(server_context)` and `SG(request_info)`, with the job's deadlines
+    /// (`deadline::enter_job`; None for a request that is no client's job) and whether the
+    /// script exists. Also begins the request's trace. `self` must stay where it is until
+    /// the scope is uninstalled, which the C side does at the end of the request.
+    pub(crate) fn bind(
+        &mut self,
+        deadline: Option<(i64, i64)>,
+        script_exists: bool,
+    ) -> *mut sys::ferrophp_request_scope {
         let opt_ptr = |s: &Option<&CStr>| s.map_or(std::ptr::null(), |c| c.as_ptr());
-        php::set_server_context(&self.ctx as *const RequestContext as *mut c_void);
         let strings = &self.ctx.c_strings;
-        // SAFETY: we are on a PHP thread; every pointer stored in request_info stays valid
-        // until uninstall clears it (self does not move meanwhile).
-        unsafe {
-            let sg = php::sapi_globals().as_ptr();
-            let info = &mut (*sg).request_info;
-            info.argc = self.argv.len() as c_int;
-            info.argv = if self.argv.is_empty() {
+        let (request_timeout_ns, slowlog_ns) = deadline.unwrap_or_default();
+        self.scope = sys::ferrophp_request_scope {
+            server_context: &self.ctx as *const RequestContext as *mut c_void,
+            path_translated: strings.script_filename.as_ptr() as *mut c_char,
+            request_method: opt_ptr(&strings.method),
+            query_string: opt_ptr(&strings.query_string) as *mut c_char,
+            request_uri: opt_ptr(&strings.request_uri) as *mut c_char,
+            content_type: opt_ptr(&strings.content_type),
+            authorization: opt_ptr(&self.authorization),
+            content_length: self.content_length,
+            argc: self.argv.len() as c_int,
+            argv: if self.argv.is_empty() {
                 std::ptr::null_mut()
             } else {
                 self.argv_ptrs.as_mut_ptr()
-            };
-            info.path_translated = strings.script_filename.as_ptr() as *mut c_char;
-            info.request_method = opt_ptr(&strings.method);
-            info.query_string = opt_ptr(&strings.query_string) as *mut c_char;
-            info.request_uri = opt_ptr(&strings.request_uri) as *mut c_char;
-            info.content_type = opt_ptr(&strings.content_type);
-            info.content_length = self.content_length;
-            info.cookie_data = std::ptr::null_mut();
-            (*sg).sapi_headers.http_response_code = 200;
-            if self.keep_working_directory {
-                (*sg).options |= sys::SAPI_OPTION_NO_CHDIR as c_int;
-            } else {
-                (*sg).options &= !(sys::SAPI_OPTION_NO_CHDIR as c_int);
-            }
-            // PHP_AUTH_USER/PW/DIGEST: PHP parses the header into emalloc'd request_info
-            // fields and frees them at deactivation.
-            sys::php_handle_auth_data(opt_ptr(&self.authorization));
-        }
+            },
+            keep_working_directory: self.keep_working_directory,
+            disconnected: self.ctx.disconnected.as_ptr(),
+            script_started: self.ctx.script_started.as_ptr(),
+            deadline: deadline.is_some(),
+            request_timeout_ns,
+            slowlog_ns,
+            router: opt_ptr(&self.router),
+            script_exists,
+            define_std_streams: self.define_std_streams,
+            exit_status: 0,
+            not_found: false,
+            expired: sys::FERROPHP_EXPIRED_NONE,
+            heap_bytes: 0,
+        };
         trace::request_begin(self.trace.take());
+        &mut self.scope
     }
 
-    /// Points `SG(server_context)` at this request again after the value moved (the
-    /// `SG(request_info)` pointers lead into the arena and `argv`'s heap buffer, which do
-    /// not move with it). `self` must stay where it is until [`PreparedRequest::uninstall`].
-    pub(crate) fn reinstall_context(&self) {
-        php::set_server_context(&self.ctx as *const RequestContext as *mut c_void);
-    }
-
-    /// Clears every pointer `install` stored and hands back the sink, so the caller can
-    /// complete the response (None: the watchdog took it, and answered the client).
-    pub(crate) fn uninstall(self) -> Option<Box<dyn ResponseSink>> {
-        trace::request_end(self.ctx.written.get());
-        php::set_server_context(std::ptr::null_mut());
-        // SAFETY: plain writes to this thread's SAPI globals.
-        unsafe {
-            let info = &mut (*php::sapi_globals().as_ptr()).request_info;
-            info.argc = 0;
-            info.argv = std::ptr::null_mut();
-            info.path_translated = std::ptr::null_mut();
-            info.request_method = std::ptr::null();
-            info.query_string = std::ptr::null_mut();
-            info.request_uri = std::ptr::null_mut();
-            info.content_type = std::ptr::null();
-            info.cookie_data = std::ptr::null_mut();
+    /// What the request's run left in its scope: how the script ended.
+    pub(crate) fn outcome(&self) -> ScriptOutcome {
+        ScriptOutcome {
+            exit_status: self.scope.exit_status,
+            not_found: self.scope.not_found,
         }
+    }
+
+    /// Why the request's deadline passed, read when its scope was uninstalled
+    /// (`FERROPHP_EXPIRED_*`).
+    pub(crate) fn expired(&self) -> u32 {
+        self.scope.expired
+    }
+
+    /// What the thread's PHP heap held from the OS when a worker request responded.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.scope.heap_bytes
+    }
+
+    /// After the C side uninstalled the scope: ends the request's trace and hands back
+    /// the sink, so the caller can complete the response (None: the watchdog took it, and
+    /// answered the client).
+    pub(crate) fn finish(self) -> Option<Box<dyn ResponseSink>> {
+        trace::request_end(self.ctx.written.get());
         self.ctx.sink.into_inner()
+    }
+
+    /// Uninstalls the scope from the C side's globals, for a request kept installed
+    /// past its own end (a worker request whose handler ended the script).
+    pub(crate) fn uninstall(&mut self) {
+        // SAFETY: on the PHP thread the scope was installed on; it only clears this
+        // thread's SAPI globals and ends its deadline.
+        unsafe { sys::ferrophp_request_uninstall(&mut self.scope) };
     }
 
     pub(crate) fn script_filename(&self) -> &'a CStr {

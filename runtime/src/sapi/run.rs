@@ -1,9 +1,10 @@
-//! One script as one PHP request on the calling PHP thread (`php_request_startup` →
-//! execute → `php_request_shutdown`), and what a run checks first: that the script
-//! exists, and whether a deploy made the thread's realpath cache stale.
+//! One script as one PHP request on the calling PHP thread (one call into
+//! php-sys/request_scope.c: `php_request_startup` → the router or script →
+//! `php_request_shutdown`), and what a run checks first: that the script exists, and
+//! whether a deploy made the thread's realpath cache stale.
 
 use std::cell::{Cell, RefCell};
-use std::ffi::CStr;
+use std::ffi::c_void;
 use std::os::unix::ffi::OsStrExt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -13,76 +14,45 @@ use bumpalo::Bump;
 use php_sys as sys;
 
 use super::prepared_request::PreparedRequest;
-use crate::deadline::Watch;
-use crate::php;
+use crate::deadline;
 use crate::request::{ScriptOutcome, ScriptRequest};
+use crate::request_context::current_request;
 
 /// Runs one script as one PHP request on the calling PHP thread. Per-request strings go
-/// into `arena`, which the caller resets afterwards. `watch`: as for
-/// [`PreparedRequest::new`].
-pub(crate) fn run_script(
-    request: ScriptRequest,
-    arena: &Bump,
-    watch: Option<std::sync::Arc<Watch>>,
-) -> ScriptOutcome {
+/// into `arena`, which the caller resets afterwards. `job`: a client's job, which gets the
+/// thread's deadlines (its sink lives in the thread's deadline watch meanwhile); not the
+/// boot request of a worker script.
+pub(crate) fn run_script(request: ScriptRequest, arena: &Bump, job: bool) -> ScriptOutcome {
     forget_stale_resolutions();
+    let watch = if job { deadline::current() } else { None };
     let mut prepared = match PreparedRequest::new(request, arena, watch) {
         Ok(p) => p,
         Err(outcome) => return outcome,
     };
-    prepared.install();
-    let mut outcome = ScriptOutcome {
-        exit_status: 0,
-        not_found: false,
-    };
-    php::reset_exit_status();
-    // SAFETY: request_info is filled and the server context set.
-    if unsafe { sys::php_request_startup() } != sys::ZEND_RESULT_CODE_SUCCESS {
-        outcome.exit_status = 255;
-    } else {
-        if prepared.define_std_streams {
-            define_std_stream_constants();
-        }
-        if prepared.ctx.start_script() {
-            outcome = match prepared.router {
-                Some(router) => {
-                    let (routed, declined) = execute_router(router);
-                    match declined {
-                        false => routed,
-                        true if router == prepared.script_filename() => {
-                            prepared.ctx.sink.with(|sink| sink.declined());
-                            routed
-                        }
-                        true => execute_file(prepared.script_filename()),
-                    }
-                }
-                None => execute_file(prepared.script_filename()),
-            };
-        }
-        // SAFETY: a request is active on this thread; php_request_shutdown guards itself
-        // with zend_try internally. The shim hides EG(pid) from shutdown_executor so the
-        // thread's execution timer survives for the next request (disarmed by
-        // zend_unset_timeout as usual), and puts it back right after.
-        unsafe {
-            // A save handler a bailout cut short must still close (its session lock).
-            sys::ferrophp_session_handler_unwind();
-            let timer = sys::ferrophp_execution_timer_keep();
-            sys::php_request_shutdown(std::ptr::null_mut());
-            sys::ferrophp_execution_timer_restore(timer);
-        }
+    let exists = script_exists(prepared.script_filename().to_bytes());
+    let deadline = job.then(deadline::enter_job);
+    let scope = prepared.bind(deadline, exists);
+    // SAFETY: on a PHP thread outside any request; the scope points into `prepared`,
+    // which stays put until the call returns, and the C side runs every engine step that
+    // may bail out inside its own zend_try.
+    unsafe { sys::ferrophp_request_run(scope) };
+    let outcome = prepared.outcome();
+    if job {
+        deadline::leave_job(prepared.expired());
     }
-    if let Some(mut sink) = prepared.uninstall() {
+    if let Some(mut sink) = prepared.finish() {
         sink.finish();
     }
     outcome
 }
 
-/// The CLI's STDIN/STDOUT/STDERR constants, as plain PHP: no C needed for three fopen()s.
-fn define_std_stream_constants() {
-    const PRELUDE: &CStr = c"define('STDIN', fopen('php://stdin', 'rb')); \
-        define('STDOUT', fopen('php://stdout', 'wb')); define('STDERR', fopen('php://stderr', 'wb'));";
-    // SAFETY: a request is active; the shim wraps zend_eval_string in zend_try.
-    unsafe { sys::ferrophp_try_eval_string(PRELUDE.as_ptr(), c"ferrophp std streams".as_ptr()) };
+/// A php -S router returned false for itself (`ferrophp_request_run`): the server answers
+/// the request instead, and what PHP sends from now on is dropped.
+#[no_mangle]
+pub(crate) extern "C" fn ferrophp_request_router_declined(_server_context: *mut c_void) {
+    if let Some(request) = current_request() {
+        request.sink.with(|sink| sink.declined());
+    }
 }
 
 extern "C" {
@@ -158,48 +128,4 @@ fn script_exists(path: &[u8]) -> bool {
         }
         exists
     })
-}
-
-/// Runs a router script (`php -S`) in the active request: its outcome, and whether it
-/// returned `false`.
-fn execute_router(router: &CStr) -> (ScriptOutcome, bool) {
-    let mut handle = sys::zend_file_handle::default();
-    // SAFETY: handle is a fresh zeroed struct; zend_stream_init_filename copies the name.
-    unsafe { sys::zend_stream_init_filename(&mut handle, router.as_ptr()) };
-    let mut declined = false;
-    // SAFETY: a request is active; the shim runs the script inside zend_try.
-    unsafe { sys::ferrophp_try_execute_router(&mut handle, &mut declined) };
-    // SAFETY: the handle was initialised above and is destroyed exactly once.
-    unsafe { sys::zend_destroy_file_handle(&mut handle) };
-    let outcome = ScriptOutcome {
-        exit_status: php::exit_status(),
-        not_found: false,
-    };
-    (outcome, declined)
-}
-
-/// Opens and executes the primary script of the active request.
-fn execute_file(script: &CStr) -> ScriptOutcome {
-    let mut handle = sys::zend_file_handle::default();
-    // SAFETY: handle is a fresh zeroed struct; zend_stream_init_filename copies the name.
-    unsafe { sys::zend_stream_init_filename(&mut handle, script.as_ptr()) };
-    // php_execute_script reports "Failed opening required" for a missing file; the CLI
-    // says "Could not open input file" instead and exits 1, which callers expect.
-    let exists = script_exists(script.to_bytes());
-    let mut outcome = ScriptOutcome {
-        exit_status: 0,
-        not_found: !exists,
-    };
-    if exists {
-        let mut succeeded = false;
-        // SAFETY: a request is active; the shim runs php_execute_script inside zend_try so
-        // a bailout lands in C, never in this frame.
-        unsafe { sys::ferrophp_try_execute_script(&mut handle, &mut succeeded) };
-        outcome.exit_status = php::exit_status();
-    } else {
-        outcome.exit_status = 1;
-    }
-    // SAFETY: the handle was initialised above and is destroyed exactly once.
-    unsafe { sys::zend_destroy_file_handle(&mut handle) };
-    outcome
 }

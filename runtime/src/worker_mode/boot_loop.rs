@@ -56,7 +56,7 @@ impl Role for Worker {
             unsafe { (*sys::ferrophp_core_globals()).ignore_user_abort = true };
             // SAFETY: on this PHP thread; only resets thread-local bookkeeping.
             unsafe { sys::ferrophp_worker_timer_forget() };
-            let outcome = sapi::run_script(boot_request(config, script), &boot_arena, None);
+            let outcome = sapi::run_script(boot_request(config, script), &boot_arena, false);
             // The engine request is over: the request whose handler ended the script (if
             // one did) has all of its response now.
             thread.finish_ending();

@@ -1,8 +1,11 @@
-//! `ferrophp_handle_request($handler)` (also `frankenphp_handle_request`): the worker
-//! thread between two requests (the memory guard, `max_requests`, cache pressure, orders,
-//! idle retirement), and the serving of one request inside the script's boot request.
+//! The Rust side of `ferrophp_handle_request($handler)` (also `frankenphp_handle_request`,
+//! whose engine sequence is php-sys/request_scope.c's): the worker thread between two
+//! requests (the memory guard, `max_requests`, cache pressure, orders, idle retirement),
+//! and the three moments of a request the C side hands over: next (prepare the job),
+//! respond (the response goes out), done (the job ends).
 
 use std::cell::{Cell, RefCell};
+use std::ffi::c_int;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -13,7 +16,6 @@ use super::{Release, RunEnd, WorkerPool};
 use crate::deadline;
 use crate::job::Job;
 use crate::observe::{self, Slot};
-use crate::php;
 use crate::queue::{Next, OnClose};
 use crate::request::{CgiRequest, EnvList, ScriptOutcome};
 use crate::sapi::PreparedRequest;
@@ -24,9 +26,14 @@ use crate::thread_state::ThreadState;
 pub(super) struct WorkerThread<'a> {
     pool: &'a Arc<WorkerPool>,
     slot: &'a Slot,
-    /// The request whose handler ended the script, while the script shuts down. Declared
-    /// before `request_arena`, which it borrows, so it is dropped first.
-    ending: RefCell<Option<EndingRequest>>,
+    /// The request being served, from `ferrophp_worker_next` to `ferrophp_worker_done`
+    /// (or, when its handler ended the script, to [`WorkerThread::finish_ending`]).
+    /// Declared before `request_arena`, which it borrows, so it is dropped first.
+    in_flight: RefCell<Option<InFlight>>,
+    /// Set when the in-flight request's handler ended the script: its exit status.
+    ending: Cell<Option<i32>>,
+    /// How long the in-flight request ran, from its response on.
+    ran: Cell<std::time::Duration>,
     /// What this run of the script booted.
     release: &'a Release,
     request_arena: RefCell<Bump>,
@@ -41,20 +48,21 @@ pub(super) struct WorkerThread<'a> {
     env_cache: RefCell<Option<(EnvList, EnvList)>>,
 }
 
-/// A request whose handler ended the worker script (`exit()`, a fatal error). It stays
-/// installed (`SG(server_context)`, `SG(request_info)`) while the engine request of the
-/// script shuts down: PHP's `php_request_shutdown` then runs the shutdown functions and
-/// destructors and flushes the output buffers into this request's response, sends its
-/// headers, writes its session and deactivates it, as FrankenPHP (whose `exit()` bails
-/// out of the handler straight into the script's shutdown) and a classic request do.
-/// Symfony's `dd()` prints from a destructor after `exit()`.
-struct EndingRequest {
+/// The request a worker thread serves. Its scope is installed by the C side
+/// (`ferrophp_handle_request` in php-sys/request_scope.c) and points into it, so once in
+/// [`WorkerThread::in_flight`] it stays there, untouched by `&mut`, until it is taken out
+/// at its end. When its handler ends the script (`exit()`, a fatal error) it stays
+/// installed while the script's engine request shuts down: PHP's `php_request_shutdown`
+/// then runs the shutdown functions and destructors and flushes the output buffers into
+/// this request's response, sends its headers, writes its session and deactivates it, as
+/// FrankenPHP (whose `exit()` bails out of the handler straight into the script's
+/// shutdown) and a classic request do. Symfony's `dd()` prints from a destructor after
+/// `exit()`.
+struct InFlight {
     /// Borrows the `request_arena` of the [`WorkerThread`] holding it (its lifetime is
-    /// erased in [`WorkerThread::keep_until_shutdown`], which states why that holds).
+    /// erased in [`WorkerThread::begin`], which states why that holds).
     prepared: PreparedRequest<'static>,
     done: Option<tokio::sync::oneshot::Sender<ScriptOutcome>>,
-    /// What the handler's `exit()` or fatal error set.
-    exit_status: i32,
 }
 
 thread_local! {
@@ -77,7 +85,9 @@ impl<'a> WorkerThread<'a> {
         WorkerThread {
             pool,
             slot,
-            ending: RefCell::new(None),
+            in_flight: RefCell::new(None),
+            ending: Cell::new(None),
+            ran: Cell::new(std::time::Duration::ZERO),
             release,
             request_arena: RefCell::new(Bump::with_capacity(16 * 1024)),
             served: Cell::new(0),
@@ -216,13 +226,10 @@ impl<'a> WorkerThread<'a> {
         cgi.env = merged;
     }
 
-    /// Serves one job; true when the worker script must end (exit or fatal error).
-    fn serve(
-        &self,
-        job: Box<Job>,
-        fci: &mut sys::zend_fcall_info,
-        fcc: &mut sys::zend_fcall_info_cache,
-    ) -> bool {
+    /// Prepares `job` as the thread's in-flight request and returns its scope for the C
+    /// side to install; None when the job was answered without PHP (a request PHP cannot
+    /// take, such as a path with a NUL).
+    fn begin(&self, job: Box<Job>) -> Option<*mut sys::ferrophp_request_scope> {
         let Job {
             mut request, done, ..
         } = *job;
@@ -243,84 +250,59 @@ impl<'a> WorkerThread<'a> {
                 request.script_filename = self.release.script.clone();
             }
         }
-        let mut arena = self.request_arena.borrow_mut();
-        deadline::begin_job();
-        let mut prepared = match PreparedRequest::new(request, &arena, deadline::current()) {
+        // SAFETY: only the lifetime is erased. The arena lives in `self`, which outlives
+        // every in-flight request (field order drops `in_flight` first), and is reset only
+        // by `done`, after the request that borrows it was taken out and dropped; no
+        // `RefCell` guard of it is held meanwhile, so that reset's `borrow_mut` succeeds.
+        let arena: &'static Bump = unsafe { &*self.request_arena.as_ptr() };
+        let prepared = match PreparedRequest::new(request, arena, deadline::current()) {
             Ok(p) => p,
             Err(outcome) => {
-                deadline::end_job();
                 self.slot.end();
                 let _ = self.slot.state.job_done();
                 crate::job::report(done, outcome);
-                return false;
+                return None;
             }
         };
-        prepared.ctx.worker_request = true;
-        let boot_context = php::server_context();
-        // Every shim call below runs its engine calls inside zend_try: a bailout lands in
-        // C and comes back as `true`, never crossing these frames.
-        // Output the script buffered outside the handler is flushed here, while the boot
-        // context still receives it.
-        // SAFETY: on this worker's PHP thread, inside the boot request, with the boot
-        // context still installed; the shim catches any bailout.
-        let release_bailed = unsafe { sys::ferrophp_worker_output_release() };
-        prepared.install();
-        php::reset_exit_status();
+        let mut in_flight = self.in_flight.borrow_mut();
+        let in_flight = in_flight.insert(InFlight { prepared, done });
+        in_flight.prepared.ctx.worker_request = true;
+        Some(in_flight.prepared.bind(Some(deadline::enter_job()), true))
+    }
 
-        let mut ends_script = release_bailed || {
-            // SAFETY: on this worker's PHP thread, inside the boot request, with the job's
-            // request installed; the shim catches any bailout.
-            unsafe { sys::ferrophp_worker_request_startup() }
-        };
-        if !ends_script && prepared.ctx.start_script() {
-            // SAFETY: fci and fcc are the handler `zend_parse_parameters` filled for this
-            // call of ferrophp_handle_request, still live; the request is started; the
-            // shim calls it inside zend_try.
-            ends_script = unsafe { sys::ferrophp_try_call(fci, fcc) };
-        }
-        if !ends_script && php::has_exception() {
-            if php::exception_is_exit() {
-                ends_script = true;
-            } else {
-                // Logged as "Uncaught ..."; the response becomes a 500 if nothing was sent.
-                // SAFETY: on this worker's PHP thread inside the request, with an exception
-                // pending; the shim reports it inside zend_try.
-                unsafe { sys::ferrophp_report_exception() };
-            }
-        }
-        if ends_script {
-            // exit() or a fatal error: the script's shutdown finishes this request.
-            self.keep_until_shutdown(prepared, done);
-            return true;
-        }
-        // SAFETY: on this worker's PHP thread inside the request; flush_output only ends
-        // the output buffers, inside the shim's zend_try.
-        let flush_bailed = unsafe { sys::ferrophp_try_void(Some(flush_output)) };
-        // SAFETY: on this worker's PHP thread inside the started request; the shim
-        // catches any bailout.
-        let shutdown_bailed = unsafe { sys::ferrophp_worker_request_shutdown() };
+    /// The request's engine shutdown is done: counts it and sends its response.
+    fn respond(&self) {
         // Counted before the response completes, so a client that has its response also
         // sees it in the counts (the admin /health endpoint).
+        self.count_served();
+        if let Some(in_flight) = self.in_flight.borrow().as_ref() {
+            let heap = in_flight.prepared.heap_bytes();
+            self.ran.set(self.slot.end_with_heap(heap));
+            in_flight.prepared.ctx.finish_response();
+        }
+    }
+
+    fn count_served(&self) {
         self.served.set(self.served.get() + 1);
         self.pool
             .role
             .requests_served
             .fetch_add(1, Ordering::Relaxed);
-        let ran = self.slot.end();
-        prepared.ctx.finish_response();
-        // SAFETY: on this worker's PHP thread, after the request's shutdown and with it
-        // still installed (its body stream and SAPI state are freed here); the shim
-        // catches any bailout.
-        let finish_bailed = unsafe { sys::ferrophp_worker_request_finish() };
+    }
 
-        drop(prepared.uninstall());
-        deadline::end_job();
-        php::set_server_context(boot_context);
+    /// The request is uninstalled: ends its job. True when the script must end (the
+    /// watchdog retired this thread meanwhile).
+    fn done(&self) -> bool {
+        let Some(InFlight { prepared, done }) = self.in_flight.borrow_mut().take() else {
+            return false;
+        };
+        let expired = prepared.expired();
+        drop(prepared.finish());
+        deadline::leave_job(expired);
         // Busy → Idle; an order that came meanwhile is found by the next next_job. A
         // thread retired meanwhile ends its script (Role::run then lets it go).
         let retired = self.slot.state.job_done() == Err(ThreadState::Retired);
-        arena.reset();
-        drop(arena);
+        self.request_arena.borrow_mut().reset();
         crate::job::report(
             done,
             ScriptOutcome {
@@ -330,68 +312,27 @@ impl<'a> WorkerThread<'a> {
         );
         ferrophp_cache::on_request_end();
         // The handler has returned: nothing of it is left below this frame.
-        crate::stack::release_deep_pages(ran);
-        flush_bailed || shutdown_bailed || finish_bailed || retired
-    }
-
-    /// The handler ended the script: leaves its request installed for the script's
-    /// shutdown (see [`EndingRequest`]); [`WorkerThread::finish_ending`] completes it.
-    fn keep_until_shutdown(
-        &self,
-        prepared: PreparedRequest<'_>,
-        done: Option<tokio::sync::oneshot::Sender<ScriptOutcome>>,
-    ) {
-        let exit_status = php::exit_status();
-        // A crash (a non-zero status: exit(N), a fatal error) before the handler printed
-        // anything is a 500 unless it chose a status; a clean exit() keeps 200, as PHP
-        // gives. What sits in output buffers counts as printed: PHP flushes them after
-        // the shutdown functions and destructors, as it always does.
-        // SAFETY: on this worker's PHP thread, inside the request; it only reads the
-        // output layer's state.
-        let printed = unsafe { sys::ferrophp_worker_output_started() };
-        if exit_status != 0 && !printed && php::response_code() == 200 {
-            php::set_response_code(500);
-        }
-        // Counted now, as a request that returns is counted before its response completes.
-        self.served.set(self.served.get() + 1);
-        self.pool
-            .role
-            .requests_served
-            .fetch_add(1, Ordering::Relaxed);
-        // SAFETY: only the lifetime changes. `prepared` borrows `self.request_arena`,
-        // which stays untouched until the value is dropped: the arena is reset only by
-        // `serve` after a request that returned, and no request is served after this one
-        // (the script bails out now; `ferrophp_handle_request` refuses while the thread is
-        // Busy, which it stays until `finish_ending`); `finish_ending` drops the value
-        // before the run ends, and field order drops `ending` before the arena anyway.
-        let prepared: PreparedRequest<'static> = unsafe { std::mem::transmute(prepared) };
-        let mut ending = self.ending.borrow_mut();
-        let ending = ending.insert(EndingRequest {
-            prepared,
-            done,
-            exit_status,
-        });
-        // It moved: SG(server_context) must follow it.
-        ending.prepared.reinstall_context();
+        crate::stack::release_deep_pages(self.ran.get());
+        retired
     }
 
     /// After the script's engine request ended: the response of the request whose handler
     /// ended the script is complete; hand it over and count it.
     pub(super) fn finish_ending(&self) {
-        let Some(EndingRequest {
-            prepared,
-            done,
-            exit_status,
-        }) = self.ending.borrow_mut().take()
-        else {
+        let Some(exit_status) = self.ending.take() else {
+            return;
+        };
+        let Some(InFlight { mut prepared, done }) = self.in_flight.borrow_mut().take() else {
             return;
         };
         self.slot.end();
         prepared.ctx.finish_response();
-        drop(prepared.uninstall());
         // The request's deadlines covered the script's shutdown too (a destructor may
         // block); they end with its response.
-        deadline::end_job();
+        prepared.uninstall();
+        let expired = prepared.expired();
+        drop(prepared.finish());
+        deadline::leave_job(expired);
         // Busy → Idle (or Retired: the script has ended either way); an order that came
         // meanwhile stays for the reboot to find.
         let _ = self.slot.state.job_done();
@@ -406,67 +347,58 @@ impl<'a> WorkerThread<'a> {
     }
 }
 
-unsafe extern "C" fn flush_output() {
-    // SAFETY: called through ferrophp_try_void on a PHP thread inside a request.
-    unsafe { sys::php_output_end_all() };
+/// `ferrophp_handle_request` (php-sys/request_scope.c) asks for the next request: blocks
+/// until there is one, prepares it and hands its scope over (`FERROPHP_WORKER_*` says
+/// what happened instead when there is none).
+///
+/// # Safety
+/// Called by the C side on a PHP thread, with `scope` valid for one write.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn ferrophp_worker_next(
+    scope: *mut *mut sys::ferrophp_request_scope,
+) -> c_int {
+    let Some(worker) = current_worker() else {
+        return sys::FERROPHP_WORKER_NOT_WORKER as c_int;
+    };
+    if worker.slot.state.get() == ThreadState::Busy {
+        return sys::FERROPHP_WORKER_BUSY as c_int;
+    }
+    let Some(job) = worker.next_job() else {
+        return sys::FERROPHP_WORKER_END as c_int;
+    };
+    match worker.begin(job) {
+        Some(prepared) => {
+            // SAFETY: the caller's out-pointer, valid for this write.
+            unsafe { *scope = prepared };
+            sys::FERROPHP_WORKER_REQUEST as c_int
+        }
+        None => sys::FERROPHP_WORKER_SKIPPED as c_int,
+    }
 }
 
-/// `ferrophp_handle_request(callable $handler): bool` (also `frankenphp_handle_request`).
+/// The in-flight request's engine shutdown is done (request_scope.c): its response goes out.
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ferrophp_fn_handle_request(
-    execute_data: *mut sys::zend_execute_data,
-    return_value: *mut sys::zval,
-) {
-    let mut fci = sys::zend_fcall_info::default();
-    let mut fcc = sys::zend_fcall_info_cache::default();
-    // SAFETY: "f" fills one zend_fcall_info and one zend_fcall_info_cache.
-    let parsed = unsafe {
-        sys::zend_parse_parameters(
-            sys::ferrophp_num_args(execute_data),
-            c"f".as_ptr(),
-            &mut fci as *mut sys::zend_fcall_info,
-            &mut fcc as *mut sys::zend_fcall_info_cache,
-        )
-    };
-    if parsed != sys::ZEND_RESULT_CODE_SUCCESS {
-        return;
+pub(crate) extern "C" fn ferrophp_worker_respond() {
+    if let Some(worker) = current_worker() {
+        worker.respond();
     }
-    // Everything with a destructor lives in this block, so the bailout below crosses no
-    // Rust value that needs dropping.
-    let ends_script = {
-        let Some(worker) = current_worker() else {
-            // FrankenPHP's exception class and message, under the name that was called.
-            // SAFETY: inside an internal function call; the message is a C literal.
-            unsafe {
-                sys::ferrophp_throw_runtime_exception_for_call(
-                    c"called while not in worker mode".as_ptr(),
-                )
-            };
-            return;
-        };
-        if worker.slot.state.get() == ThreadState::Busy {
-            php::throw_error(
-                c"ferrophp_handle_request() cannot be called from inside a request handler",
-            );
-            return;
-        }
-        match worker.next_job() {
-            None => {
-                // The script runs on outside any request: no client's timer may end it.
-                // SAFETY: on this worker's PHP thread, inside its boot request.
-                unsafe { sys::ferrophp_worker_timer_stop() };
-                // SAFETY: return_value is this call's return slot.
-                unsafe { sys::ferrophp_zval_bool(return_value, false) };
-                return;
-            }
-            Some(job) => worker.serve(job, &mut fci, &mut fcc),
-        }
-    };
-    if ends_script {
-        // SAFETY: on a PHP thread inside the worker script; the bailout lands in the shim's
-        // zend_try around php_execute_script, which then ends the boot request.
-        unsafe { sys::ferrophp_bailout() };
+}
+
+/// The in-flight request is uninstalled (request_scope.c): its job ends. True when the
+/// worker script must end.
+#[no_mangle]
+pub(crate) extern "C" fn ferrophp_worker_done() -> bool {
+    current_worker().is_some_and(|worker| worker.done())
+}
+
+/// The in-flight request's handler ended the script with `exit_status`
+/// (request_scope.c): the request stays installed for the script's shutdown, and
+/// [`WorkerThread::finish_ending`] completes it.
+#[no_mangle]
+pub(crate) extern "C" fn ferrophp_worker_ending(exit_status: c_int) {
+    if let Some(worker) = current_worker() {
+        // Counted now, as a request that returns is counted before its response completes.
+        worker.count_served();
+        worker.ending.set(Some(exit_status));
     }
-    // SAFETY: return_value is this call's return slot.
-    unsafe { sys::ferrophp_zval_bool(return_value, true) };
 }

@@ -85,6 +85,35 @@ impl Server {
         Self::launch(cmd, root, args, envs, STARTUP_TIMEOUT * 6)
     }
 
+    /// As [`Server::start_with_env`], run by valgrind's callgrind, which writes the calls
+    /// between functions (who called whom, how often) to `out` when the server exits.
+    /// Only what runs inside a function named by `collect` is recorded.
+    pub fn start_under_callgrind(
+        root: &Path,
+        args: &[&str],
+        envs: &[(&str, &str)],
+        out: &Path,
+        collect: &[&str],
+    ) -> Server {
+        let mut cmd = Command::new("valgrind");
+        cmd.args([
+            "--quiet",
+            "--tool=callgrind",
+            "--dump-instr=no",
+            "--compress-strings=no",
+            "--compress-pos=no",
+            // Mangled names keep the hash that tells two instances of a generic apart.
+            "--demangle=no",
+            "--fair-sched=yes",
+        ])
+        .arg(format!("--callgrind-out-file={}", out.display()));
+        for function in collect {
+            cmd.arg(format!("--toggle-collect={function}"));
+        }
+        cmd.arg(env!("CARGO_BIN_EXE_ferrophp"));
+        Self::launch(cmd, root, args, envs, STARTUP_TIMEOUT * 6)
+    }
+
     fn launch(
         mut cmd: Command,
         root: &Path,
