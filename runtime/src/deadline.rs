@@ -6,8 +6,9 @@
 //! A request has up to two deadlines: PHP's `max_execution_time` (its own per-thread
 //! timer, which the shim hears of through `zend_on_timeout`) and the server's
 //! `--request-timeout` (php-fpm's `request_terminate_timeout`: it also ends requests whose
-//! script raised or disabled its time limit). Each thread tells the shim when a request
-//! starts and ends ([`enter_job`], [`leave_job`]); a wait inside the request wakes at the
+//! script raised or disabled its time limit). A job's request scope starts and ends the
+//! shim's deadline (php-sys/request_scope.c; [`enter_job`] gives it the limits and
+//! [`leave_job`] counts what passed); a wait inside the request wakes at the
 //! server deadline by itself. The watchdog, one thread for the process, looks at every PHP
 //! thread about ten times a second (sooner when a deadline or slow-log moment is due):
 //! - a request past a deadline gets the kick signal again and again (a thread blocked in
