@@ -112,15 +112,17 @@ void ferrophp_request_run(ferrophp_request_scope *s) {
         ferrophp_define_std_streams();
     }
     if (ferrophp_request_may_start(s)) {
-        bool declined = false;
+        bool declined = !s->router;
         if (s->router) {
             ferrophp_request_execute(s, s->router, true, &declined);
             if (declined && strcmp(s->router, s->path_translated) == 0) {
                 /* Before the shutdown flushes anything: the server answers instead. */
-                ferrophp_request_router_declined(s->server_context);
+                ferrophp_request_router_declined();
+                declined = false;
             }
         }
-        if (!s->router || (declined && strcmp(s->router, s->path_translated) != 0)) {
+        /* No router, or one that returned false for another script: that script runs. */
+        if (declined) {
             ferrophp_request_execute(s, s->path_translated, false, NULL);
         }
     }

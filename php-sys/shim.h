@@ -220,7 +220,7 @@ bool ferrophp_worker_done(void);
  * stays installed for the script's shutdown and ends after it. */
 void ferrophp_worker_ending(int exit_status);
 /* A php -S router returned false for itself: the server answers instead. */
-void ferrophp_request_router_declined(void *server_context);
+void ferrophp_request_router_declined(void);
 
 /* worker_request.c: a worker request inside the long-lived worker script: what
  * php_request_startup and php_request_shutdown do per HTTP request, minus the

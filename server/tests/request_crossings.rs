@@ -65,9 +65,8 @@ fn parse(text: &str) -> CallGraph {
         (None, None, None);
     let mut pending_calls: Option<u64> = None;
     for line in text.lines() {
+        // The line after `calls=` holds the call's cost, which is not needed.
         if let Some(count) = pending_calls.take() {
-            // The cost line after `calls=`: the call itself is already read.
-            let _ = line;
             let callee = cfn.take().expect("calls= follows cfn=");
             let callee_ob = cob.take().unwrap_or_else(|| ob.clone());
             let callee_fl = cfl.take().unwrap_or_else(|| fl.clone());

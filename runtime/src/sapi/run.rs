@@ -4,7 +4,6 @@
 //! whether a deploy made the thread's realpath cache stale.
 
 use std::cell::{Cell, RefCell};
-use std::ffi::c_void;
 use std::os::unix::ffi::OsStrExt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -49,7 +48,7 @@ pub(crate) fn run_script(request: ScriptRequest, arena: &Bump, job: bool) -> Scr
 /// A php -S router returned false for itself (`ferrophp_request_run`): the server answers
 /// the request instead, and what PHP sends from now on is dropped.
 #[no_mangle]
-pub(crate) extern "C" fn ferrophp_request_router_declined(_server_context: *mut c_void) {
+pub(crate) extern "C" fn ferrophp_request_router_declined() {
     if let Some(request) = current_request() {
         request.sink.with(|sink| sink.declined());
     }
