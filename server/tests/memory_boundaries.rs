@@ -556,3 +556,217 @@ fn spans_of_random_shapes_under_valgrind() {
         .iter()
         .all(|p| p["unknown_fields"] == serde_json::json!([])));
 }
+
+// ---------------------------------------------------------------------------------------
+// The request scope (php-sys/request_scope.c): SG(request_info) points into the thread's
+// arena and the request's own buffers, installed by C from what Rust bound.
+// ---------------------------------------------------------------------------------------
+
+/// Lengths around every boundary the scope's strings cross: empty, one byte, the arena's
+/// first chunk (16 KiB, `request_arena` in runtime/src/worker_mode and classic.rs) and
+/// PHP's post block (16 KiB), powers of two either side, and large.
+const SCOPE_LENGTHS: &[usize] = &[
+    0, 1, 2, 15, 16, 17, 255, 256, 257, 4095, 4096, 4097, 8191, 8192, 8193, 16383, 16384, 16385,
+    32768, 50000,
+];
+const SCOPE_BODIES: &[usize] = &[0, 1, 8191, 8192, 8193, 16383, 16384, 16385, 65536, 1 << 20];
+/// What hyper takes of a request head (`--max-header-size`'s default, 64 KiB).
+const HEAD_LIMIT: usize = 60_000;
+
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        self.0 >> 33
+    }
+    fn pick<T: Copy>(&mut self, items: &[T]) -> T {
+        items[self.next() as usize % items.len()]
+    }
+    /// `len` bytes from `alphabet`.
+    fn text(&mut self, len: usize, alphabet: &[u8]) -> String {
+        (0..len)
+            .map(|_| alphabet[self.next() as usize % alphabet.len()] as char)
+            .collect()
+    }
+}
+
+fn base64(bytes: &[u8]) -> String {
+    const TABLE: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (b[0] as u32) << 16 | (b[1] as u32) << 8 | b[2] as u32;
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(TABLE[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+fn hex(s: &str) -> Value {
+    Value::String(s.bytes().map(|b| format!("{b:02x}")).collect())
+}
+
+#[test]
+fn request_scopes_of_random_shapes_under_valgrind() {
+    const QUERY: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~=&";
+    const TOKEN: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("valgrind.log");
+    let root = memory_data();
+    let worker = format!("{},1", root.join("scope_worker.php").display());
+    let server = Server::start_under_valgrind(
+        &root,
+        &[
+            "--threads",
+            "1",
+            "--worker",
+            &worker,
+            "-d",
+            "opcache.enable=0",
+        ],
+        &[],
+        &log,
+    );
+    let mut rng = Lcg(0x5c09e);
+    let mut exits = 0;
+    for i in 0..48 {
+        let worker = i % 2 == 1;
+        let path = if worker {
+            "/scope_worker.php"
+        } else {
+            "/scope.php"
+        };
+        // The head's strings share the limit: one of them may be long, the others fill
+        // what is left.
+        let mut room = HEAD_LIMIT;
+        let mut length = |rng: &mut Lcg| {
+            let n = rng.pick(SCOPE_LENGTHS).min(room);
+            room -= n;
+            n
+        };
+        let method = match rng.next() % 6 {
+            0 => "GET".to_owned(),
+            1 => "POST".to_owned(),
+            2 => "PUT".to_owned(),
+            3 => "PATCH".to_owned(),
+            4 => "DELETE".to_owned(),
+            _ => {
+                let n = [1, 2, 31, 32, 33, 255][rng.next() as usize % 6];
+                rng.text(n, b"ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+            }
+        };
+        let exit = worker && i % 10 == 1;
+        let n = length(&mut rng);
+        let mut query = rng.text(n, QUERY);
+        if exit {
+            exits += 1;
+            query = format!("exit=3&{query}");
+        }
+        let target = if query.is_empty() && rng.next() % 2 == 0 {
+            path.to_owned()
+        } else {
+            format!("{path}?{query}")
+        };
+        let content_type = (rng.next() % 3 != 0).then(|| {
+            let n = length(&mut rng);
+            format!("text/plain; x={}", rng.text(n, TOKEN))
+        });
+        let cookie = (rng.next() % 3 == 0).then(|| {
+            let n = length(&mut rng);
+            format!("c={}", rng.text(n, TOKEN))
+        });
+        let (authorization, user, pw, digest) = match rng.next() % 3 {
+            0 => (None, None, None, None),
+            1 => {
+                let n = length(&mut rng) / 2;
+                let user = rng.text(n, TOKEN);
+                let n = length(&mut rng) / 2;
+                let pw = rng.text(n, QUERY);
+                let header = format!("Basic {}", base64(format!("{user}:{pw}").as_bytes()));
+                (Some(header), Some(user), Some(pw), None)
+            }
+            _ => {
+                let n = length(&mut rng);
+                let d = format!("username=\"{}\"", rng.text(n, TOKEN));
+                (Some(format!("Digest {d}")), None, None, Some(d))
+            }
+        };
+        let body_len = match method.as_str() {
+            "POST" | "PUT" | "PATCH" => Some(rng.pick(SCOPE_BODIES)),
+            _ => None,
+        };
+
+        let mut head =
+            format!("{method} {target} HTTP/1.1\r\nHost: scope.test\r\nConnection: close\r\n");
+        for (name, value) in [
+            ("Content-Type", &content_type),
+            ("Cookie", &cookie),
+            ("Authorization", &authorization),
+        ] {
+            if let Some(v) = value {
+                head.push_str(&format!("{name}: {v}\r\n"));
+            }
+        }
+        if let Some(n) = body_len {
+            head.push_str(&format!("Content-Length: {n}\r\n"));
+        }
+        head.push_str("\r\n");
+        let mut request = head.into_bytes();
+        request.extend(std::iter::repeat_n(b'b', body_len.unwrap_or(0)));
+        let bytes = common::exchange(server.addr, &request, Duration::from_secs(180))
+            .unwrap_or_else(|e| panic!("case {i}: {e}\n{}", server.stderr()));
+        let response = common::parse_response(&bytes)
+            .unwrap_or_else(|| panic!("case {i}: no response\n{}", server.stderr()));
+        let what = format!("case {i} ({method} {} bytes of target)", target.len());
+        assert_eq!(response.status, 200, "{what}: {}", response.text());
+        let got: Value = serde_json::from_slice(&response.body)
+            .unwrap_or_else(|e| panic!("{what}: {e}: {}", response.text()));
+        let want = serde_json::json!({
+            "method": hex(&method),
+            "uri": hex(&target),
+            "query": hex(target.split_once('?').map_or("", |(_, q)| q)),
+            // Always set, empty without the header (as nginx's fastcgi_params give them).
+            "content_type": hex(content_type.as_deref().unwrap_or("")),
+            "content_length": body_len.map_or(String::new(), |n| n.to_string()),
+            "cookie": cookie.as_deref().map(hex),
+            "auth_user": user.as_deref().map(hex),
+            // PHP's php_handle_auth_data leaves an empty password unset (php-fpm alike).
+            "auth_pw": pw.as_deref().filter(|p| !p.is_empty()).map(hex),
+            "auth_digest": digest.as_deref().map(hex),
+            "body": body_len.unwrap_or(0),
+            "argv": null,
+        });
+        assert_eq!(got, want, "{what}");
+    }
+    assert!(exits >= 2, "the worker's exit path ran {exits} times");
+    // A head past the limit is refused, and the scope of the next request is whole.
+    let long = format!(
+        "GET /scope.php?{} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        "A".repeat(70_000)
+    );
+    let refused = common::parse_response(
+        &common::exchange(server.addr, long.as_bytes(), Duration::from_secs(60)).unwrap(),
+    )
+    .expect("a response to the long head");
+    assert!(
+        (400..500).contains(&refused.status),
+        "long head: {}",
+        refused.status
+    );
+    let after = server.get("/scope.php?after=1");
+    assert_eq!(after.status, 200);
+    assert_valgrind_clean(server, &log);
+}
