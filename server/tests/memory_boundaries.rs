@@ -675,16 +675,16 @@ fn request_scopes_of_random_shapes_under_valgrind() {
             exits += 1;
             query = format!("exit=3&{query}");
         }
-        let target = if query.is_empty() && rng.next() % 2 == 0 {
+        let target = if query.is_empty() && rng.next().is_multiple_of(2) {
             path.to_owned()
         } else {
             format!("{path}?{query}")
         };
-        let content_type = (rng.next() % 3 != 0).then(|| {
+        let content_type = (!rng.next().is_multiple_of(3)).then(|| {
             let n = length(&mut rng);
             format!("text/plain; x={}", rng.text(n, TOKEN))
         });
-        let cookie = (rng.next() % 3 == 0).then(|| {
+        let cookie = (rng.next().is_multiple_of(3)).then(|| {
             let n = length(&mut rng);
             format!("c={}", rng.text(n, TOKEN))
         });
