@@ -450,6 +450,20 @@ fn worker_libxml_state_does_not_leak_into_the_next_request() {
         assert_eq!(v["internal_errors"], true, "{v}");
         assert_eq!(v["entity_loader_set"], true, "{v}");
         fresh(&format!("after dirty request {round}"));
+        fresh(&format!("after a clean request, round {round}"));
+        // Only libxml's own last error: PHP's globals stay as they were.
+        let r = server.get("/libxml_worker.php?step=warn");
+        let v = json(&r.body);
+        assert_eq!(v["parsed"], false, "{v}");
+        assert!(
+            v["last_error"].is_string(),
+            "the parse error is recorded: {v}"
+        );
+        fresh(&format!("after a parse warning, round {round}"));
+        // State the worker script changes between two requests, outside either.
+        let r = server.get("/libxml_worker.php?step=between");
+        assert_eq!(r.status, 200, "{}", r.text());
+        fresh(&format!("after the loop dirtied libxml, round {round}"));
     }
 }
 

@@ -1,14 +1,24 @@
 <?php
-// Worker script: ?step=dirty changes every piece of libxml state a request can change;
+// Worker script: ?step=dirty changes every piece of libxml state a request can change,
+// ?step=warn only libxml's last error (a parse error reported as a warning), and
+// ?step=between has the loop change everything after the request, outside any request;
 // any other request reports that state, which must be a fresh request's each time.
-$handler = static function (): void {
+$dirty_everything = static function (): void {
+    libxml_use_internal_errors(true);
+    simplexml_load_string('<root><unclosed></root>');
+    libxml_set_external_entity_loader(static fn () => null);
+    libxml_set_streams_context(stream_context_create());
+};
+$between = false;
+$handler = static function () use ($dirty_everything, &$between): void {
     header('Content-Type: application/json');
     $out = [];
+    $between = ($_GET['step'] ?? '') === 'between';
     if (($_GET['step'] ?? '') === 'dirty') {
-        libxml_use_internal_errors(true);
-        simplexml_load_string('<root><unclosed></root>');
-        libxml_set_external_entity_loader(static fn () => null);
-        libxml_set_streams_context(stream_context_create());
+        $dirty_everything();
+    }
+    if (($_GET['step'] ?? '') === 'warn') {
+        $out['parsed'] = @simplexml_load_string('<root><unclosed></root>') !== false;
     }
     $last = libxml_get_last_error();
     $out['errors'] = count(libxml_get_errors());
@@ -23,4 +33,8 @@ $handler = static function (): void {
     echo json_encode($out);
 };
 while (ferrophp_handle_request($handler)) {
+    if ($between) {
+        $dirty_everything();
+        @libxml_disable_entity_loader(true);
+    }
 }
