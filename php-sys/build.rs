@@ -281,10 +281,10 @@ fn compile_shim(includes: &[String], link: LinkMode) {
     }
     // ext/libxml/php_libxml.h includes libxml2's headers, which live outside PHP's include
     // dirs; the shim resets libxml state between worker requests with it (and compiles
-    // without, minus one reset, when libxml2's headers cannot be found).
-    // The check that skips an unneeded reset reads libxml2's per-thread state, so the shim
-    // links libxml2 itself: libphp.a's link lists it already, libphp.so's does not reach
-    // our objects (with --as-needed it is dropped again when PHP has no libxml).
+    // without, minus one reset, when libxml2's headers cannot be found). It also reads
+    // libxml2's per-thread state to skip a reset that would change nothing, so it links
+    // libxml2 itself: libphp.a's link lists it already, libphp.so's does not reach our
+    // objects (and --as-needed drops it again when PHP has no libxml).
     if let Ok(out) = Command::new("pkg-config")
         .args(["--cflags", "--libs", "libxml-2.0"])
         .output()

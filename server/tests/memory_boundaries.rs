@@ -34,6 +34,30 @@ fn memory_data() -> PathBuf {
         .expect("test-data/memory exists")
 }
 
+/// The server under memcheck with one PHP thread running `script` (in `root`) as its
+/// worker, with OPcache off as in every test of this file.
+fn start_worker_under_valgrind(
+    root: &Path,
+    script: &str,
+    env: &[(&str, &str)],
+    log: &Path,
+) -> Server {
+    let worker = format!("{},1", root.join(script).display());
+    Server::start_under_valgrind(
+        root,
+        &[
+            "--threads",
+            "1",
+            "--worker",
+            &worker,
+            "-d",
+            "opcache.enable=0",
+        ],
+        env,
+        log,
+    )
+}
+
 fn unhex(s: &str) -> Vec<u8> {
     (0..s.len())
         .step_by(2)
@@ -477,20 +501,7 @@ fn spans_of_random_shapes_under_valgrind() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("valgrind.log");
     let root = memory_data();
-    let worker = format!("{},1", root.join("trace_worker.php").display());
-    let server = Server::start_under_valgrind(
-        &root,
-        &[
-            "--threads",
-            "1",
-            "--worker",
-            &worker,
-            "-d",
-            "opcache.enable=0",
-        ],
-        &env,
-        &log,
-    );
+    let server = start_worker_under_valgrind(&root, "trace_worker.php", &env, &log);
 
     let limits = format!(
         "spans={SPANS}&attributes={ATTRIBUTES}&events={EVENTS}&event_attributes={EVENT_ATTRIBUTES}"
@@ -626,20 +637,7 @@ fn request_scopes_of_random_shapes_under_valgrind() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("valgrind.log");
     let root = memory_data();
-    let worker = format!("{},1", root.join("scope_worker.php").display());
-    let server = Server::start_under_valgrind(
-        &root,
-        &[
-            "--threads",
-            "1",
-            "--worker",
-            &worker,
-            "-d",
-            "opcache.enable=0",
-        ],
-        &[],
-        &log,
-    );
+    let server = start_worker_under_valgrind(&root, "scope_worker.php", &[], &log);
     let mut rng = Lcg(0x5c09e);
     let mut exits = 0;
     for i in 0..48 {
