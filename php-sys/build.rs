@@ -95,7 +95,7 @@ fn main() {
     if libdir.join("libphp-cli.a").exists() {
         println!("cargo:rustc-link-lib=static=php-cli");
         println!("cargo:rustc-cfg=php_cli_sapi");
-        // For dependents (DEP_PHP_CLI_SAPI): the runtime crate offers the CLI only then.
+        // For dependents (DEP_PHP_CLI_SAPI): the worker crate offers the CLI only then.
         println!("cargo:cli_sapi=1");
     }
     println!("cargo:rustc-check-cfg=cfg(php_cli_sapi)");

@@ -7,7 +7,7 @@
  * in slow_capture.c; the state they share is in deadline_state.h (its storage and clock in
  * deadline_state.c).
  *
- * Two signals reach PHP threads, sent by the watchdog (runtime/src/deadline.rs) with
+ * Two signals reach PHP threads, sent by the watchdog (worker/src/deadline.rs) with
  * pthread_kill, never to another thread:
  *   - the kick (SIGRTMIN+3, no SA_RESTART): wakes a thread blocked in a call without a
  *     timeout (flock, waitpid, a read on a pipe) once its deadline passed, and closes the

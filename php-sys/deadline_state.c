@@ -1,7 +1,7 @@
 /* deadline_state.c: the storage and the clock deadline_state.h declares for deadline.c,
  * deadline_waits.c and slow_capture.c: each thread's pointer to its deadline state (set
  * when a PHP thread attaches, NULL on every other thread) and the monotonic clock all
- * deadlines are measured on (also read by runtime/src/deadline.rs). Kept apart so that
+ * deadlines are measured on (also read by worker/src/deadline.rs). Kept apart so that
  * the three files depend on the header, and the header on nothing of theirs. */
 #define _GNU_SOURCE
 #define ZEND_ENABLE_STATIC_TSRMLS_CACHE 1 /* the thread's cache is shim.c's */

@@ -15,7 +15,7 @@
  * could differ (another input filter or treat_data, mbstring.encoding_translation, a
  * default filter other than unsafe_raw), takes PHP's own path. The loop is
  * php_default_treat_data's, step for step; only the per-variable work and the tokenizer's
- * implementation differ. runtime/tests/input_parsing.rs compares both paths.
+ * implementation differ. worker/tests/input_parsing.rs compares both paths.
  */
 #define ZEND_ENABLE_STATIC_TSRMLS_CACHE 1 /* the thread's cache is shim.c's */
 #include "shim.h"

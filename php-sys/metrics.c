@@ -7,7 +7,7 @@
 zend_class_entry *ferrophp_metrics_ce;
 zend_class_entry *ferrophp_metrics_exception_ce;
 
-/* Signatures match runtime/stubs/Metrics.php. */
+/* Signatures match worker/stubs/Metrics.php. */
 
 ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_metrics_observe, 0, 2, IS_VOID, 0)
     ZEND_ARG_TYPE_INFO(0, name, IS_STRING, 0)

@@ -1,5 +1,5 @@
 /*
- * C side of Ferrophp\Metrics (runtime/src/metrics.rs): the class and method arginfo
+ * C side of Ferrophp\Metrics (worker/src/metrics.rs): the class and method arginfo
  * tables and the class registration. No metrics logic lives here.
  */
 #ifndef FERROPHP_METRICS_H
@@ -7,7 +7,7 @@
 
 #include "php.h"
 
-/* Method bodies live in Rust (runtime/src/metrics.rs). */
+/* Method bodies live in Rust (worker/src/metrics.rs). */
 #define FERROPHP_METRICS_HANDLER(name) void name(zend_execute_data *execute_data, zval *return_value)
 FERROPHP_METRICS_HANDLER(ferrophp_metrics_observe);
 FERROPHP_METRICS_HANDLER(ferrophp_metrics_increment);

@@ -46,7 +46,7 @@ bool ferrophp_try_eval_string(const char *code, const char *name);
 void ferrophp_string_release(zend_string *s);
 
 /* PHP functions the SAPI adds (sapi_module.additional_functions). Bodies are in Rust
- * (runtime/src/functions.rs), but for ferrophp_fn_handle_request (request_scope.c); the
+ * (worker/src/functions.rs), but for ferrophp_fn_handle_request (request_scope.c); the
  * arginfo tables, which are macros, live in C. */
 void ferrophp_fn_finish_request(zend_execute_data *execute_data, zval *return_value);
 void ferrophp_fn_request_headers(zend_execute_data *execute_data, zval *return_value);
@@ -106,7 +106,7 @@ void ferrophp_server_start_from(zval *track_vars, HashTable *template);
 unsigned int ferrophp_input_filter(int arg, const char *var, char **val, size_t len, size_t *new_len);
 
 /* ferrophp's own PHP extension (classes such as UserCache\Cache, ini entries). Its
- * MINIT/MSHUTDOWN/RINIT/RSHUTDOWN/MINFO bodies are Rust (runtime/src/module.rs). */
+ * MINIT/MSHUTDOWN/RINIT/RSHUTDOWN/MINFO bodies are Rust (worker/src/module.rs). */
 zend_module_entry *ferrophp_module_entry(void);
 zend_result ferrophp_module_minit(int type, int module_number);
 zend_result ferrophp_module_mshutdown(int type, int module_number);
@@ -204,7 +204,7 @@ void ferrophp_request_run(ferrophp_request_scope *scope);
  * ends its deadline; for a worker request kept installed through its script's shutdown. */
 void ferrophp_request_uninstall(ferrophp_request_scope *scope);
 
-/* Implemented in Rust (runtime/src/worker_mode/handle_request.rs), called by
+/* Implemented in Rust (worker/src/worker_mode/handle_request.rs), called by
  * ferrophp_handle_request on the worker's PHP thread. */
 #define FERROPHP_WORKER_NOT_WORKER 0 /* no worker script runs on this thread */
 #define FERROPHP_WORKER_BUSY 1       /* called from inside a request handler */

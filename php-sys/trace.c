@@ -57,7 +57,7 @@ void ferrophp_span_return_this(zend_execute_data *execute_data, zval *return_val
     ZVAL_OBJ_COPY(return_value, Z_OBJ(EX(This)));
 }
 
-/* ---- arginfo (matches runtime/stubs/Trace.php) ---- */
+/* ---- arginfo (matches worker/stubs/Trace.php) ---- */
 
 ZEND_BEGIN_ARG_WITH_RETURN_OBJ_INFO_EX(arginfo_trace_span, 0, 1, Ferrophp\\Span, 0)
     ZEND_ARG_TYPE_INFO(0, name, IS_STRING, 0)

@@ -1,5 +1,5 @@
 /*
- * C side of Ferrophp\Trace and Ferrophp\Span (runtime/src/trace/): the class and method
+ * C side of Ferrophp\Trace and Ferrophp\Span (worker/src/trace/): the class and method
  * arginfo tables, the Span object layout (a few plain fields before the zend_object),
  * the error observer and throw hook that tell the runtime about uncaught exceptions, and
  * one helper that reads a Throwable's class, message and trace. No tracing logic lives
@@ -10,7 +10,7 @@
 
 #include "php.h"
 
-/* Method bodies live in Rust (runtime/src/trace/: trace_class.rs, span_class.rs). */
+/* Method bodies live in Rust (worker/src/trace/: trace_class.rs, span_class.rs). */
 #define FERROPHP_TRACE_HANDLER(name) void name(zend_execute_data *execute_data, zval *return_value)
 FERROPHP_TRACE_HANDLER(ferrophp_trace_span);
 FERROPHP_TRACE_HANDLER(ferrophp_trace_traceparent);

@@ -24,7 +24,7 @@ fi
 
 if [ $# -eq 0 ]; then
     set -- -p ferrophp --test http_php --test http_security --test worker_http \
-        -p ferrophp-runtime --test cache_api --test server_vars --test input_parsing
+        -p ferrophp-worker --test cache_api --test server_vars --test input_parsing
 fi
 
 target=x86_64-unknown-linux-gnu

@@ -39,7 +39,7 @@ def bucket(comm, dso, kind, sym):
             return "PHP thread: PHP engine (libphp)"
         if "libc" in dso:
             return "PHP thread: libc (other)"
-        return "PHP thread: ferrophp glue (runtime crate, shim)"
+        return "PHP thread: ferrophp glue (worker crate, shim)"
     if "libc" in dso or "vdso" in dso or "libm" in dso:
         return "I/O thread: libc (other)"
     if RUNTIME.search(sym):

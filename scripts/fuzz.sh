@@ -26,7 +26,7 @@ if ! cargo +nightly --version >/dev/null 2>&1; then
     echo "scripts/fuzz.sh: the nightly toolchain is not installed (cargo +nightly fails)." >&2
     echo "  cargo-fuzz needs nightly (sanitizer and coverage flags). Install it with" >&2
     echo "  'rustup toolchain install nightly', or run the stable replay instead:" >&2
-    echo "  cargo test -p ferrophp --test fuzz_replay && cargo test -p ferrophp-runtime --test fuzz_replay" >&2
+    echo "  cargo test -p ferrophp --test fuzz_replay && cargo test -p ferrophp-worker --test fuzz_replay" >&2
     exit 2
 fi
 if ! cargo fuzz --version >/dev/null 2>&1; then

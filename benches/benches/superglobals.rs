@@ -16,8 +16,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, Criterion};
-use runtime::diagnostics::{self, ServerVarsEvent};
-use runtime::{BufferSink, Engine, EngineConfig, LogTarget, ScriptRequest};
+use worker::diagnostics::{self, ServerVarsEvent};
+use worker::{BufferSink, Engine, EngineConfig, LogTarget, ScriptRequest};
 
 struct CountingAlloc;
 static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
@@ -75,7 +75,7 @@ fn root() -> String {
 /// The request is built once; each iteration clones it, as cheap as what the HTTP server
 /// hands over (a parsed head and shared configuration).
 fn request(engine: &Engine) {
-    static TEMPLATE: std::sync::OnceLock<(String, runtime::CgiRequest)> =
+    static TEMPLATE: std::sync::OnceLock<(String, worker::CgiRequest)> =
         std::sync::OnceLock::new();
     let (script, cgi) = TEMPLATE.get_or_init(|| {
         let root = root();

@@ -1,5 +1,5 @@
 //! Entry points for the cache's fuzz targets (`fuzz/`, reached through
-//! `runtime::fuzzing`) and their stable replay tests (`runtime/tests/fuzz_replay.rs`): each
+//! `worker::fuzzing`) and their stable replay tests (`worker/tests/fuzz_replay.rs`): each
 //! takes raw fuzzer bytes, drives one pure-Rust part of the cache and panics when a
 //! property does not hold. Nothing here needs a running PHP engine; not part of the
 //! supported API.

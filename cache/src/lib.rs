@@ -23,13 +23,13 @@
 //!   `usercache.c` (built by `build.rs`: the class, method and function tables PHP
 //!   registers, one small C function per zval macro), which [`ffi`] declares.
 //!
-//! This crate is the whole cache; the runtime (crate `ferrophp-runtime`) only drives it through the
+//! This crate is the whole cache; the worker crate (`ferrophp-worker`) only drives it through the
 //! engine hooks below, which its PHP module calls: [`module_startup`] (registers the
 //! classes, functions and ini entries), [`request_startup`], [`request_shutdown`], the
 //! post-deactivate hook installed at start-up, and [`module_shutdown`]. The worker loop
 //! should call [`on_request_end`] after each HTTP request it serves and may restart its
 //! script when [`worker_restart_recommended`] says so; nothing else is needed for safety.
-//! [`stats`] is for the admin `/metrics`; [`zv`] is shared with the runtime's own PHP
+//! [`stats`] is for the admin `/metrics`; [`zv`] is shared with the worker crate's own PHP
 //! functions; [`fuzzing`] holds the fuzz targets of the pure-Rust parts.
 
 #![deny(missing_docs)]

@@ -1,7 +1,7 @@
 //! The FFI edge of the cache: reading and writing `zval`s, PHP strings and hash tables.
 //! These are the `Z_*`/`ZVAL_*` macros of `zend_types.h` spelled in Rust, each a small
 //! function whose safety contract is "the pointer is a live zval/string/array". The items
-//! marked `pub` are also what the runtime's `Ferrophp\Metrics` functions read their
+//! marked `pub` are also what the worker crate's `Ferrophp\Metrics` functions read their
 //! arguments and build their results with; the rest is the cache's own.
 
 use std::ffi::c_char;

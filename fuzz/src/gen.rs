@@ -2,7 +2,7 @@
 //! (`fuzz/corpus/<target>/`) and its regression cases (`fuzz/regressions/<target>/`),
 //! then a few thousand mutations of them from a seeded generator (byte flips, inserts,
 //! deletions, dictionary tokens, splices), so CI exercises each target without nightly or
-//! libFuzzer. Shared by `server/tests/fuzz_replay.rs` and `runtime/tests/fuzz_replay.rs`
+//! libFuzzer. Shared by `server/tests/fuzz_replay.rs` and `worker/tests/fuzz_replay.rs`
 //! (included by path) and the fuzz crate.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};

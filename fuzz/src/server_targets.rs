@@ -328,7 +328,7 @@ pub fn headers(data: &[u8]) {
     }
     let mut vars = std::collections::HashMap::new();
     for name in map.keys() {
-        let hv = runtime::fuzzing::header_variable(name.as_str());
+        let hv = worker::fuzzing::header_variable(name.as_str());
         assert!(hv.verbatim, "PHP would mangle {hv:?}");
         assert!(
             hv.var[5..]
@@ -340,8 +340,8 @@ pub fn headers(data: &[u8]) {
             panic!("{other} and {name} both become {}", hv.var);
         }
     }
-    runtime::fuzzing::join_values(&map);
-    runtime::fuzzing::header_names(data);
+    worker::fuzzing::join_values(&map);
+    worker::fuzzing::header_names(data);
 
     if let Ok(host) = std::str::from_utf8(last) {
         let stripped = strip_port(host);

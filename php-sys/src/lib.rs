@@ -1,5 +1,5 @@
 //! Raw FFI to libphp (ZTS + embed) and to ferrophp's C shim. Nothing else lives here:
-//! no policy, no safe wrappers. The runtime crate (`ferrophp-runtime`) owns every call into these bindings.
+//! no policy, no safe wrappers. The worker crate (`ferrophp-worker`) owns every call into these bindings.
 //!
 //! See `build.rs` for how PHP is found and `shim.h` for the C side.
 

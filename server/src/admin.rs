@@ -26,7 +26,7 @@ use http::{Method, Request, Response, StatusCode};
 use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
-use runtime::EngineControl;
+use worker::EngineControl;
 use tokio::net::TcpListener;
 
 use crate::body::{self, ResponseBody};
@@ -164,14 +164,14 @@ fn ok_response(content_type: &'static str, content: String) -> Response<Response
 /// (`booting`, `idle`, `busy`, `draining`, `restarting`, `done`; see
 /// docs/architecture.md).
 fn threads_json() -> String {
-    let threads: Vec<serde_json::Value> = runtime::observe::threads()
+    let threads: Vec<serde_json::Value> = worker::observe::threads()
         .into_iter()
         .map(|t| {
             serde_json::json!({
                 "name": t.name,
                 "pool": t.pool,
                 "state": t.state.as_str(),
-                "busy": t.state == runtime::observe::ThreadState::Busy,
+                "busy": t.state == worker::observe::ThreadState::Busy,
                 "uri": t.current,
                 "requests": t.requests,
                 "memory_bytes": t.memory_bytes,
@@ -186,11 +186,11 @@ fn threads_json() -> String {
 /// "WaitingSinceMilliseconds","CurrentURI","CurrentMethod","RequestStartedAt",
 /// "RequestCount","MemoryUsage"}],"ReservedThreadCount":0}`.
 fn frankenphp_threads_json() -> String {
-    use runtime::observe::ThreadState;
+    use worker::observe::ThreadState;
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64);
-    let threads: Vec<serde_json::Value> = runtime::observe::threads()
+    let threads: Vec<serde_json::Value> = worker::observe::threads()
         .into_iter()
         .enumerate()
         .map(|(i, t)| {

@@ -2,7 +2,7 @@
 //! replay (`server/tests/fuzz_replay.rs`): the parsers and transforms that see untrusted
 //! input (request paths, header names, the Host value, config text and flags). Hidden
 //! from the docs; nothing here is used by the server itself. The worker's counterparts
-//! are in `runtime::fuzzing`.
+//! are in `worker::fuzzing`.
 
 pub use crate::config::{FileConfig, ServeArgs, ServeConfig};
 pub use crate::routing::{normalize, Route, Router};

@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
 use futures_util::task::AtomicWaker;
-use runtime::ResponseHead;
+use worker::ResponseHead;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 /// Where one request's 1xx responses go.

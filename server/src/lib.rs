@@ -42,7 +42,7 @@ mod workers;
 pub fn prepare_process() -> Result<Option<std::net::TcpListener>, String> {
     cap_malloc_arenas();
     // It may set PHP_INI_SCAN_DIR for a release tree.
-    runtime::layout::prepare_process_env();
+    worker::layout::prepare_process_env();
     supervise::take_inherited_listener()
 }
 

@@ -86,10 +86,10 @@ pub(crate) fn access(
     );
 }
 
-/// Where the runtime's slow-log entries go, in the log's format.
-pub(crate) fn slow_log_sink(format: LogFormat) -> runtime::SlowSink {
+/// Where the worker crate's slow-log entries go, in the log's format.
+pub(crate) fn slow_log_sink(format: LogFormat) -> worker::SlowSink {
     match format {
-        LogFormat::Text => Arc::new(|entry: &runtime::SlowEntry| {
+        LogFormat::Text => Arc::new(|entry: &worker::SlowEntry| {
             tracing::warn!(
                 target: "slowlog",
                 method = %entry.method,
@@ -103,7 +103,7 @@ pub(crate) fn slow_log_sink(format: LogFormat) -> runtime::SlowSink {
                 entry.stack_text().trim_end()
             );
         }),
-        LogFormat::Json => Arc::new(|entry: &runtime::SlowEntry| {
+        LogFormat::Json => Arc::new(|entry: &worker::SlowEntry| {
             if !tracing::enabled!(target: "slowlog", tracing::Level::WARN) {
                 return;
             }
@@ -117,7 +117,7 @@ pub(crate) fn slow_log_sink(format: LogFormat) -> runtime::SlowSink {
 
 /// A slow-log entry as one JSON object: the access log's shape (timestamp, level, target,
 /// message, fields at the top level) plus the stack, innermost call first.
-pub(crate) fn slow_entry_json(entry: &runtime::SlowEntry) -> serde_json::Value {
+pub(crate) fn slow_entry_json(entry: &worker::SlowEntry) -> serde_json::Value {
     let stack: Vec<serde_json::Value> = entry
         .stack
         .iter()

@@ -4,9 +4,9 @@
 //! DDSketch protobuf payload per interval, HTTP POST from a tokio task, bounded queue).
 //!
 //! Server counters (requests by mode and status class, the wait for a PHP thread, 503s,
-//! the session sweep) are plain atomics bumped on the request path; the runtime's own
+//! the session sweep) are plain atomics bumped on the request path; the worker crate's own
 //! state (threads, worker boots/crashes/restarts, PHP memory, the shared cache) comes from
-//! `runtime::observe` at scrape time. Where FrankenPHP has an equivalent metric, its name
+//! `worker::observe` at scrape time. Where FrankenPHP has an equivalent metric, its name
 //! is rendered as well (same meaning, same `worker` label) so existing dashboards work.
 
 use std::fmt::{Display, Write as _};
@@ -70,7 +70,7 @@ const MODES: [Mode; 3] = [Mode::Static, Mode::Classic, Mode::Worker];
 /// Requests by mode and status class (1xx..5xx).
 static REQUESTS: [[AtomicU64; 5]; 3] = [const { [const { AtomicU64::new(0) }; 5] }; 3];
 /// Requests waiting for a PHP thread right now, per pool (classic first, then the
-/// workers in order, as `runtime::observe::pools()` lists them; pools past the last slot
+/// workers in order, as `worker::observe::pools()` lists them; pools past the last slot
 /// share it).
 static QUEUE_DEPTHS: [AtomicI64; 64] = [const { AtomicI64::new(0) }; 64];
 /// PHP requests that got a thread, and their total wait for it, in microseconds.
@@ -121,9 +121,9 @@ impl Drop for Queued {
     }
 }
 
-/// Requests of pool `i` (`pool`, as `runtime::observe::pools()` lists it) waiting for a
+/// Requests of pool `i` (`pool`, as `worker::observe::pools()` lists it) waiting for a
 /// thread now: for a permit on the HTTP side, or in the pool's queue.
-pub(crate) fn queue_depth(i: usize, pool: Option<&runtime::observe::PoolInfo>) -> u64 {
+pub(crate) fn queue_depth(i: usize, pool: Option<&worker::observe::PoolInfo>) -> u64 {
     QUEUE_DEPTHS[i.min(QUEUE_DEPTHS.len() - 1)]
         .load(Ordering::Relaxed)
         .max(0) as u64
@@ -141,7 +141,7 @@ fn header(out: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
 }
 
-/// The server's and the runtime's own metrics: every family of the tables below, in
+/// The server's and the worker crate's own metrics: every family of the tables below, in
 /// their order (the static file cache's only while it is on).
 fn render_server(out: &mut String) {
     let scrape = Scrape::now();
@@ -167,21 +167,21 @@ fn render_server(out: &mut String) {
 
 /// What a scrape reads of the runtime, once, for the families that render it.
 struct Scrape {
-    pools: Vec<runtime::observe::PoolInfo>,
+    pools: Vec<worker::observe::PoolInfo>,
     static_cache: Option<crate::static_cache::Stats>,
-    threads: Vec<runtime::observe::ThreadInfo>,
-    cache: runtime::observe::CacheInfo,
-    deadlines: runtime::DeadlineStats,
+    threads: Vec<worker::observe::ThreadInfo>,
+    cache: worker::observe::CacheInfo,
+    deadlines: worker::DeadlineStats,
 }
 
 impl Scrape {
     fn now() -> Scrape {
         Scrape {
-            pools: runtime::observe::pools(),
+            pools: worker::observe::pools(),
             static_cache: crate::static_cache::cache().map(|cache| cache.stats()),
-            threads: runtime::observe::threads(),
-            cache: runtime::observe::cache(),
-            deadlines: runtime::deadline_stats(),
+            threads: worker::observe::threads(),
+            cache: worker::observe::cache(),
+            deadlines: worker::deadline_stats(),
         }
     }
 
@@ -233,7 +233,7 @@ impl Samples<'_> {
     fn per_worker<T: Display>(
         &mut self,
         scrape: &Scrape,
-        value: impl Fn(usize, &runtime::observe::PoolInfo) -> T,
+        value: impl Fn(usize, &worker::observe::PoolInfo) -> T,
     ) {
         for (i, pool) in scrape.pools.iter().enumerate() {
             if pool.is_worker {
@@ -362,7 +362,7 @@ static RUNTIME_FAMILIES: &[Family] = &[
         // As FrankenPHP counts them: a running worker script always occupies its thread,
         // busy or not (ferrophp_php_threads has the real split).
         samples: |s, o| {
-            let busy = |p: &runtime::observe::PoolInfo| if p.is_worker { p.threads } else { p.busy };
+            let busy = |p: &worker::observe::PoolInfo| if p.is_worker { p.threads } else { p.busy };
             o.value(s.pools.iter().map(busy).sum::<u64>());
         },
     },

@@ -5,7 +5,7 @@
 //! `PHP_BINARY -d ... script` as a child, PHPUnit pipes a test to a bare `PHP_BINARY`).
 //! ferrophp's own `-h`/`--help`/`-V`/`--version` stay its own unless called as `php`.
 //! Every such call is PHP's
-//! own CLI SAPI ([`runtime::cli`]), flag for flag, except `-S ADDR:PORT [-t DOCROOT]
+//! own CLI SAPI ([`worker::cli`]), flag for flag, except `-S ADDR:PORT [-t DOCROOT]
 //! [ROUTER]`, PHP's development web server, which ferrophp serves with its own
 //! classic-mode server (see [`crate::serve::run_dev`]).
 
@@ -67,7 +67,7 @@ pub fn run_if_php(argv: &[OsString]) -> Option<i32> {
     let mut cli_argv = Vec::with_capacity(php_args.len() + 1);
     cli_argv.push(argv0);
     cli_argv.extend_from_slice(php_args);
-    Some(runtime::cli::run(cli_argv))
+    Some(worker::cli::run(cli_argv))
 }
 
 /// `php`'s options that take a value (the next argument, or the rest of the same one).

@@ -13,7 +13,7 @@
 //! - on demand ([`Sites::reload`]: SIGHUP, SIGUSR1, the admin `POST /workers/restart`):
 //!   the paths are resolved again, the new site takes every request from then on, each
 //!   PHP thread empties its realpath cache before its next request, and the workers roll
-//!   over to the new script paths (a rolling restart, `runtime/src/pool.rs`);
+//!   over to the new script paths (a rolling restart, `worker/src/pool.rs`);
 //! - by itself: the configured root is resolved again at most once per route-cache
 //!   interval (`--route-cache-ms`, 1 s by default; 0: for every request, as nginx's
 //!   `$realpath_root` does), on the request path of whichever request comes first, so a
@@ -27,7 +27,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
-use runtime::EngineControl;
+use worker::EngineControl;
 
 use crate::routing::Router;
 use crate::workers::{WorkerRouter, WorkerSpec};

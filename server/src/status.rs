@@ -11,11 +11,11 @@
 use std::fmt::Write as _;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use runtime::observe::{PoolInfo, ThreadInfo, ThreadState};
+use worker::observe::{PoolInfo, ThreadInfo, ThreadState};
 use serde_json::{json, Map, Value};
 
 /// What the status page knows of each pool from the configuration, in the order
-/// `runtime::observe::pools()` lists them (classic first).
+/// `worker::observe::pools()` lists them (classic first).
 pub(crate) struct PoolSetup {
     /// `static` (a fixed number of threads) or `dynamic` (autoscaling).
     pub manager: &'static str,
@@ -167,7 +167,7 @@ pub(crate) fn render(query: &str, setup: &StatusSetup) -> Result<(&'static str, 
             _ => {}
         }
     }
-    let infos = runtime::observe::pools();
+    let infos = worker::observe::pools();
     let all: Vec<(usize, &PoolInfo)> = infos.iter().enumerate().collect();
     let setup_of = |i: usize| setup.pools.get(i);
     let selected: Vec<(usize, &PoolInfo)> = match &pool {
@@ -202,7 +202,7 @@ pub(crate) fn render(query: &str, setup: &StatusSetup) -> Result<(&'static str, 
     };
     let names: Vec<&str> = selected.iter().map(|(_, p)| p.name.as_str()).collect();
     let threads: Vec<ThreadInfo> = if full {
-        runtime::observe::threads()
+        worker::observe::threads()
             .into_iter()
             .filter(|t| names.contains(&t.pool.as_str()))
             .collect()

@@ -36,7 +36,7 @@ pub(crate) fn configure() {
             env!("CARGO_PKG_VERSION").to_owned(),
         ),
         ("process.runtime.name", "php".to_owned()),
-        ("process.runtime.version", runtime::PHP_VERSION.to_owned()),
+        ("process.runtime.version", worker::PHP_VERSION.to_owned()),
         ("process.pid", std::process::id().to_string()),
     ];
     if !hostname.is_empty() {

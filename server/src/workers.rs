@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use globset::{Glob, GlobMatcher, GlobSet, GlobSetBuilder};
-use runtime::{EngineControl, WorkerConfig};
+use worker::{EngineControl, WorkerConfig};
 use serde::Deserialize;
 
 /// One worker as configured (command line or file).
@@ -98,7 +98,7 @@ impl WorkerSpec {
         config.memory_growth = self
             .memory_growth
             .as_deref()
-            .map(runtime::MemoryGrowth::parse)
+            .map(worker::MemoryGrowth::parse)
             .transpose()
             .map_err(|e| format!("worker {}: {e}", self.script.display()))?;
         Ok(config)

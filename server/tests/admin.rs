@@ -649,7 +649,7 @@ fn json_logs_carry_the_access_fields() {
 }
 
 /// Every family of a scrape has its `# HELP` line (the parser insists): PHP's own series,
-/// the server's latency, the runtime's counters and, with tracing on, the trace
+/// the server's latency, the worker crate's counters and, with tracing on, the trace
 /// exporter's (here failing against a collector that is down).
 #[test]
 fn every_metric_family_has_help_including_php_series_and_traces() {

@@ -325,7 +325,7 @@ fn worker_requests_blocked_in_php_run_side_by_side_whatever_the_cpu_count() {
 // Caddy's TestOpcacheReset, scaled to this machine: opcache_reset() from classic pages
 // while worker and classic threads compile and run scripts; every request answers. A real
 // reset crashed the server at the next worker request (OPcache frees the compiled code the
-// worker runs); ferrophp refuses it with a warning (runtime/src/opcache_guard.rs).
+// worker runs); ferrophp refuses it with a warning (worker/src/opcache_guard.rs).
 #[test]
 fn opcache_reset_under_concurrency() {
     let server = worker("sleep.php", 4, &[], &[]);

@@ -477,7 +477,7 @@ fn unread_request_body_is_never_parsed_as_the_next_request() {
 }
 
 /// A pool lets only about as many threads compute at once as there are CPUs, and queues
-/// the rest for them (runtime/src/queue.rs); a thread blocked in `usleep` (or on a
+/// the rest for them (worker/src/queue.rs); a thread blocked in `usleep` (or on a
 /// database) must not count. Eight requests sleeping 600 ms on eight threads run side by
 /// side: all answered in well under two sleeps, however few CPUs the machine has.
 /// (The worker pool's twin is in frankenphp_worker.rs.)
@@ -493,7 +493,7 @@ fn requests_blocked_in_php_run_side_by_side_whatever_the_cpu_count() {
 }
 
 /// PHP threads run as SCHED_BATCH (no wakeup preemption: a woken PHP thread does not
-/// preempt the I/O thread that handed it a job; see runtime/src/spawn.rs), in both modes
+/// preempt the I/O thread that handed it a job; see worker/src/spawn.rs), in both modes
 /// and whatever started them; the I/O threads stay in the normal class.
 #[test]
 fn php_threads_are_batch_threads_and_io_threads_are_not() {

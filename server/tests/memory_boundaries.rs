@@ -9,7 +9,7 @@
 //!   UTF-8) and writes what the snapshot must hold; the test replays the capture's byte
 //!   budget on that and compares the logged entry field by field;
 //! - the span objects (`php-sys/trace.c`: a ref laid out before the zend_object, freed
-//!   through free_obj), the runtime's span slots (`runtime/src/trace/`) and the
+//!   through free_obj), the worker crate's span slots (`worker/src/trace/`) and the
 //!   hand-written protobuf encoding (`trace/src/span.rs`): random use of the PHP API with
 //!   counts around every limit and bad input of every kind, in classic and worker mode;
 //!   what the reference decoder receives must match the script's own model of it.
@@ -464,7 +464,7 @@ fn check_span(got: &Value, model: &Value, what: &str) {
             lossy(&unhex(w["name"].as_str().unwrap())),
             "{what}"
         );
-        // recordException's attributes are the runtime's own (type, message, stacktrace).
+        // recordException's attributes are the worker crate's own (type, message, stacktrace).
         if !w["attributes"].is_null() {
             assert_attributes(&e["attributes"], &w["attributes"], &what);
             assert_eq!(e["dropped_attributes_count"], w["dropped"], "{what}");
@@ -574,7 +574,7 @@ fn spans_of_random_shapes_under_valgrind() {
 // ---------------------------------------------------------------------------------------
 
 /// Lengths around every boundary the scope's strings cross: empty, one byte, the arena's
-/// first chunk (16 KiB, `request_arena` in runtime/src/worker_mode and classic.rs) and
+/// first chunk (16 KiB, `request_arena` in worker/src/worker_mode and classic.rs) and
 /// PHP's post block (16 KiB), powers of two either side, and large.
 const SCOPE_LENGTHS: &[usize] = &[
     0, 1, 2, 15, 16, 17, 255, 256, 257, 4095, 4096, 4097, 8191, 8192, 8193, 16383, 16384, 16385,

@@ -176,7 +176,7 @@ fn total(edges: &[(String, String, u64)]) -> u64 {
 }
 
 /// A Rust symbol's path without its hash (`_ZN7runtime3php6thing17h0123E` ->
-/// `runtime::php::thing`); anything else as it is. callgrind runs with `--demangle=no`:
+/// `worker::php::thing`); anything else as it is. callgrind runs with `--demangle=no`:
 /// demangled names lose the hash, and with it the difference between two
 /// monomorphisations of one generic function, which would join unrelated callers.
 fn readable(symbol: &str) -> String {

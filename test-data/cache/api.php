@@ -1,6 +1,6 @@
 <?php
 // Functional checks of UserCache\Cache in one request; prints "FAIL <what>" lines and
-// "DONE <n> checks" at the end. Run by runtime/tests/cache_api.rs.
+// "DONE <n> checks" at the end. Run by worker/tests/cache_api.rs.
 declare(strict_types=1);
 use UserCache\Cache;
 $n = 0;

@@ -1,6 +1,6 @@
 <?php
 // Everything PHP made of the request's Cookie header and query string: the superglobals
-// and the filter extension's raw copies. runtime/tests/input_parsing.rs compares this
+// and the filter extension's raw copies. worker/tests/input_parsing.rs compares this
 // dump between PHP's own parser and ferrophp's fast path.
 echo "COOKIE:\n"; var_dump($_COOKIE);
 echo "RAW COOKIE:\n"; var_dump(filter_input_array(INPUT_COOKIE, FILTER_UNSAFE_RAW));

@@ -1,7 +1,7 @@
 <?php
 // Random use of Ferrophp\Trace for the span objects' hand-made layout (php-sys/trace.c:
 // a ref before the zend_object, freed through free_obj) and the runtime's span slots and
-// protobuf encoding (runtime/src/trace/, trace/src/span.rs), run under valgrind by
+// protobuf encoding (worker/src/trace/, trace/src/span.rs), run under valgrind by
 // server/tests/memory_boundaries.rs.
 //
 // trace_shapes(seed, limits): span counts around the per-request cap, attribute and

@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 
 use ferrophp_metrics::push::Pusher;
 use ferrophp_metrics::{Config, Op, Registry, TagBuf};
-use runtime::{BufferSink, Engine, EngineConfig, LogTarget, ScriptRequest};
+use worker::{BufferSink, Engine, EngineConfig, LogTarget, ScriptRequest};
 
 fn cpu(who: libc::c_int) -> Duration {
     // SAFETY: rusage is plain integers and timevals, for which all zeros is valid.

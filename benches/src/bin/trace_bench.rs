@@ -42,7 +42,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ferrophp_trace::{self as ft, Value};
-use runtime::{BufferSink, Engine, EngineConfig, LogTarget, ScriptRequest};
+use worker::{BufferSink, Engine, EngineConfig, LogTarget, ScriptRequest};
 
 /// The report, printed as it is written and kept for `--update`.
 static REPORT: Mutex<String> = Mutex::new(String::new());
@@ -487,7 +487,7 @@ fn rust_part(sink: &Sink, tracing: &'static ft::Tracing, rounds: usize) {
                 d.push_attribute("http.route", Value::Text("/index.php"), l);
                 d.name.push_str(" /index.php");
             });
-            // ... the PHP thread at the end of the request (runtime::trace::request_end) ...
+            // ... the PHP thread at the end of the request (worker::trace::request_end) ...
             server.finish(|d, l| {
                 d.push_attribute("thread.name", Value::Text("php-1"), l);
                 d.push_attribute("ferrophp.queue_wait_ms", Value::Double(0.01), l);

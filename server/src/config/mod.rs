@@ -90,7 +90,7 @@ pub struct ServeConfig {
     /// Whether PHP's file access is confined (`open_basedir`, `--confine`).
     pub confine: bool,
     /// Request deadlines and the slow log.
-    pub deadlines: runtime::DeadlineConfig,
+    pub deadlines: worker::DeadlineConfig,
 }
 
 impl ServeConfig {
@@ -219,11 +219,11 @@ fn php_threads(args: &ServeArgs, file: &FileConfig) -> Result<PhpThreads, String
     let php_stack_mb = args
         .php_stack_mb
         .or(file.php_stack_mb)
-        .unwrap_or(runtime::DEFAULT_PHP_STACK_SIZE >> 20);
-    if php_stack_mb << 20 < runtime::MIN_PHP_STACK_SIZE || php_stack_mb > 4096 {
+        .unwrap_or(worker::DEFAULT_PHP_STACK_SIZE >> 20);
+    if php_stack_mb << 20 < worker::MIN_PHP_STACK_SIZE || php_stack_mb > 4096 {
         return Err(format!(
             "php_stack_mb must be between {} and 4096",
-            runtime::MIN_PHP_STACK_SIZE >> 20
+            worker::MIN_PHP_STACK_SIZE >> 20
         ));
     }
     if threads == 0 {
@@ -238,7 +238,7 @@ fn php_threads(args: &ServeArgs, file: &FileConfig) -> Result<PhpThreads, String
     let max_idle_time = match (args.max_idle_time, &file.max_idle_time) {
         (Some(d), _) => d,
         (None, Some(text)) => parse_duration(text)?,
-        (None, None) => runtime::DEFAULT_MAX_IDLE_TIME,
+        (None, None) => worker::DEFAULT_MAX_IDLE_TIME,
     };
     Ok(PhpThreads {
         threads,
@@ -300,7 +300,7 @@ fn workers(args: &mut ServeArgs, file: &mut FileConfig) -> Result<Vec<WorkerSpec
     let growth = args.worker_memory_growth.take();
     if let Some(growth) = growth.or(file.worker_memory_growth.take()) {
         // Checked here so a typo fails at start-up, not when the workers boot.
-        runtime::MemoryGrowth::parse(&growth)?;
+        worker::MemoryGrowth::parse(&growth)?;
         for spec in workers.iter_mut().filter(|s| s.memory_growth.is_none()) {
             spec.memory_growth = Some(growth.clone());
         }
@@ -407,7 +407,7 @@ fn http_limits(args: &ServeArgs, file: &FileConfig) -> Result<HttpLimits, String
 }
 
 /// Request deadlines and the slow log.
-fn deadlines(args: &ServeArgs, file: &FileConfig) -> Result<runtime::DeadlineConfig, String> {
+fn deadlines(args: &ServeArgs, file: &FileConfig) -> Result<worker::DeadlineConfig, String> {
     let duration = |flag: Option<Duration>, file: &Option<String>| match (flag, file) {
         (Some(d), _) => Ok(Some(d)),
         (None, Some(text)) => parse_duration(text).map(Some),
@@ -418,7 +418,7 @@ fn deadlines(args: &ServeArgs, file: &FileConfig) -> Result<runtime::DeadlineCon
         return Err("request timeout must be at least 1 ms (leave it unset for none)".into());
     }
     let retire_grace =
-        duration(args.retire_grace, &file.retire_grace)?.unwrap_or(runtime::DEFAULT_RETIRE_GRACE);
+        duration(args.retire_grace, &file.retire_grace)?.unwrap_or(worker::DEFAULT_RETIRE_GRACE);
     if retire_grace < Duration::from_millis(100) {
         return Err("retire grace must be at least 100ms".into());
     }
@@ -426,7 +426,7 @@ fn deadlines(args: &ServeArgs, file: &FileConfig) -> Result<runtime::DeadlineCon
         Some(0) => return Err("slowlog_ms must be at least 1".into()),
         ms => ms.map(Duration::from_millis),
     };
-    Ok(runtime::DeadlineConfig {
+    Ok(worker::DeadlineConfig {
         request_timeout,
         retire_grace,
         max_retired_threads: args
@@ -504,7 +504,7 @@ mod tests {
     fn deadline_settings_from_the_file_flags_and_defaults() {
         let d = resolve("", ServeArgs::default()).unwrap().deadlines;
         assert_eq!(d.request_timeout, None);
-        assert_eq!(d.retire_grace, runtime::DEFAULT_RETIRE_GRACE);
+        assert_eq!(d.retire_grace, worker::DEFAULT_RETIRE_GRACE);
         assert_eq!(d.max_retired_threads, 8);
         assert_eq!(d.slowlog, None);
 

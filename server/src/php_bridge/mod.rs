@@ -1,6 +1,6 @@
 //! Runs a PHP script for an HTTP request, in the steps of [`PhpRunner::run_with_router`]:
 //! admit the request to its pool (body size limit, a thread permit within `max_wait`),
-//! build the `runtime::ScriptRequest` (CGI variables, the body streamed in by
+//! build the `worker::ScriptRequest` (CGI variables, the body streamed in by
 //! `request_body.rs`, the sink PHP's output streams out through, `response.rs`), wait
 //! for PHP's reply (in the pool's queue at most until `max_wait`), and turn it into the
 //! response (or an error for a body that broke off, or the file of an X-Sendfile).
@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use http::{HeaderName, HeaderValue, Request, Response, StatusCode};
 use hyper::body::Incoming;
-use runtime::{CgiRequest, Engine, Placement, ScriptRequest, ServerName, Target, STALLED_AFTER};
+use worker::{CgiRequest, Engine, Placement, ScriptRequest, ServerName, Target, STALLED_AFTER};
 use tokio::sync::{oneshot, OwnedSemaphorePermit, Semaphore};
 
 use crate::body::{self, ResponseBody};

@@ -14,7 +14,7 @@ use bytes::{Bytes, BytesMut};
 use http::{HeaderName, HeaderValue, Response, StatusCode};
 use http_body_util::{BodyExt, StreamBody};
 use hyper::body::Frame;
-use runtime::{Disconnected, ResponseHead, ResponseSink};
+use worker::{Disconnected, ResponseHead, ResponseSink};
 use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit};
 
 use super::request_body::{BodyFailure, BodyState};

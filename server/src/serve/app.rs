@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use runtime::{Engine, EngineConfig, EngineHooks, LogTarget, WorkerConfig};
+use worker::{Engine, EngineConfig, EngineHooks, LogTarget, WorkerConfig};
 
 use crate::config::ServeConfig;
 use crate::metrics::PushHandle;
@@ -96,7 +96,7 @@ pub(super) async fn build(
     config: &ServeConfig,
     (layout, site): (Layout, Site),
     dev: Option<&DevMode>,
-    replace_process: runtime::ReplaceHook,
+    replace_process: worker::ReplaceHook,
 ) -> Result<(App, AtExit), String> {
     let mut worker_configs = worker_configs(config)?;
     for (worker, configured) in worker_configs.iter_mut().zip(&layout.workers) {
@@ -111,7 +111,7 @@ pub(super) async fn build(
         .collect();
     let worker_count = worker_configs.len();
     crate::metrics::configure(config.metrics);
-    runtime::observe::set_slow_request_threshold(config.slow_request);
+    worker::observe::set_slow_request_threshold(config.slow_request);
     // Before PHP starts: requests may be traced from the first one on.
     crate::traces::configure();
     // Process-wide, read by the static file path: the configuration this process serves.
@@ -163,9 +163,9 @@ pub(super) async fn build(
         log_target: LogTarget::Tracing,
         // `php-cli -S` stands in for `php -S`, whose scripts test for "cli-server".
         sapi_name: if dev.is_some() {
-            runtime::SapiName::DevServer
+            worker::SapiName::DevServer
         } else {
-            runtime::SapiName::Server
+            worker::SapiName::Server
         },
         php_stack_size: config.php_stack_size,
         deadlines: config.deadlines,
@@ -178,9 +178,9 @@ pub(super) async fn build(
     // Sized to each pool's ceiling (three per thread), so autoscaling has requests to
     // grow for.
     let permits = crate::php_bridge::PoolPermits::for_engine(&engine, worker_count);
-    let php_threads = engine.max_threads(runtime::Target::Classic)
+    let php_threads = engine.max_threads(worker::Target::Classic)
         + (0..worker_count)
-            .map(|i| engine.max_threads(runtime::Target::Worker(i)))
+            .map(|i| engine.max_threads(worker::Target::Worker(i)))
             .sum::<usize>();
     let control = engine.control();
     let sites = Arc::new(Sites::new(layout, site, control.clone()));
@@ -223,7 +223,7 @@ pub(super) async fn build(
         ),
         None => None,
     };
-    let env = runtime::env_list(&config.env);
+    let env = worker::env_list(&config.env);
     let app = App {
         php: PhpRunner {
             engine,
@@ -251,7 +251,7 @@ pub(super) async fn build(
 }
 
 /// What `/status` reports of each pool's configuration (classic first, then the workers,
-/// the order `runtime::observe::pools()` lists them).
+/// the order `worker::observe::pools()` lists them).
 fn status_setup(
     config: &ServeConfig,
     workers: &[(usize, usize)],
@@ -260,12 +260,12 @@ fn status_setup(
     let manager = |floor: usize, ceiling: usize| if ceiling > floor { "dynamic" } else { "static" };
     let mut pools = vec![crate::status::PoolSetup {
         manager: manager(config.threads, config.max_threads),
-        listen_queue_len: engine.max_in_flight(runtime::Target::Classic) as u64,
+        listen_queue_len: engine.max_in_flight(worker::Target::Classic) as u64,
     }];
     for (i, &(floor, ceiling)) in workers.iter().enumerate() {
         pools.push(crate::status::PoolSetup {
             manager: manager(floor, ceiling),
-            listen_queue_len: engine.max_in_flight(runtime::Target::Worker(i)) as u64,
+            listen_queue_len: engine.max_in_flight(worker::Target::Worker(i)) as u64,
         });
     }
     crate::status::StatusSetup {
@@ -301,11 +301,11 @@ fn worker_configs(config: &ServeConfig) -> Result<Vec<WorkerConfig>, String> {
 async fn session_settings(engine: &Engine) -> Option<sessions::Effective> {
     let probe = std::env::temp_dir().join(format!("ferrophp-probe-{}.php", std::process::id()));
     std::fs::write(&probe, sessions::PROBE).ok()?;
-    let sink = Arc::new(std::sync::Mutex::new(runtime::BufferSink {
+    let sink = Arc::new(std::sync::Mutex::new(worker::BufferSink {
         head: None,
         body: Vec::new(),
     }));
-    let rx = engine.submit(runtime::ScriptRequest::new(
+    let rx = engine.submit(worker::ScriptRequest::new(
         probe.clone(),
         Box::new(sink.clone()),
     ));

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use http::{Request, Response, StatusCode};
 use hyper::body::Incoming;
-use runtime::Target;
+use worker::Target;
 
 use super::app::App;
 use crate::body::{self, ResponseBody};

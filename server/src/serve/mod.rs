@@ -154,7 +154,7 @@ async fn serve(
         eprintln!(
             "[{}] PHP {} Development Server (http://{local}) started",
             log_date(),
-            runtime::PHP_VERSION
+            worker::PHP_VERSION
         );
     } else {
         // Tests and scripts read this line to learn the port when listening on :0.

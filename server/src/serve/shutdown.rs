@@ -34,7 +34,7 @@ static REPLACE: tokio::sync::Notify = tokio::sync::Notify::const_new();
 static REPLACE_REQUESTED: AtomicBool = AtomicBool::new(false);
 
 /// For the engine: called (from its watchdog thread) when this process should be replaced.
-pub(super) fn replace_hook() -> runtime::ReplaceHook {
+pub(super) fn replace_hook() -> worker::ReplaceHook {
     Arc::new(|why: &str| {
         if !REPLACE_REQUESTED.swap(true, Ordering::AcqRel) {
             tracing::error!("{why}: draining, then exiting with status {REPLACE_EXIT_STATUS} for a supervisor to restart the server");

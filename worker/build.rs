@@ -1,6 +1,6 @@
 //! Gives this crate's test binaries an rpath to libphp (and, with libphp linked in
 //! statically, the exported engine symbols dlopen'd extensions need), and passes the
-//! libdir and link mode on to dependents (DEP_FERROPHP_RUNTIME_LIBDIR, _LINK) so the
+//! libdir and link mode on to dependents (DEP_FERROPHP_WORKER_LIBDIR, _LINK) so the
 //! `ferrophp` binary gets the same; and tells the crate whether PHP's CLI SAPI was built.
 fn main() {
     if let Ok(libdir) = std::env::var("DEP_PHP_LIBDIR") {

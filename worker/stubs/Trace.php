@@ -1,6 +1,6 @@
 <?php
 /**
- * Stubs for ferrophp's tracing (implemented in Rust: runtime/src/trace/ and the
+ * Stubs for ferrophp's tracing (implemented in Rust: worker/src/trace/ and the
  * ferrophp-trace crate). Each request traced by the server (W3C `traceparent` in,
  * OTLP/HTTP out, see docs/operating.md "Traces") has a server span; PHP adds child spans
  * with Trace::span() and reads the context to forward to the services it calls.

@@ -1,5 +1,7 @@
-//! ferrophp's PHP runtime: starts the embedded engine, keeps a pool of PHP threads, and
-//! runs scripts on them. It knows nothing of HTTP or sockets: callers hand it a
+//! ferrophp's workers: the persistent PHP threads that both modes run on. This crate
+//! starts the embedded engine, keeps pools of long-lived PHP threads (classic threads that
+//! run each request's script, worker-mode threads that loop in a booted app), and runs
+//! scripts on them. It knows nothing of HTTP or sockets: callers hand it a
 //! [`ScriptRequest`] and receive output through a [`ResponseSink`].
 //!
 //! Layout (a module named like a folder is one: `sapi/`, `trace/`, `server_vars/`,

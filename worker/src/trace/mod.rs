@@ -1,5 +1,5 @@
 //! Tracing on the PHP thread: `Ferrophp\Trace` and `Ferrophp\Span` (arginfo and the Span
-//! object's layout in php-sys/trace.c, stubs in runtime/stubs/Trace.php), the request's
+//! object's layout in php-sys/trace.c, stubs in worker/stubs/Trace.php), the request's
 //! trace state, and what PHP's error observer and throw hook tell it about uncaught
 //! exceptions and fatal errors.
 //!

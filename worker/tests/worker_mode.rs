@@ -4,8 +4,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use runtime::diagnostics::browser_request;
-use runtime::{
+use worker::diagnostics::browser_request;
+use worker::{
     BufferSink, Engine, EngineConfig, LogTarget, ResponseHead, ScriptRequest, Target, WorkerConfig,
 };
 

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use runtime::{Engine, EngineConfig, LogTarget, WorkerConfig};
+use worker::{Engine, EngineConfig, LogTarget, WorkerConfig};
 
 #[test]
 fn broken_worker_is_retried_with_backoff_then_refused() {

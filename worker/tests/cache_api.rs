@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use runtime::{BufferSink, Engine, EngineConfig, LogTarget, ScriptRequest};
+use worker::{BufferSink, Engine, EngineConfig, LogTarget, ScriptRequest};
 
 const LIMIT: usize = 4 << 20;
 

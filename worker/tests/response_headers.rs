@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 
 use common::Rng;
 
-use runtime::{diagnostics, BufferSink, Engine, EngineConfig, LogTarget, ScriptRequest};
+use worker::{diagnostics, BufferSink, Engine, EngineConfig, LogTarget, ScriptRequest};
 
 /// `sapi::response_head`'s cap on the lines taken from PHP.
 const CAP: usize = 16 * 1024;

@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::Rng;
-use runtime::{BufferSink, Engine, EngineConfig, LogTarget, ScriptRequest, Target, WorkerConfig};
+use worker::{BufferSink, Engine, EngineConfig, LogTarget, ScriptRequest, Target, WorkerConfig};
 
 const SCHED_OTHER: u32 = 0;
 const SCHED_BATCH: u32 = 3;

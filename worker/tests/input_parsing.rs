@@ -8,7 +8,7 @@ mod common;
 
 use std::process::Command;
 
-use runtime::{diagnostics, Engine, EngineConfig, LogTarget};
+use worker::{diagnostics, Engine, EngineConfig, LogTarget};
 
 /// Set in the child: the ini settings to start PHP with ("k=v|k=v").
 const CHILD_ENV: &str = "FERROPHP_INPUT_PARSING_INI";

@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use runtime::diagnostics::browser_request;
-use runtime::{BufferSink, Engine, EngineConfig, LogTarget, ScriptRequest, Target, WorkerConfig};
+use worker::diagnostics::browser_request;
+use worker::{BufferSink, Engine, EngineConfig, LogTarget, ScriptRequest, Target, WorkerConfig};
 
 const THREADS: usize = 8;
 
@@ -46,7 +46,7 @@ fn engine() -> &'static Engine {
 
 type Pending = (
     Arc<Mutex<BufferSink>>,
-    tokio::sync::oneshot::Receiver<runtime::ScriptOutcome>,
+    tokio::sync::oneshot::Receiver<worker::ScriptOutcome>,
 );
 
 fn submit(target: Target, request_secs: f64) -> Pending {

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::sync::{Arc, Mutex};
 
-use runtime::{BufferSink, Engine, EngineConfig, LogTarget, ScriptRequest};
+use worker::{BufferSink, Engine, EngineConfig, LogTarget, ScriptRequest};
 
 const INNER_TEST: &str = "start_run_ten_thousand_scripts_and_shut_down";
 
@@ -68,7 +68,7 @@ fn no_leak_in_our_code_under_valgrind() {
         .into_iter()
         .filter(|record| {
             record.lines().any(|l| {
-                ["runtime::", "php_sys", "ferrophp_", "lifecycle::"]
+                ["worker::", "php_sys", "ferrophp_", "lifecycle::"]
                     .iter()
                     .any(|m| l.contains(m))
             })

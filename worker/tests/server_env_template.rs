@@ -18,8 +18,8 @@ use std::sync::{Arc, Mutex};
 
 use common::Rng;
 
-use runtime::diagnostics;
-use runtime::{BufferSink, CgiRequest, Engine, EngineConfig, LogTarget, ScriptRequest};
+use worker::diagnostics;
+use worker::{BufferSink, CgiRequest, Engine, EngineConfig, LogTarget, ScriptRequest};
 
 /// The shapes of input this test draws.
 trait EnvInputs {

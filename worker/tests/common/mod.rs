@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use runtime::{BufferSink, Engine, EngineConfig, LogTarget, ScriptOutcome, ScriptRequest};
+use worker::{BufferSink, Engine, EngineConfig, LogTarget, ScriptOutcome, ScriptRequest};
 
 pub const THREADS: usize = 4;
 
@@ -73,8 +73,8 @@ pub fn run(script: &str, args: &[&str]) -> (ScriptOutcome, Vec<u8>) {
 /// (what `input_parsing.rs` and the fuzz replay compare).
 pub fn dump_input(engine: &Engine, cookies: &[String], query: &str, php_parser: bool) -> String {
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../test-data/input");
-    runtime::diagnostics::use_php_input_parser(php_parser);
-    let mut cgi = runtime::diagnostics::browser_request(root, "/dump_input.php");
+    worker::diagnostics::use_php_input_parser(php_parser);
+    let mut cgi = worker::diagnostics::browser_request(root, "/dump_input.php");
     cgi.headers.remove(http::header::COOKIE);
     for c in cookies {
         cgi.headers.append(

@@ -1,6 +1,6 @@
 <?php
 /**
- * Stubs for ferrophp's metrics (implemented in Rust, runtime/src/metrics.rs and the
+ * Stubs for ferrophp's metrics (implemented in Rust, worker/src/metrics.rs and the
  * ferrophp-metrics crate). Each PHP thread records into its own shard; the admin
  * `GET /metrics` endpoint and push mode merge every thread's series. See docs/metrics.md.
  */

@@ -1,5 +1,5 @@
 //! Entry points for the fuzz targets in `fuzz/` and their stable replay tests
-//! (`runtime/tests/fuzz_replay.rs`): each takes raw fuzzer bytes, drives one pure-Rust part
+//! (`worker/tests/fuzz_replay.rs`): each takes raw fuzzer bytes, drives one pure-Rust part
 //! of the runtime and panics when a property does not hold. Nothing here needs a running
 //! PHP engine; not part of the supported API.
 //!

@@ -7,8 +7,8 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use runtime::diagnostics::{self, ServerVarsEvent};
-use runtime::{BufferSink, Engine, EngineConfig, LogTarget, ScriptRequest};
+use worker::diagnostics::{self, ServerVarsEvent};
+use worker::{BufferSink, Engine, EngineConfig, LogTarget, ScriptRequest};
 
 /// Counts allocations made by the thread that is building `$_SERVER`, only while it is.
 struct CountingAlloc;

@@ -1,5 +1,5 @@
 //! The static methods of `Ferrophp\Metrics` (arginfo in php-sys/metrics.c, stubs in
-//! runtime/stubs/Metrics.php): PHP's door into the process-wide metrics registry
+//! worker/stubs/Metrics.php): PHP's door into the process-wide metrics registry
 //! (`ferrophp_metrics::global()`), which the admin `/metrics` endpoint and push mode
 //! read.
 //!

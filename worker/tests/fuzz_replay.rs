@@ -1,5 +1,5 @@
 //! The short, stable form of the worker's fuzz targets (`fuzz/`, docs/fuzzing.md): the
-//! string arena, the cache table and `$_SERVER` header naming (`runtime::fuzzing`) over
+//! string arena, the cache table and `$_SERVER` header naming (`worker::fuzzing`) over
 //! their corpora, regression cases and seeded mutations; and a seeded differential run of
 //! the `$_COOKIE`/`$_GET` fast path against PHP's own parser, which needs the engine (so
 //! it is not a libFuzzer target: see docs/fuzzing.md). `FERROPHP_FUZZ_SEED` changes the
@@ -9,7 +9,7 @@ mod common;
 
 use std::process::Command;
 
-use runtime::{diagnostics, Engine, EngineConfig, LogTarget};
+use worker::{diagnostics, Engine, EngineConfig, LogTarget};
 
 #[allow(dead_code)]
 #[path = "../../fuzz/src/gen.rs"]
@@ -17,13 +17,13 @@ mod gen;
 
 #[test]
 fn string_arena_corpus_and_generated_sizes() {
-    let ran = gen::replay("string_arena", 300, &[], runtime::fuzzing::string_arena);
+    let ran = gen::replay("string_arena", 300, &[], worker::fuzzing::string_arena);
     eprintln!("string_arena: {ran} inputs");
 }
 
 #[test]
 fn cache_table_corpus_and_generated_operations() {
-    let ran = gen::replay("cache_table", 2000, &[], runtime::fuzzing::cache_table);
+    let ran = gen::replay("cache_table", 2000, &[], worker::fuzzing::cache_table);
     eprintln!("cache_table: {ran} inputs");
 }
 
@@ -38,14 +38,14 @@ fn header_names_generated() {
         b"x-forwarded-for",
         b"proxy",
     ];
-    let ran = gen::replay("headers", 1000, dict, runtime::fuzzing::header_names);
+    let ran = gen::replay("headers", 1000, dict, worker::fuzzing::header_names);
     eprintln!("header names: {ran} inputs");
 }
 
 /// Set in the child: "CONFIG_INDEX:SEED".
 const CHILD_ENV: &str = "FERROPHP_FUZZ_INPUT_CHILD";
 
-/// The ini configurations of runtime/tests/input_parsing.rs.
+/// The ini configurations of worker/tests/input_parsing.rs.
 const CONFIGS: &[&str] = &[
     "",
     "max_input_vars=3",
