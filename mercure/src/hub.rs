@@ -221,6 +221,12 @@ impl Hub {
             stopped: AtomicBool::new(false),
             me: me.clone(),
         });
+        if inner.redis.is_none() {
+            inner
+                .counters
+                .transport_connected
+                .store(true, Ordering::Relaxed);
+        }
         if let Some(redis) = &inner.redis {
             let sink: Weak<dyn Sink> = Arc::downgrade(&inner) as Weak<dyn Sink>;
             redis.start(sink, &runtime);
@@ -539,7 +545,16 @@ impl Sink for Inner {
         core.last_event_id = Some(published.id.clone());
     }
 
+    fn transport_ready(&self) {
+        self.counters
+            .transport_connected
+            .store(true, Ordering::Relaxed);
+    }
+
     fn transport_error(&self, reconnecting: bool) {
+        self.counters
+            .transport_connected
+            .store(false, Ordering::Relaxed);
         Counters::add(&self.counters.transport_errors, 1);
         if reconnecting {
             Counters::add(&self.counters.transport_reconnects, 1);

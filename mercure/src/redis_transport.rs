@@ -37,8 +37,10 @@ pub(crate) trait Sink: Send + Sync {
     fn deliver(&self, published: Arc<Published>, stored: &[u8], arrived: Instant);
     /// An old entry (the stream's tail at start): into the history only.
     fn mirror(&self, published: Arc<Published>, stored: &[u8]);
-    /// A Redis error happened (counted).
+    /// A Redis error happened (counted); the reader is no longer reading.
     fn transport_error(&self, reconnecting: bool);
+    /// The reader is connected and has loaded the history: it delivers from now on.
+    fn transport_ready(&self);
 }
 
 /// The publishing side of the transport (the reader runs as a task of its own).
@@ -211,6 +213,10 @@ async fn read_loop(client: Client, stream: String, max_len: usize, sink: Weak<dy
             }
         }
         backoff = BACKOFF_MIN;
+        match sink.upgrade() {
+            Some(s) => s.transport_ready(),
+            None => return,
+        }
         loop {
             let from = last_id.clone().expect("set above");
             let read: redis::RedisResult<Option<StreamReadReply>> = redis::cmd("XREAD")

@@ -2,7 +2,7 @@
 //! latency as a DDSketch recorded under the lock fan-out already holds (no lock of its
 //! own on the hot path).
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use ferrophp_metrics::{DDSketch, Mapping};
 
@@ -19,6 +19,7 @@ pub(crate) struct Counters {
     pub(crate) history_errors: AtomicU64,
     pub(crate) transport_errors: AtomicU64,
     pub(crate) transport_reconnects: AtomicU64,
+    pub(crate) transport_connected: AtomicBool,
 }
 
 impl Counters {
@@ -52,6 +53,8 @@ pub struct Stats {
     pub transport_errors: u64,
     /// Transport reconnections after an error.
     pub transport_reconnects: u64,
+    /// Whether the transport is connected and reading (always true for the local one).
+    pub transport_connected: bool,
     /// Updates held in the history.
     pub history_len: u64,
     /// Fan-out latency in seconds: from the publish call (or, for an update from another
@@ -78,6 +81,7 @@ impl Stats {
             history_errors: get(&c.history_errors),
             transport_errors: get(&c.transport_errors),
             transport_reconnects: get(&c.transport_reconnects),
+            transport_connected: c.transport_connected.load(Ordering::Relaxed),
             history_len: history_len as u64,
             fanout_seconds: fanout,
         }
