@@ -100,7 +100,8 @@ pub struct Config {
     /// A stream ends after this (80-100% of it, randomized; the client reconnects with
     /// `Last-Event-ID`). None: never.
     pub write_timeout: Option<Duration>,
-    /// Events a subscriber's buffer holds before the subscriber is closed as too slow.
+    /// Events a subscriber's buffer holds (not yet taken by its stream) before the
+    /// subscriber is closed as too slow.
     pub subscriber_buffer: usize,
     /// The history.
     pub history: HistoryConfig,

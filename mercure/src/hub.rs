@@ -252,15 +252,19 @@ impl Hub {
         parent: Option<&SpanContext>,
     ) -> Result<String, PublishError> {
         let span = PublishSpan::start(parent);
-        let topics = update.topics.clone();
-        let private = update.private;
+        // The span's attributes, copied only when a span is recorded.
+        let attributes = span
+            .is_recording()
+            .then(|| (update.topics.clone(), update.private));
         let result = match update.validate(self.inner.config.max_topics) {
             Ok(()) => self.inner.dispatch(update, Instant::now()).await,
             Err(e) => Err(e.into()),
         };
-        match &result {
-            Ok(id) => span.finish(Some(id), &topics, private, None),
-            Err(e) => span.finish(None, &topics, private, Some(&e.to_string())),
+        if let Some((topics, private)) = attributes {
+            match &result {
+                Ok(id) => span.finish(Some(id), &topics, private, None),
+                Err(e) => span.finish(None, &topics, private, Some(&e.to_string())),
+            }
         }
         if result.is_err() {
             Counters::add(&self.inner.counters.publish_errors, 1);

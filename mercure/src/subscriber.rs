@@ -154,21 +154,43 @@ impl Subscriber {
         self.state.lock().unwrap().closed
     }
 
-    pub(crate) fn poll_queue(&self, cx: &mut Context<'_>) -> Poll<Option<Bytes>> {
+    /// Moves every buffered event into `out` (one lock for a burst), or registers the
+    /// waker when there is none. Ready(false) means closed with nothing left.
+    pub(crate) fn poll_drain(&self, out: &mut VecDeque<Bytes>, cx: &mut Context<'_>) -> Poll<bool> {
         let mut st = self.state.lock().unwrap();
-        if let Some(event) = st.queue.pop_front() {
-            if st.queue.is_empty() && st.queue.capacity() > KEPT_CAPACITY {
+        if !st.queue.is_empty() {
+            // Swap buffers: the stream keeps the full one, the hub gets the (empty) other.
+            std::mem::swap(&mut st.queue, out);
+            if st.queue.capacity() > KEPT_CAPACITY {
                 st.queue = VecDeque::new();
             }
-            return Poll::Ready(Some(event));
+            return Poll::Ready(true);
         }
         if st.closed.is_some() {
-            return Poll::Ready(None);
+            return Poll::Ready(false);
         }
         if !st.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
             st.waker = Some(cx.waker().clone());
         }
         Poll::Pending
+    }
+
+    /// One event, for tests.
+    #[cfg(test)]
+    pub(crate) fn poll_queue(&self, cx: &mut Context<'_>) -> Poll<Option<Bytes>> {
+        let mut out = VecDeque::new();
+        match self.poll_drain(&mut out, cx) {
+            Poll::Ready(true) => {
+                let first = out.pop_front();
+                let mut st = self.state.lock().unwrap();
+                while let Some(e) = out.pop_back() {
+                    st.queue.push_front(e);
+                }
+                Poll::Ready(first)
+            }
+            Poll::Ready(false) => Poll::Ready(None),
+            Poll::Pending => Poll::Pending,
+        }
     }
 }
 
@@ -186,6 +208,7 @@ pub struct Subscription {
     subscriber: Arc<Subscriber>,
     hub: Arc<dyn Unregister>,
     slot: u32,
+    /// The opening comment and the replay, then each burst taken from the buffer.
     pending: VecDeque<Bytes>,
     timer: Option<Pin<Box<Sleep>>>,
     heartbeat: Option<Duration>,
@@ -266,15 +289,19 @@ impl Subscription {
             return Poll::Ready(None);
         }
         if let Some(chunk) = self.pending.pop_front() {
+            if self.pending.is_empty() && self.pending.capacity() > KEPT_CAPACITY {
+                // An idle subscriber does not keep the memory of its last burst.
+                self.pending = VecDeque::new();
+            }
             self.active = true;
             return Poll::Ready(Some(chunk));
         }
-        match self.subscriber.poll_queue(cx) {
-            Poll::Ready(Some(chunk)) => {
+        match self.subscriber.poll_drain(&mut self.pending, cx) {
+            Poll::Ready(true) => {
                 self.active = true;
-                return Poll::Ready(Some(chunk));
+                return Poll::Ready(self.pending.pop_front());
             }
-            Poll::Ready(None) => {
+            Poll::Ready(false) => {
                 self.done = true;
                 return Poll::Ready(None);
             }

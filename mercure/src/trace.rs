@@ -29,6 +29,11 @@ impl PublishSpan {
         PublishSpan { data: Some(data) }
     }
 
+    /// Whether a span is being recorded.
+    pub(crate) fn is_recording(&self) -> bool {
+        self.data.is_some()
+    }
+
     /// Ends the span with the update's attributes and the outcome.
     pub(crate) fn finish(
         mut self,
