@@ -246,10 +246,8 @@ pub fn parse_subscribe_query(query: Option<&str>) -> SubscribeQuery {
         for (k, v) in pairs {
             match k.as_str() {
                 "topic" => q.topics.push(v),
-                "lastEventID" => {
-                    if q.last_event_id.is_none() && !v.is_empty() {
-                        q.last_event_id = Some(v);
-                    }
+                "lastEventID" if q.last_event_id.is_none() && !v.is_empty() => {
+                    q.last_event_id = Some(v);
                 }
                 "authorization" => q.authorization.push(v),
                 _ => {}
