@@ -76,8 +76,9 @@ impl LocalBackend {
     /// Opens (creating if needed) the store in `dir` and makes every job that was taken
     /// when the last process ended deliverable again.
     pub(crate) fn open(dir: &Path, durability: Durability, stats: Arc<QueueStats>) -> Result<Self> {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| JobsError::Storage(format!("cannot create {}: {e}", dir.display())))?;
+        if !dir.exists() {
+            create(dir)?;
+        }
         let db = Database::builder(dir).open()?;
         let jobs = db.keyspace("jobs", KeyspaceCreateOptions::default)?;
         let payloads = db.keyspace("payloads", KeyspaceCreateOptions::default)?;
@@ -193,6 +194,30 @@ impl LocalBackend {
         state.lease(id, record, token, deadline);
         Ok(Some(lease))
     }
+}
+
+/// Creates an empty store at `dir`. fjall's own creation is not atomic (a process killed
+/// during it leaves files that make the next open fail), so the store is made in a
+/// sibling folder and renamed into place once complete.
+fn create(dir: &Path) -> Result<()> {
+    let io = |what: &str, e: std::io::Error| JobsError::Storage(format!("{what}: {e}"));
+    let staging = dir.with_extension("creating");
+    if staging.exists() {
+        std::fs::remove_dir_all(&staging).map_err(|e| io("cannot clear a half-made store", e))?;
+    }
+    std::fs::create_dir_all(&staging).map_err(|e| io("cannot create the job store", e))?;
+    {
+        let db = Database::builder(&staging).open()?;
+        db.keyspace("meta", KeyspaceCreateOptions::default)?;
+        db.persist(PersistMode::SyncAll)?;
+    }
+    std::fs::rename(&staging, dir).map_err(|e| io("cannot move the new job store in place", e))?;
+    if let Some(parent) = dir.parent() {
+        std::fs::File::open(parent)
+            .and_then(|d| d.sync_all())
+            .map_err(|e| io("cannot sync the data directory", e))?;
+    }
+    Ok(())
 }
 
 /// Rebuilds the index from the store; jobs stored as taken become ready again, or dead
