@@ -5,9 +5,13 @@
 //! day-of-month OR day-of-week matches if both are restricted, and across DST changes a
 //! job at a fixed time (minute and hour fields without `*`) runs once on the day the clock
 //! skips it (at the first instant after the gap) and once on the day the clock repeats it,
-//! while a wildcard job runs by the real clock. `jobs/tests/cron.rs` checks this against
-//! Python's `croniter` and on DST days. Intervals (`every = "30s"`) fire on multiples of
-//! the interval since the Unix epoch, so every instance computes the same fire times.
+//! while a wildcard job runs by the real clock. One rule is ours, to agree with croniter
+//! where croner differs: a day field that lists every day (`*/1`, `0-6`) counts as `*`
+//! when the other day field is written with a `*` (so `0 0 */4 * 0-6` means every fourth
+//! day, as croniter and Vixie cron read it; croner would OR it into every day).
+//! `jobs/tests/cron.rs` checks next fire times against Python's `croniter` and DST days
+//! against Vixie's rules. Intervals (`every = "30s"`) fire on multiples of the interval
+//! since the Unix epoch, so every instance computes the same fire times.
 
 use std::fmt;
 use std::str::FromStr;
@@ -56,7 +60,7 @@ impl Trigger {
                 "cron expression {expression:?} must have 5 fields (minute hour day month weekday), has {fields}"
             )));
         }
-        let cron = croner::Cron::from_str(expression).map_err(|e| {
+        let cron = croner::Cron::from_str(&normalize_day_fields(expression)).map_err(|e| {
             JobsError::InvalidArgument(format!("cron expression {expression:?}: {e}"))
         })?;
         Ok(Self::Cron {
@@ -118,6 +122,57 @@ impl Trigger {
             Self::Cron { .. } => Duration::from_secs(60),
         }
     }
+}
+
+/// Rewrites a day-of-month or day-of-week field that covers every day as `*` when the
+/// other day field contains a `*`, croniter's rule for when the two are ANDed rather than
+/// ORed. Fields this does not understand (names, `L`, `W`, `#`) are left alone.
+fn normalize_day_fields(expression: &str) -> String {
+    let mut fields: Vec<&str> = expression.split_whitespace().collect();
+    if fields.len() != 5 {
+        return expression.to_owned();
+    }
+    let (dom, dow) = (fields[2], fields[4]);
+    if dow.contains('*') && covers(dom, 1, 31).is_some_and(|all| all) {
+        fields[2] = "*";
+    }
+    if dom.contains('*') && covers(dow, 0, 7).is_some_and(|all| all) {
+        fields[4] = "*";
+    }
+    fields.join(" ")
+}
+
+/// Whether a numeric cron field matches every value of `lo..=hi` (day-of-week: 7 is
+/// Sunday, like 0); `None` when the field is not plain numbers, ranges, steps and lists.
+fn covers(field: &str, lo: u32, hi: u32) -> Option<bool> {
+    let mut seen = vec![false; usize::try_from(hi + 1).ok()?];
+    for part in field.split(',') {
+        let (range, step) = match part.split_once('/') {
+            Some((r, s)) => (r, s.parse::<u32>().ok().filter(|s| *s > 0)?),
+            None => (part, 1),
+        };
+        let (from, to) = match range {
+            "*" => (lo, hi),
+            r => match r.split_once('-') {
+                Some((a, b)) => (a.parse().ok()?, b.parse().ok()?),
+                None => {
+                    let a: u32 = r.parse().ok()?;
+                    (a, if part.contains('/') { hi } else { a })
+                }
+            },
+        };
+        if from < lo || to > hi || from > to {
+            return None;
+        }
+        for v in (from..=to).step_by(usize::try_from(step).ok()?) {
+            seen[usize::try_from(v).ok()?] = true;
+        }
+    }
+    if hi == 7 && seen[7] {
+        seen[0] = true;
+    }
+    let last = if hi == 7 { 6 } else { hi };
+    Some((lo..=last).all(|v| seen[v as usize]))
 }
 
 /// What to do about fire times that passed while no instance ran (a restart, a deploy).
