@@ -124,18 +124,17 @@ impl Queue {
         payload: &[u8],
         options: &DispatchOptions,
     ) -> Result<DispatchOutcome> {
+        let size_ok = if payload.len() > self.max_payload {
+            Err(JobsError::PayloadTooLarge {
+                size: payload.len(),
+                limit: self.max_payload,
+            })
+        } else {
+            Ok(())
+        };
         let checked = validate_queue_name(queue)
-            .and_then(|()| options.validate())
-            .and_then(|()| {
-                if payload.len() > self.max_payload {
-                    Err(JobsError::PayloadTooLarge {
-                        size: payload.len(),
-                        limit: self.max_payload,
-                    })
-                } else {
-                    Ok(())
-                }
-            });
+            .and(options.validate())
+            .and(size_ok);
         if let Err(e) = checked {
             QueueStats::add(&self.stats.refused, 1);
             return Err(e);

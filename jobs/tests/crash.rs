@@ -80,6 +80,10 @@ fn sigkill_loses_no_returned_dispatch() {
     let mut dispatched = HashSet::new();
     let mut acked = HashSet::new();
     let mut taken = HashSet::new();
+    // A job acknowledged just before the kill whose `A` line never got out: the ack may
+    // have happened, so its absence is no loss. One per round at most (one thread acks).
+    let mut maybe_acked = HashSet::new();
+    let mut round_of = std::collections::HashMap::new();
     let kills = 25;
     for round in 0..kills {
         let mut child = Command::new(&bin)
@@ -110,7 +114,16 @@ fn sigkill_loses_no_returned_dispatch() {
         child.kill().unwrap();
         child.wait().unwrap();
         let lines = reader.join().unwrap();
+        let last_taken = lines.iter().rev().find_map(|l| l.strip_prefix("T "));
+        if let Some(id) = last_taken {
+            if !lines.iter().any(|l| l.strip_prefix("A ") == Some(id)) {
+                maybe_acked.insert(id.to_owned());
+            }
+        }
         for line in &lines {
+            if let Some(id) = line.strip_prefix("D ") {
+                round_of.insert(id.to_owned(), round);
+            }
             match line.split_once(' ') {
                 Some(("D", id)) => {
                     dispatched.insert(id.to_owned());
@@ -155,26 +168,30 @@ fn sigkill_loses_no_returned_dispatch() {
         present.insert(dead.id);
     }
     let expected: HashSet<String> = dispatched.difference(&acked).cloned().collect();
-    let lost: Vec<_> = expected.difference(&present).collect();
+    let lost: Vec<_> = expected
+        .difference(&present)
+        .filter(|id| !maybe_acked.contains(*id))
+        .map(|id| (id, round_of.get(id), taken.contains(id)))
+        .collect();
     assert!(
         lost.is_empty(),
         "{} returned dispatches lost, e.g. {:?}",
         lost.len(),
         &lost[..lost.len().min(5)]
     );
+    let acked_unreported = expected.difference(&present).count();
     let resurrected: Vec<_> = present.intersection(&acked).collect();
     assert!(
         resurrected.is_empty(),
         "acknowledged jobs came back: {resurrected:?}"
     );
-    let redelivered = taken
+    let not_back: Vec<_> = taken
         .difference(&acked)
-        .filter(|id| present.contains(*id))
-        .count();
-    assert_eq!(
-        redelivered,
-        taken.difference(&acked).count(),
-        "taken, unacknowledged jobs must come back"
+        .filter(|id| !maybe_acked.contains(*id) && !present.contains(*id))
+        .collect();
+    assert!(
+        not_back.is_empty(),
+        "taken, unacknowledged jobs must come back: {not_back:?}"
     );
     // Jobs present that the parent never saw returned: dispatches cut between the store
     // write and the print. Allowed (at-least-once), but they must be few.
@@ -184,7 +201,7 @@ fn sigkill_loses_no_returned_dispatch() {
         "{unseen} jobs the child never reported"
     );
     eprintln!(
-        "{kills} kills: {} dispatched, {} taken, {} acked, {} present at the end, {unseen} unreported",
+        "{kills} kills: {} dispatched, {} taken, {} acked (+{acked_unreported} unreported), {} present at the end, {unseen} dispatches unreported",
         dispatched.len(),
         taken.len(),
         acked.len(),

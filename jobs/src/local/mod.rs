@@ -7,10 +7,12 @@
 //! and an explicit `persist` for fsync, which lets the fsync policy be ours. The Mercure
 //! hub's history uses the same crate, so the server carries one storage engine.
 //!
-//! What is written when: dispatch writes the record and the payload in one batch; a take
-//! rewrites the record as taken with its attempt counted (so a job whose worker dies every
-//! time still runs out of attempts); fail and lease expiry rewrite the record; ack deletes
-//! both. Leases live in memory only: at open every job stored as taken is ready again.
+//! What is written when: dispatch writes one value, the job's record followed by its
+//! payload, in the `jobs` keyspace (one journal write per dispatch); every later change
+//! writes only the small record, in the `state` keyspace, which overrides the first one: a
+//! take records the attempt (so a job whose worker dies every time still runs out of
+//! attempts), fail and lease expiry record the outcome; ack deletes both in one batch.
+//! Leases live in memory only: at open every job stored as taken is ready again.
 
 mod record;
 mod state;
@@ -50,15 +52,24 @@ const MAX_PARK: Duration = Duration::from_secs(1);
 struct Store {
     db: Database,
     jobs: Keyspace,
-    payloads: Keyspace,
+    state: Keyspace,
     meta: Keyspace,
     syncer: Syncer,
 }
 
 impl Store {
     fn write_record(&self, id: u64, record: &JobRecord) -> Result<()> {
-        self.jobs.insert(key(id), record.encode())?;
+        self.state.insert(key(id), record.encode())?;
         Ok(())
+    }
+
+    /// A live job's payload.
+    fn payload(&self, id: u64) -> Result<Vec<u8>> {
+        let value = self
+            .jobs
+            .get(key(id))?
+            .ok_or_else(|| JobsError::Storage(format!("job {} has no payload", format_id(id))))?;
+        Ok(record::split_job(&value)?.1.to_vec())
     }
 }
 
@@ -81,7 +92,7 @@ impl LocalBackend {
         }
         let db = Database::builder(dir).open()?;
         let jobs = db.keyspace("jobs", KeyspaceCreateOptions::default)?;
-        let payloads = db.keyspace("payloads", KeyspaceCreateOptions::default)?;
+        let state = db.keyspace("state", KeyspaceCreateOptions::default)?;
         let meta = db.keyspace("meta", KeyspaceCreateOptions::default)?;
         let boot = match meta.get("boot")? {
             Some(v) => u64::from_be_bytes(
@@ -97,7 +108,7 @@ impl LocalBackend {
         let store = Arc::new(Store {
             db,
             jobs,
-            payloads,
+            state,
             meta,
             syncer,
         });
@@ -223,12 +234,20 @@ fn create(dir: &Path) -> Result<()> {
 /// Rebuilds the index from the store; jobs stored as taken become ready again, or dead
 /// if that attempt was their last.
 fn recover(store: &Store) -> Result<State> {
+    let mut latest = std::collections::HashMap::new();
+    for item in store.state.iter() {
+        let (k, v) = item.into_inner()?;
+        latest.insert(id_of_key(&k)?, JobRecord::decode(&v)?);
+    }
     let mut state = State::default();
     let now = now_ms();
     for item in store.jobs.iter() {
         let (k, v) = item.into_inner()?;
         let id = id_of_key(&k)?;
-        let mut record = JobRecord::decode(&v)?;
+        let mut record = match latest.remove(&id) {
+            Some(record) => record,
+            None => record::split_job(&v)?.0,
+        };
         if record.state == StoredState::Taken {
             if record.attempts >= record.max_attempts {
                 record.state = StoredState::Dead { at_ms: now };
@@ -281,10 +300,9 @@ impl Backend for LocalBackend {
             },
             last_error: None,
         };
-        let mut batch = self.store.db.batch();
-        batch.insert(&self.store.jobs, key(id), record.encode());
-        batch.insert(&self.store.payloads, key(id), payload);
-        batch.commit()?;
+        self.store
+            .jobs
+            .insert(key(id), record::join_job(&record, payload))?;
         state.insert(id, record);
         // A delayed job may be due before the timer a waiter computed: wake one to look.
         state.wake_one(queue);
@@ -352,19 +370,9 @@ impl Backend for LocalBackend {
             None => return Ok(None),
         };
         // The payload is immutable while the job lives; read it without the index lock.
-        match self
+        lease.payload = self
             .store
-            .payloads
-            .get(key(parse_id(&lease.id).unwrap_or_default()))?
-        {
-            Some(payload) => lease.payload = payload.to_vec(),
-            None => {
-                return Err(JobsError::Storage(format!(
-                    "job {} has no payload",
-                    lease.id
-                )));
-            }
-        }
+            .payload(parse_id(&lease.id).unwrap_or_default())?;
         self.store.syncer.written()?;
         Ok(Some(lease))
     }
@@ -374,7 +382,7 @@ impl Backend for LocalBackend {
         let id = Self::check_lease(&state, lease)?;
         let mut batch = self.store.db.batch();
         batch.remove(&self.store.jobs, key(id));
-        batch.remove(&self.store.payloads, key(id));
+        batch.remove(&self.store.state, key(id));
         batch.commit()?;
         if let Some(job) = state.detach(id) {
             state.release_unique(id, &job.record);
@@ -455,12 +463,7 @@ impl Backend for LocalBackend {
         };
         let mut out = Vec::with_capacity(page.len());
         for (id, record) in page {
-            let payload = self
-                .store
-                .payloads
-                .get(key(id))?
-                .map(|p| p.to_vec())
-                .unwrap_or_default();
+            let payload = self.store.payload(id)?;
             let failed_at = match record.state {
                 StoredState::Dead { at_ms } => from_ms(at_ms),
                 _ => continue,
@@ -534,7 +537,7 @@ impl Backend for LocalBackend {
             let mut batch = self.store.db.batch();
             for id in chunk {
                 batch.remove(&self.store.jobs, key(*id));
-                batch.remove(&self.store.payloads, key(*id));
+                batch.remove(&self.store.state, key(*id));
             }
             batch.commit()?;
             for id in chunk {

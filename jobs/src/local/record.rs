@@ -1,7 +1,6 @@
 //! How a job lies in the local store: its id as the key (8 bytes, big-endian, so keys sort
-//! in dispatch order) and a small record of everything but the payload (postcard), which
-//! is rewritten on every state change while the payload, in its own keyspace, is written
-//! once.
+//! in dispatch order); at dispatch one value, the record (postcard) behind its length and
+//! followed by the payload; after that, records alone (a few dozen bytes).
 
 use serde::{Deserialize, Serialize};
 
@@ -47,6 +46,30 @@ impl JobRecord {
         postcard::from_bytes(bytes)
             .map_err(|e| JobsError::Storage(format!("unreadable job record: {e}")))
     }
+}
+
+/// The value a dispatch writes: the record's length (4 bytes, big-endian), the record,
+/// the payload.
+pub(crate) fn join_job(record: &JobRecord, payload: &[u8]) -> Vec<u8> {
+    let encoded = record.encode();
+    let len = u32::try_from(encoded.len()).unwrap_or(u32::MAX);
+    let mut value = Vec::with_capacity(4 + encoded.len() + payload.len());
+    value.extend_from_slice(&len.to_be_bytes());
+    value.extend_from_slice(&encoded);
+    value.extend_from_slice(payload);
+    value
+}
+
+/// The record and payload of a value from [`join_job`].
+pub(crate) fn split_job(value: &[u8]) -> Result<(JobRecord, &[u8])> {
+    let short = || JobsError::Storage(format!("job value of {} bytes is cut short", value.len()));
+    let len_bytes: [u8; 4] = value
+        .get(..4)
+        .and_then(|b| b.try_into().ok())
+        .ok_or_else(short)?;
+    let end = 4 + usize::try_from(u32::from_be_bytes(len_bytes)).map_err(|_| short())?;
+    let record = JobRecord::decode(value.get(4..end).ok_or_else(short)?)?;
+    Ok((record, &value[end..]))
 }
 
 /// The store key of a job id.
