@@ -194,6 +194,34 @@ fn main() {
             },
         );
     }
+    println!("\n-- one dispatch's latency, 1 thread (an fsync holds fjall's journal lock) --");
+    for (label, durability) in [
+        ("buffered (no fsync)", Durability::Buffered),
+        (
+            "interval 200 ms (default)",
+            Durability::Interval(Duration::from_millis(200)),
+        ),
+        ("interval 1 s", Durability::Interval(Duration::from_secs(1))),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let q = local(dir.path(), durability);
+        let mut lat: Vec<Duration> = (0..n)
+            .map(|_| {
+                let t = Instant::now();
+                q.dispatch("bench", &payload, &opts).unwrap();
+                t.elapsed()
+            })
+            .collect();
+        lat.sort_unstable();
+        let at = |p: f64| lat[((lat.len() - 1) as f64 * p) as usize].as_secs_f64() * 1e6;
+        println!(
+            "{label:<28} p50 {:>7.1} us  p99 {:>7.1} us  p99.9 {:>8.1} us  max {:>8.1} us",
+            at(0.5),
+            at(0.99),
+            at(0.999),
+            at(1.0)
+        );
+    }
     let local_dispatch = &results[1];
     let local_cycle = {
         let dir = tempfile::tempdir().unwrap();
@@ -295,6 +323,20 @@ fn main() {
             cycle(&q, k, &payload, &opts);
         },
     );
+
+    let mut conn = conn_cell.into_inner().unwrap();
+    let stats: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(&mut *conn)
+        .unwrap();
+    println!("redis-server's own time per call (INFO commandstats):");
+    for line in stats.lines().filter(|l| {
+        ["evalsha", "lpush", "rpop"]
+            .iter()
+            .any(|c| l.starts_with(&format!("cmdstat_{c}:")))
+    }) {
+        println!("  {line}");
+    }
 
     println!("\n-- ratios (same run; >1 means the first is cheaper) --");
     let ratio = |a: &Sample, b: &Sample| (b.wall_us() / a.wall_us(), b.cpu_us() / a.cpu_us());
