@@ -113,13 +113,15 @@ fn start_redis() -> Redis {
         .stdout(Stdio::null())
         .spawn()
         .expect("redis-server");
+    // Owned by the guard from here on, so every path ends the server.
+    let server = Redis(child, port);
     let url = format!("redis://127.0.0.1:{port}/");
     for _ in 0..500 {
         if redis::Client::open(url.as_str())
             .and_then(|c| c.get_connection())
             .is_ok()
         {
-            return Redis(child, port);
+            return server;
         }
         std::thread::sleep(Duration::from_millis(10));
     }
@@ -324,7 +326,7 @@ fn main() {
         },
     );
 
-    let mut conn = conn_cell.into_inner().unwrap();
+    let conn = conn_cell.into_inner().unwrap();
     let stats: String = redis::cmd("INFO")
         .arg("commandstats")
         .query(&mut *conn)

@@ -303,3 +303,33 @@ fn bad_entries_are_refused() {
     assert!(Scheduler::start(dup, q.schedule_store(), |_| {}).is_err());
     assert!(Scheduler::start(vec![every_second("bad name")], q.schedule_store(), |_| {}).is_err());
 }
+
+#[test]
+fn a_panicking_runner_does_not_stop_the_schedule() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = local_queue(dir.path());
+    let calls = Arc::new(Mutex::new(0));
+    let s = {
+        let calls = Arc::clone(&calls);
+        Scheduler::start(
+            vec![every_second("flaky")],
+            q.schedule_store(),
+            move |run| {
+                let first = {
+                    let mut calls = calls.lock().unwrap();
+                    *calls += 1;
+                    *calls == 1
+                };
+                assert!(!first, "the runner fails on its first call");
+                run.finish(RunOutcome::Succeeded);
+            },
+        )
+        .unwrap()
+    };
+    eventually("a run after the panic", || {
+        totals(&s, "flaky").succeeded >= 1
+    });
+    // The run the panic dropped counts as failed and did not block the next.
+    assert_eq!(totals(&s, "flaky").failed, 1);
+    s.stop();
+}

@@ -350,7 +350,13 @@ fn run_loop(shared: &Arc<Shared>, runner: &Runner) {
             drop(state);
             for run in handed {
                 tracing::info!(entry = %run.entry, run_id = run.run_id, catch_up = run.catch_up, "schedule: run starts");
-                runner(run);
+                let entry = run.entry.clone();
+                // A panicking runner must not stop every other entry's schedule.
+                let handed_off =
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| runner(run)));
+                if handed_off.is_err() {
+                    tracing::error!(entry = %entry, "schedule: the runner panicked");
+                }
             }
             state = shared.lock();
             continue;
