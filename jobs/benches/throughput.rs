@@ -5,7 +5,8 @@
 //! `cargo bench -p ferrophp-jobs --bench throughput` (needs `redis-server` on PATH).
 //! Measures: dispatch on the local store under each fsync policy (one thread and four),
 //! dispatch + take + ack end to end, and the same on the Redis backend next to raw
-//! LPUSH / LPUSH+RPOP.
+//! LPUSH / LPUSH+RPOP. `-- --quick` runs fewer operations; `-- --dispatch-only` runs
+//! 200,000 local dispatches and nothing else, for a profiler.
 
 use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
@@ -137,6 +138,19 @@ fn cycle(q: &Queue, n: u64, payload: &[u8], opts: &DispatchOptions) {
 }
 
 fn main() {
+    if std::env::args().any(|a| a == "--dispatch-only") {
+        // For a profiler: nothing but local dispatches.
+        let dir = tempfile::tempdir().unwrap();
+        let q = local(dir.path(), Durability::default());
+        let payload = vec![b'x'; PAYLOAD];
+        measure("dispatch only, 200000", 200_000, 1, |k| {
+            for _ in 0..k {
+                q.dispatch("bench", &payload, &DispatchOptions::default())
+                    .unwrap();
+            }
+        });
+        return;
+    }
     let quick = std::env::args().any(|a| a == "--quick");
     let n: u64 = if quick { 2_000 } else { 40_000 };
     let payload = vec![b'x'; PAYLOAD];
