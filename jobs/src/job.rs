@@ -255,3 +255,72 @@ pub(crate) fn from_ms(ms: u64) -> SystemTime {
 pub(crate) fn duration_ms(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_grows_caps_and_jitters_down() {
+        let b = Backoff {
+            initial: Duration::from_secs(1),
+            factor: 3,
+            max: Duration::from_secs(20),
+            jitter: 0.0,
+        };
+        let secs: Vec<u64> = (1..=5).map(|n| b.delay(n).as_secs()).collect();
+        assert_eq!(secs, [1, 3, 9, 20, 20]);
+        assert_eq!(b.delay(10_000), Duration::from_secs(20));
+        let jittered = Backoff { jitter: 0.5, ..b };
+        for _ in 0..100 {
+            let d = jittered.delay(2);
+            assert!(
+                d >= Duration::from_millis(1500) && d <= Duration::from_secs(3),
+                "{d:?}"
+            );
+        }
+        assert_eq!(Backoff::NONE.delay(7), Duration::ZERO);
+    }
+
+    #[test]
+    fn options_are_checked() {
+        let ok = DispatchOptions::default();
+        assert!(ok.validate().is_ok());
+        let bad = [
+            DispatchOptions {
+                priority: 1001,
+                ..ok.clone()
+            },
+            DispatchOptions {
+                max_attempts: 0,
+                ..ok.clone()
+            },
+            DispatchOptions {
+                visibility_timeout: Duration::from_millis(5),
+                ..ok.clone()
+            },
+            DispatchOptions {
+                unique_key: Some(String::new()),
+                ..ok.clone()
+            },
+            DispatchOptions {
+                unique_key: Some("k".repeat(MAX_UNIQUE_KEY + 1)),
+                ..ok.clone()
+            },
+            DispatchOptions {
+                backoff: Backoff {
+                    jitter: 1.5,
+                    ..Backoff::default()
+                },
+                ..ok
+            },
+        ];
+        for opts in bad {
+            assert!(
+                matches!(opts.validate(), Err(JobsError::InvalidArgument(_))),
+                "{opts:?}"
+            );
+        }
+        assert!(validate_queue_name("emails:high-1.x_y").is_ok());
+    }
+}

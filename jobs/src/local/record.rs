@@ -98,3 +98,46 @@ pub(crate) fn parse_id(id: &str) -> Option<u64> {
         None
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record() -> JobRecord {
+        JobRecord {
+            queue: "q".into(),
+            priority: -3,
+            attempts: 2,
+            max_attempts: 5,
+            backoff: Backoff::default(),
+            unique_key: Some("k".into()),
+            visibility_ms: 1000,
+            state: StoredState::Delayed { due_ms: 42 },
+            last_error: Some("boom".into()),
+        }
+    }
+
+    #[test]
+    fn a_job_value_round_trips_and_a_cut_one_is_an_error() {
+        let value = join_job(&record(), b"payload\0bytes");
+        let (back, payload) = split_job(&value).unwrap();
+        assert_eq!((back, payload), (record(), &b"payload\0bytes"[..]));
+        for cut in [0, 3, 10] {
+            assert!(matches!(
+                split_job(&value[..cut]),
+                Err(JobsError::Storage(_))
+            ));
+        }
+        assert!(JobRecord::decode(b"\xff\xff").is_err());
+    }
+
+    #[test]
+    fn ids_format_and_parse() {
+        let id = (7u64 << 40) | 12345;
+        assert_eq!(parse_id(&format_id(id)), Some(id));
+        assert_eq!(id_of_key(&key(id)).unwrap(), id);
+        for bad in ["", "12", "zzzzzzzzzzzzzzzz", "00000000000000000"] {
+            assert_eq!(parse_id(bad), None);
+        }
+    }
+}

@@ -263,3 +263,49 @@ impl ScheduleEntry {
         h % (span + 1)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn full_day_fields_become_stars_only_beside_a_star() {
+        assert_eq!(normalize_day_fields("0 0 */4 * 0-6"), "0 0 */4 * *");
+        assert_eq!(normalize_day_fields("0 0 */4 * */1"), "0 0 */4 * *");
+        assert_eq!(normalize_day_fields("0 0 1-31 * */2"), "0 0 * * */2");
+        assert_eq!(normalize_day_fields("0 0 6 * 0-6"), "0 0 6 * 0-6");
+        assert_eq!(normalize_day_fields("0 0 */4 * 1-5"), "0 0 */4 * 1-5");
+        assert_eq!(normalize_day_fields("0 0 */4 * 1-7"), "0 0 */4 * *");
+        assert_eq!(
+            normalize_day_fields("0 0 */4 * MON-SUN"),
+            "0 0 */4 * MON-SUN"
+        );
+        assert_eq!(covers("1-10,11-31", 1, 31), Some(true));
+        assert_eq!(covers("2/2", 1, 31), Some(false));
+        assert_eq!(covers("L", 1, 31), None);
+    }
+
+    #[test]
+    fn jitter_is_fixed_per_fire_and_bounded() {
+        let mut e =
+            ScheduleEntry::new("e", Trigger::every("1m").unwrap(), Task::Script("x".into()));
+        assert_eq!(e.jitter_for(60_000), 0);
+        e.jitter = Duration::from_secs(10);
+        let j: Vec<u64> = (0..50).map(|k| e.jitter_for(k * 60_000)).collect();
+        assert!(j.iter().all(|d| *d <= 10_000));
+        assert!(
+            j.iter().collect::<std::collections::HashSet<_>>().len() > 10,
+            "{j:?}"
+        );
+        assert_eq!(e.jitter_for(120_000), e.jitter_for(120_000));
+    }
+
+    #[test]
+    fn intervals_align_on_the_epoch() {
+        let t = Trigger::every("30s").unwrap();
+        assert_eq!(t.next_after(0), Some(30_000));
+        assert_eq!(t.next_after(29_999), Some(30_000));
+        assert_eq!(t.next_after(30_000), Some(60_000));
+        assert_eq!(t.last_at_or_before(59_999), Some(30_000));
+    }
+}
