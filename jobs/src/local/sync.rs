@@ -35,6 +35,24 @@ impl Default for Durability {
     }
 }
 
+impl std::str::FromStr for Durability {
+    type Err = crate::error::JobsError;
+
+    /// `buffered` (no fsync), `always`, or an interval like `200ms` or `1s`.
+    fn from_str(text: &str) -> Result<Self> {
+        match text.trim() {
+            "buffered" | "none" => Ok(Self::Buffered),
+            "always" => Ok(Self::Always),
+            other => match humantime::parse_duration(other) {
+                Ok(every) if !every.is_zero() => Ok(Self::Interval(every)),
+                _ => Err(crate::error::JobsError::InvalidArgument(format!(
+                    "fsync policy {text:?}: expected buffered, always or an interval like 200ms"
+                ))),
+            },
+        }
+    }
+}
+
 /// The default fsync interval (see docs: measured cost in `jobs/benches/throughput.rs`).
 pub const DEFAULT_SYNC_INTERVAL: Duration = Duration::from_millis(200);
 
@@ -139,6 +157,24 @@ impl Drop for Syncer {
         }
         if let Err(e) = self.sync_now() {
             tracing::error!(error = %e, "jobs: final fsync of the job store failed");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn policies_parse() {
+        assert_eq!("always".parse::<Durability>(), Ok(Durability::Always));
+        assert_eq!("buffered".parse::<Durability>(), Ok(Durability::Buffered));
+        assert_eq!(
+            "200ms".parse::<Durability>(),
+            Ok(Durability::Interval(Duration::from_millis(200)))
+        );
+        for bad in ["", "0s", "sometimes"] {
+            assert!(bad.parse::<Durability>().is_err(), "{bad:?}");
         }
     }
 }

@@ -185,6 +185,21 @@ pub enum MissedRuns {
     RunOnce,
 }
 
+impl FromStr for MissedRuns {
+    type Err = JobsError;
+
+    /// `skip` or `run-once` (`run_once` too).
+    fn from_str(text: &str) -> Result<Self> {
+        match text {
+            "skip" => Ok(Self::Skip),
+            "run-once" | "run_once" => Ok(Self::RunOnce),
+            other => Err(JobsError::InvalidArgument(format!(
+                "missed-run policy {other:?}: expected skip or run-once"
+            ))),
+        }
+    }
+}
+
 /// The thing an entry runs. Opaque to this crate; the worker runs it on a PHP thread.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Task {
@@ -298,6 +313,13 @@ mod tests {
             "{j:?}"
         );
         assert_eq!(e.jitter_for(120_000), e.jitter_for(120_000));
+    }
+
+    #[test]
+    fn missed_run_policies_parse() {
+        assert_eq!("skip".parse::<MissedRuns>(), Ok(MissedRuns::Skip));
+        assert_eq!("run-once".parse::<MissedRuns>(), Ok(MissedRuns::RunOnce));
+        assert!("later".parse::<MissedRuns>().is_err());
     }
 
     #[test]
