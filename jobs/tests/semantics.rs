@@ -494,3 +494,17 @@ fn local_restart_redelivers_taken_jobs() {
     let fresh = q.dispatch("r", b"n", &opts()).unwrap().id;
     assert!(fresh != taken.id && fresh != acked.id);
 }
+
+/// One process owns a data directory: a second open is refused with a clear error.
+#[test]
+fn local_store_is_owned_by_one_opener() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = local_queue(dir.path());
+    let second = jobs::Queue::open(jobs::QueueConfig::local(dir.path())).unwrap_err();
+    assert!(
+        second.to_string().contains("in use by another process"),
+        "{second}"
+    );
+    drop(first);
+    jobs::Queue::open(jobs::QueueConfig::local(dir.path())).unwrap();
+}

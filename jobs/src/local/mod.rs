@@ -90,7 +90,13 @@ impl LocalBackend {
         if !dir.exists() {
             create(dir)?;
         }
-        let db = Database::builder(dir).open()?;
+        let db = Database::builder(dir).open().map_err(|e| match e {
+            fjall::Error::Locked => JobsError::Storage(format!(
+                "the job store {} is in use by another process",
+                dir.display()
+            )),
+            other => other.into(),
+        })?;
         let jobs = db.keyspace("jobs", KeyspaceCreateOptions::default)?;
         let state = db.keyspace("state", KeyspaceCreateOptions::default)?;
         let meta = db.keyspace("meta", KeyspaceCreateOptions::default)?;
