@@ -2,6 +2,7 @@
 //! an optional TOML file (`sources.rs`), merged in that order of precedence over the
 //! defaults and checked here, into the [`ServeConfig`] the server runs with.
 
+mod acme;
 mod sources;
 
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
@@ -12,6 +13,7 @@ use crate::metrics::MetricsPush;
 use crate::static_cache;
 use crate::workers::WorkerSpec;
 use sources::parse_duration;
+pub use acme::{AcmeArgs, AutoHttps};
 pub use sources::{FileConfig, ServeArgs};
 
 /// Resolved settings: what the server runs with.
@@ -31,6 +33,9 @@ pub struct ServeConfig {
     pub php_stack_size: usize,
     /// The certificate chain and private key (PEM) when serving HTTPS.
     pub tls: Option<(PathBuf, PathBuf)>,
+    /// Automatic HTTPS (`--domain`): certificates from an ACME CA; `listen` is then the
+    /// HTTPS address.
+    pub auto_https: Option<AutoHttps>,
     /// The largest request body accepted, in bytes (413 beyond).
     pub max_body_size: u64,
     /// How long a request may wait for a PHP thread before its 503.
@@ -130,20 +135,32 @@ impl ServeConfig {
         let root = document_root(args.root.take().or(file.root.take()))?;
         let php = php_threads(&args, &file)?;
         let tls = tls_pair(&mut args, &mut file)?;
+        let auto_https = acme::auto_https(&mut args.acme, &mut file, tls.as_ref())?;
         let env = php_env(&args, &mut file)?;
         let ini = php_ini_settings(&args, &mut file)?;
         let workers = workers(&mut args, &mut file)?;
         let (metrics, metrics_push) = metrics(&mut args, &mut file)?;
         let limits = http_limits(&args, &file)?;
         let deadlines = deadlines(&args, &file)?;
+        let listen = args.listen.or(file.listen).unwrap_or(if auto_https.is_some() {
+            acme::DEFAULT_HTTPS_LISTEN
+        } else {
+            DEFAULT_LISTEN
+        });
+        if auto_https.as_ref().is_some_and(|a| a.http_listen == listen) {
+            return Err(format!(
+                "--http-listen and --listen must differ (both are {listen})"
+            ));
+        }
         Ok(ServeConfig {
             root,
-            listen: args.listen.or(file.listen).unwrap_or(DEFAULT_LISTEN),
+            listen,
             threads: php.threads,
             max_threads: php.max_threads,
             max_idle_time: php.max_idle_time,
             php_stack_size: php.php_stack_size,
             tls,
+            auto_https,
             max_body_size: limits.max_body_size,
             max_wait: limits.max_wait,
             header_timeout: limits.header_timeout,
