@@ -129,7 +129,9 @@ pub(super) fn auto_https(
     };
     let external_account = match (
         args.acme_eab_kid.take().or(file.acme_eab_kid.take()),
-        args.acme_eab_hmac_key.take().or(file.acme_eab_hmac_key.take()),
+        args.acme_eab_hmac_key
+            .take()
+            .or(file.acme_eab_hmac_key.take()),
     ) {
         (Some(key_id), Some(key)) => Some(tls::ExternalAccount {
             key_id,

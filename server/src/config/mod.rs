@@ -12,8 +12,8 @@ use std::time::Duration;
 use crate::metrics::MetricsPush;
 use crate::static_cache;
 use crate::workers::WorkerSpec;
-use sources::parse_duration;
 pub use acme::{AcmeArgs, AutoHttps};
+use sources::parse_duration;
 pub use sources::{FileConfig, ServeArgs};
 
 /// Resolved settings: what the server runs with.
@@ -142,11 +142,14 @@ impl ServeConfig {
         let (metrics, metrics_push) = metrics(&mut args, &mut file)?;
         let limits = http_limits(&args, &file)?;
         let deadlines = deadlines(&args, &file)?;
-        let listen = args.listen.or(file.listen).unwrap_or(if auto_https.is_some() {
-            acme::DEFAULT_HTTPS_LISTEN
-        } else {
-            DEFAULT_LISTEN
-        });
+        let listen = args
+            .listen
+            .or(file.listen)
+            .unwrap_or(if auto_https.is_some() {
+                acme::DEFAULT_HTTPS_LISTEN
+            } else {
+                DEFAULT_LISTEN
+            });
         if auto_https.as_ref().is_some_and(|a| a.http_listen == listen) {
             return Err(format!(
                 "--http-listen and --listen must differ (both are {listen})"

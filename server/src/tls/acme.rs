@@ -275,7 +275,10 @@ impl AcmeClient {
         let mut cached = self.account.lock().await;
         *cached = None;
         let file = self.store.account_file();
-        let aside = file.with_extension(format!("json.unknown-{}", certs::unix_secs(SystemTime::now())));
+        let aside = file.with_extension(format!(
+            "json.unknown-{}",
+            certs::unix_secs(SystemTime::now())
+        ));
         if std::fs::rename(&file, &aside).is_ok() {
             tracing::warn!(file = %aside.display(), "the CA does not know the stored ACME account: set aside, a new one will be created");
         }
@@ -354,7 +357,9 @@ impl AcmeClient {
             let Some(kind) = preference.iter().find(|t| offered.contains(t)).cloned() else {
                 return Err(Failure::new(
                     "no_usable_challenge",
-                    format!("the CA offers {offered:?} for {name}, the listeners allow {preference:?}"),
+                    format!(
+                        "the CA offers {offered:?} for {name}, the listeners allow {preference:?}"
+                    ),
                 ));
             };
             let mut challenge = authz
@@ -394,7 +399,8 @@ impl AcmeClient {
         }
         drop(guards);
 
-        let key = rcgen::KeyPair::generate().map_err(|e| Failure::new("internal", e.to_string()))?;
+        let key =
+            rcgen::KeyPair::generate().map_err(|e| Failure::new("internal", e.to_string()))?;
         let mut params = rcgen::CertificateParams::new(vec![name.to_owned()])
             .map_err(|e| Failure::new("internal", e.to_string()))?;
         params.distinguished_name = rcgen::DistinguishedName::new();
@@ -472,7 +478,9 @@ impl AcmeClient {
 
 /// RFC 9773 §4.1's identifier of a certificate (its issuer's key id and its serial);
 /// `None` for a certificate without an Authority Key Identifier.
-fn certificate_id(der: &rustls::pki_types::CertificateDer<'_>) -> Option<CertificateIdentifier<'static>> {
+fn certificate_id(
+    der: &rustls::pki_types::CertificateDer<'_>,
+) -> Option<CertificateIdentifier<'static>> {
     CertificateIdentifier::try_from(der)
         .ok()
         .map(CertificateIdentifier::into_owned)
@@ -481,7 +489,8 @@ fn certificate_id(der: &rustls::pki_types::CertificateDer<'_>) -> Option<Certifi
 /// Takes a lock file off the runtime's threads (waiting for another process).
 pub(crate) async fn blocking_lock(path: PathBuf) -> Result<FileLock, Failure> {
     tokio::task::spawn_blocking(move || {
-        FileLock::acquire(&path).map_err(|e| Failure::new("storage", format!("lock {}: {e}", path.display())))
+        FileLock::acquire(&path)
+            .map_err(|e| Failure::new("storage", format!("lock {}: {e}", path.display())))
     })
     .await
     .map_err(|e| Failure::new("internal", e.to_string()))?

@@ -152,12 +152,18 @@ mod tests {
     fn a_key_of_another_certificate_is_refused() {
         let a = rcgen::generate_simple_self_signed(vec!["a.example.com".into()]).unwrap();
         let b = rcgen::generate_simple_self_signed(vec!["b.example.com".into()]).unwrap();
-        let ok = load_pem(a.cert.pem().as_bytes(), a.signing_key.serialize_pem().as_bytes())
-            .unwrap();
+        let ok = load_pem(
+            a.cert.pem().as_bytes(),
+            a.signing_key.serialize_pem().as_bytes(),
+        )
+        .unwrap();
         assert_eq!(ok.leaf.names, ["a.example.com"]);
         assert!(ok.leaf.not_after > ok.leaf.not_before);
-        let err = load_pem(a.cert.pem().as_bytes(), b.signing_key.serialize_pem().as_bytes())
-            .unwrap_err();
+        let err = load_pem(
+            a.cert.pem().as_bytes(),
+            b.signing_key.serialize_pem().as_bytes(),
+        )
+        .unwrap_err();
         assert!(err.contains("do not match"), "{err}");
     }
 }

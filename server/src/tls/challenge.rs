@@ -199,13 +199,14 @@ impl Drop for ChallengeGuard {
 
 /// The RFC 8737 §3 certificate: self-signed, for `name` only, with the SHA-256 digest of
 /// the key authorization in a critical `id-pe-acmeIdentifier` extension.
-fn validation_certificate(name: &str, key_authorization: &str) -> Result<Arc<CertifiedKey>, String> {
+fn validation_certificate(
+    name: &str,
+    key_authorization: &str,
+) -> Result<Arc<CertifiedKey>, String> {
     let digest = ring::digest::digest(&ring::digest::SHA256, key_authorization.as_bytes());
     let mut params =
         rcgen::CertificateParams::new(vec![name.to_owned()]).map_err(|e| e.to_string())?;
-    params.custom_extensions = vec![rcgen::CustomExtension::new_acme_identifier(
-        digest.as_ref(),
-    )];
+    params.custom_extensions = vec![rcgen::CustomExtension::new_acme_identifier(digest.as_ref())];
     let key = rcgen::KeyPair::generate().map_err(|e| e.to_string())?;
     let cert = params.self_signed(&key).map_err(|e| e.to_string())?;
     let key_der = rustls::pki_types::PrivatePkcs8KeyDer::from(key.serialize_der());

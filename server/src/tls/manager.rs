@@ -159,7 +159,10 @@ impl CertManager {
         let mut managed = Vec::new();
         for name in &config.domains {
             if resolver.has_static(name) {
-                tracing::info!(name, "served by a static certificate (--tls-cert): not ordered");
+                tracing::info!(
+                    name,
+                    "served by a static certificate (--tls-cert): not ordered"
+                );
             } else if !managed.contains(name) {
                 managed.push(name.clone());
             }
@@ -257,11 +260,7 @@ impl CertManager {
             for name in due {
                 self.attend(&name).await;
             }
-            let next = self
-                .lock_states()
-                .values()
-                .map(|s| s.next_action)
-                .min();
+            let next = self.lock_states().values().map(|s| s.next_action).min();
             let Some(next) = next else {
                 return; // No managed names: nothing to do, ever.
             };
@@ -279,7 +278,9 @@ impl CertManager {
         let now = SystemTime::now();
         let (current, ari_check) = {
             let states = self.lock_states();
-            let Some(state) = states.get(name) else { return };
+            let Some(state) = states.get(name) else {
+                return;
+            };
             (state.current.clone(), state.ari_check)
         };
         // Renewal information first: it may move the renewal time either way.
@@ -352,7 +353,10 @@ impl CertManager {
                 let names = loaded.leaf.names.join(", ");
                 return self.failed(
                     name,
-                    Failure::new("ca_response", format!("the CA issued a certificate for {names}")),
+                    Failure::new(
+                        "ca_response",
+                        format!("the CA issued a certificate for {names}"),
+                    ),
                 );
             }
             Err(e) => return self.failed(name, Failure::new("ca_response", e)),
@@ -370,7 +374,10 @@ impl CertManager {
             &meta_json,
         ) {
             // Served anyway: losing it only costs an order at the next start.
-            self.failed(name, Failure::new("storage", format!("cannot store the certificate: {e}")));
+            self.failed(
+                name,
+                Failure::new("storage", format!("cannot store the certificate: {e}")),
+            );
         }
         tracing::info!(
             name,
@@ -409,9 +416,17 @@ impl CertManager {
             Ok(None) => (meta.ari, None),
             // Not a renewal failure: the lifetime rule or the last window still holds.
             Err(f) => {
-                tracing::warn!(name, reason = f.reason, "renewal information: {}", f.message);
+                tracing::warn!(
+                    name,
+                    reason = f.reason,
+                    "renewal information: {}",
+                    f.message
+                );
                 let t = &self.config.timing;
-                (meta.ari, Some(now + schedule::backoff(1, t.retry_base, t.retry_max)))
+                (
+                    meta.ari,
+                    Some(now + schedule::backoff(1, t.retry_base, t.retry_max)),
+                )
             }
         };
         let mut states = self.lock_states();
@@ -438,7 +453,9 @@ impl CertManager {
             .is_some_and(|(l, _)| l.leaf.serial == loaded.leaf.serial);
         if !same {
             // A new certificate has its own window: ask for it (unless the CA has no ARI).
-            let check = meta.ari.map_or(SystemTime::now(), |w| certs::from_unix_secs(w.next_check));
+            let check = meta
+                .ari
+                .map_or(SystemTime::now(), |w| certs::from_unix_secs(w.next_check));
             state.ari_check = state.ari_check.map(|_| check);
         }
         state.current = Some((loaded, meta));
@@ -472,10 +489,10 @@ impl CertManager {
         let t = &self.config.timing;
         let delay = schedule::backoff(state.failures, t.retry_base, t.retry_max);
         state.next_action = SystemTime::now() + delay;
-        let serving = state
-            .current
-            .as_ref()
-            .map_or_else(|| "nothing yet".to_owned(), |(l, _)| format!("serial {}", l.leaf.serial));
+        let serving = state.current.as_ref().map_or_else(
+            || "nothing yet".to_owned(),
+            |(l, _)| format!("serial {}", l.leaf.serial),
+        );
         tracing::warn!(
             name,
             reason = failure.reason,
@@ -502,11 +519,17 @@ impl CertManager {
         let loaded = match certs::load_pem(&stored.chain_pem, &stored.key_pem) {
             Ok(loaded) if loaded.leaf.covers(name) => loaded,
             Ok(_) => {
-                tracing::warn!(name, "the stored certificate does not name it: ordering anew");
+                tracing::warn!(
+                    name,
+                    "the stored certificate does not name it: ordering anew"
+                );
                 return None;
             }
             Err(e) => {
-                tracing::warn!(name, "the stored certificate is unusable ({e}): ordering anew");
+                tracing::warn!(
+                    name,
+                    "the stored certificate is unusable ({e}): ordering anew"
+                );
                 return None;
             }
         };

@@ -54,11 +54,7 @@ pub fn server_config(resolver: Arc<CertResolver>) -> Result<Arc<rustls::ServerCo
     let mut config = config_builder()?
         .with_no_client_auth()
         .with_cert_resolver(resolver);
-    config.alpn_protocols = vec![
-        b"h2".to_vec(),
-        b"http/1.1".to_vec(),
-        ACME_TLS_ALPN.to_vec(),
-    ];
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec(), ACME_TLS_ALPN.to_vec()];
     Ok(Arc::new(config))
 }
 

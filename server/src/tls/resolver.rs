@@ -114,7 +114,10 @@ impl ResolvesServerCert for CertResolver {
 impl fmt::Debug for CertResolver {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CertResolver")
-            .field("statics", &self.statics.iter().map(|(n, _)| n).collect::<Vec<_>>())
+            .field(
+                "statics",
+                &self.statics.iter().map(|(n, _)| n).collect::<Vec<_>>(),
+            )
             .field("managed", &self.managed.load().keys().collect::<Vec<_>>())
             .finish()
     }
@@ -130,7 +133,11 @@ mod tests {
             names.iter().map(|n| n.to_string()).collect::<Vec<_>>(),
         )
         .unwrap();
-        load_pem(c.cert.pem().as_bytes(), c.signing_key.serialize_pem().as_bytes()).unwrap()
+        load_pem(
+            c.cert.pem().as_bytes(),
+            c.signing_key.serialize_pem().as_bytes(),
+        )
+        .unwrap()
     }
 
     #[test]
@@ -166,7 +173,10 @@ mod tests {
         );
         assert!(resolver.certificate_for(None).is_none());
         resolver.set_managed("a.example.com", a.key.clone());
-        assert!(Arc::ptr_eq(&resolver.certificate_for(None).unwrap(), &a.key));
+        assert!(Arc::ptr_eq(
+            &resolver.certificate_for(None).unwrap(),
+            &a.key
+        ));
         assert!(Arc::ptr_eq(
             &resolver.certificate_for(Some("b.example.com")).unwrap(),
             &a.key

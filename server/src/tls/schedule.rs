@@ -85,10 +85,16 @@ impl AriWindow {
 /// CA's mistake, not a reason to let the certificate lapse); else at a third left.
 pub(crate) fn renewal_time(leaf: &Leaf, ari: Option<&AriWindow>) -> (SystemTime, Why) {
     let lifetime = leaf.lifetime();
-    let expiring = leaf.not_after.checked_sub(lifetime / 3).unwrap_or(leaf.not_before);
+    let expiring = leaf
+        .not_after
+        .checked_sub(lifetime / 3)
+        .unwrap_or(leaf.not_before);
     match ari {
         Some(window) => {
-            let latest = leaf.not_after.checked_sub(lifetime / 10).unwrap_or(leaf.not_before);
+            let latest = leaf
+                .not_after
+                .checked_sub(lifetime / 10)
+                .unwrap_or(leaf.not_before);
             (from_unix_secs(window.renew_at).min(latest), Why::Ari)
         }
         None => (expiring, Why::Expiring),

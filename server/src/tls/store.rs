@@ -173,10 +173,9 @@ pub(crate) fn create_private_dir(dir: &Path) -> io::Result<()> {
 /// fsync, rename, fsync of the directory.
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    let file_name = path.file_name().map_or_else(
-        || "file".into(),
-        |n| n.to_string_lossy().into_owned(),
-    );
+    let file_name = path
+        .file_name()
+        .map_or_else(|| "file".into(), |n| n.to_string_lossy().into_owned());
     // Unique per process and call, so two processes (or tasks) never share a temporary.
     let tmp = dir.join(format!(
         ".{file_name}.{}.{}.tmp",
@@ -219,7 +218,10 @@ mod tests {
             issuer_dir_name("https://acme-v02.api.letsencrypt.org/directory"),
             "acme-v02.api.letsencrypt.org-directory"
         );
-        assert_eq!(issuer_dir_name("https://127.0.0.1:14000/dir"), "127.0.0.1-14000-dir");
+        assert_eq!(
+            issuer_dir_name("https://127.0.0.1:14000/dir"),
+            "127.0.0.1-14000-dir"
+        );
         assert_eq!(issuer_dir_name("https://../"), "issuer");
         assert!(!issuer_dir_name("https://a/../../etc").contains('/'));
     }

@@ -89,7 +89,10 @@ fn wait_for_port(port: u16, what: &str, log: &Mutex<String>) {
 fn collect_output(child: &mut Child, log: &Arc<Mutex<String>>) {
     let out = child.stdout.take().unwrap();
     let err = child.stderr.take().unwrap();
-    for stream in [Box::new(out) as Box<dyn std::io::Read + Send>, Box::new(err)] {
+    for stream in [
+        Box::new(out) as Box<dyn std::io::Read + Send>,
+        Box::new(err),
+    ] {
         let log = log.clone();
         std::thread::spawn(move || {
             for line in BufReader::new(stream).lines() {
@@ -228,7 +231,11 @@ impl Pebble {
             .unwrap();
         let url = format!("https://127.0.0.1:{}{path}", self.management_port);
         let response = client.get(&url).send().unwrap();
-        assert!(response.status().is_success(), "{url}: {}", response.status());
+        assert!(
+            response.status().is_success(),
+            "{url}: {}",
+            response.status()
+        );
         response.text().unwrap()
     }
 
