@@ -562,4 +562,112 @@ mod tests {
             );
         }
     }
+
+    /// `ferrophp serve`'s flags as clap reads them.
+    fn flags(argv: &[&str]) -> ServeArgs {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            serve: ServeArgs,
+        }
+        <Cli as clap::Parser>::try_parse_from(std::iter::once("serve").chain(argv.iter().copied()))
+            .unwrap()
+            .serve
+    }
+
+    #[test]
+    fn domains_turn_on_automatic_https_with_its_own_listen_defaults() {
+        let plain = resolve("", ServeArgs::default()).unwrap();
+        assert!(plain.auto_https.is_none());
+        assert_eq!(plain.listen, DEFAULT_LISTEN);
+
+        let args = flags(&[
+            "--domain",
+            "Shop.Example.com",
+            "--domain",
+            "a.example.com,b.example.com",
+            "--data-dir",
+            "/var/lib/ferrophp",
+            "--acme-email",
+            "ops@example.com",
+        ]);
+        let config = resolve("", args).unwrap();
+        let auto = config.auto_https.unwrap();
+        assert_eq!(
+            auto.acme.domains,
+            ["shop.example.com", "a.example.com", "b.example.com"]
+        );
+        assert_eq!(config.listen, "0.0.0.0:443".parse().unwrap());
+        assert_eq!(auto.http_listen, "0.0.0.0:80".parse().unwrap());
+        assert_eq!(
+            auto.acme.ca.directory_url,
+            crate::tls::LETS_ENCRYPT_DIRECTORY
+        );
+        assert_eq!(auto.acme.ca.contact, ["mailto:ops@example.com"]);
+        assert_eq!(auto.acme.data_dir, Path::new("/var/lib/ferrophp"));
+
+        // The file's keys, any ports (tests run unprivileged), EAB decoded.
+        let toml = "domains = [\"shop.example.com\"]\nlisten = \"127.0.0.1:8443\"\n\
+                    http_listen = \"127.0.0.1:8080\"\ndata_dir = \"/tmp/d\"\n\
+                    acme_directory = \"https://127.0.0.1:14000/dir\"\n\
+                    acme_eab_kid = \"kid-1\"\nacme_eab_hmac_key = \"AAEC\"\n\
+                    tls_cert = \"c.pem\"\ntls_key = \"k.pem\"";
+        let config = resolve(toml, ServeArgs::default()).unwrap();
+        let auto = config.auto_https.unwrap();
+        assert_eq!(config.listen, "127.0.0.1:8443".parse().unwrap());
+        assert_eq!(auto.http_listen, "127.0.0.1:8080".parse().unwrap());
+        assert_eq!(auto.acme.ca.directory_url, "https://127.0.0.1:14000/dir");
+        let eab = auto.acme.ca.external_account.unwrap();
+        assert_eq!(
+            (eab.key_id.as_str(), eab.hmac_key.as_slice()),
+            ("kid-1", &[0u8, 1, 2][..])
+        );
+        // The static pair is served beside the managed names.
+        assert_eq!(
+            auto.acme.static_certificates,
+            [(PathBuf::from("c.pem"), PathBuf::from("k.pem"))]
+        );
+    }
+
+    #[test]
+    fn automatic_https_settings_are_checked() {
+        for (argv, expected) in [
+            (&["--domain", "*.example.com"][..], "not a DNS name"),
+            (&["--domain", "localhost"][..], "not a DNS name"),
+            (&["--domain", "192.0.2.1"][..], "not a DNS name"),
+            (
+                &[
+                    "--domain",
+                    "a.example.com",
+                    "--acme-directory",
+                    "http://ca/dir",
+                ][..],
+                "https://",
+            ),
+            (
+                &["--domain", "a.example.com", "--acme-email", "nobody"][..],
+                "not an e-mail",
+            ),
+            (
+                &["--domain", "a.example.com", "--listen", "0.0.0.0:80"][..],
+                "must differ",
+            ),
+            (
+                &[
+                    "--domain",
+                    "a.example.com",
+                    "--acme-eab-kid",
+                    "k",
+                    "--acme-eab-hmac-key",
+                    "!",
+                ][..],
+                "base64url",
+            ),
+        ] {
+            let mut argv = argv.to_vec();
+            argv.extend(["--data-dir", "/tmp/d"]);
+            let err = resolve("", flags(&argv)).unwrap_err();
+            assert!(err.contains(expected), "{argv:?}: {err}");
+        }
+    }
 }

@@ -224,7 +224,7 @@ impl AcmeClient {
             return Ok(account.clone());
         }
         let lock_path = self.store.account_lock();
-        let _lock = blocking_lock(lock_path).await?;
+        let _lock = lock(lock_path).await?;
         let file = self.store.account_file();
         let account = match std::fs::read(&file) {
             Ok(json) => {
@@ -486,14 +486,11 @@ fn certificate_id(
         .map(CertificateIdentifier::into_owned)
 }
 
-/// Takes a lock file off the runtime's threads (waiting for another process).
-pub(crate) async fn blocking_lock(path: PathBuf) -> Result<FileLock, Failure> {
-    tokio::task::spawn_blocking(move || {
-        FileLock::acquire(&path)
-            .map_err(|e| Failure::new("storage", format!("lock {}: {e}", path.display())))
-    })
-    .await
-    .map_err(|e| Failure::new("internal", e.to_string()))?
+/// Waits for a lock file (another process may be ordering) and holds it.
+pub(crate) async fn lock(path: PathBuf) -> Result<FileLock, Failure> {
+    FileLock::wait(&path)
+        .await
+        .map_err(|e| Failure::new("storage", format!("lock {}: {e}", path.display())))
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
-use super::acme::{blocking_lock, AcmeClient, CaSettings, ChallengeTypes, Failure};
+use super::acme::{lock, AcmeClient, CaSettings, ChallengeTypes, Failure};
 use super::certs::{self, Loaded};
 use super::challenge::Challenges;
 use super::resolver::CertResolver;
@@ -303,7 +303,7 @@ impl CertManager {
     /// Orders `name` under its lock, unless the store already has a certificate that is
     /// not due (another process renewed it, or the lock was held by a sibling).
     async fn renew(&self, name: &str) {
-        let lock = blocking_lock(self.store.name_dir(name).join("lock")).await;
+        let lock = lock(self.store.name_dir(name).join("lock")).await;
         let _lock = match lock {
             Ok(lock) => lock,
             Err(f) => return self.failed(name, f),

@@ -6,8 +6,9 @@
 //!   goes into [`server_config`] for the HTTPS listener; [`CertManager::run`] is the
 //!   renewal task to spawn; [`CertManager::snapshot`] feeds `/metrics`.
 //! - The plain listener answers `GET /.well-known/acme-challenge/{token}` with
-//!   [`Challenges::http01_answer_for_path`] (from [`CertManager::challenges`]); a TLS
-//!   connection that negotiated [`ACME_TLS_ALPN`] is closed after its handshake.
+//!   [`Challenges::http01_answer_for_path`] (from [`CertManager::challenges`]) and every
+//!   other request with a [`REDIRECT_STATUS`] to [`https_redirect`]; a TLS connection that
+//!   negotiated [`ACME_TLS_ALPN`] is closed after its handshake.
 //! - With static certificates only, [`acceptor`] as before.
 //!
 //! The protocol floor and the suites are rustls's and stay that way on purpose: rustls
@@ -20,6 +21,7 @@ mod acme;
 mod certs;
 mod challenge;
 mod manager;
+mod redirect;
 mod resolver;
 mod schedule;
 mod stats;
@@ -33,6 +35,7 @@ use tokio_rustls::TlsAcceptor;
 pub use acme::{CaSettings, ChallengeTypes, ExternalAccount};
 pub use challenge::{Challenges, ACME_TLS_ALPN, HTTP01_PATH_PREFIX};
 pub use manager::{AcmeConfig, CertManager, Timing, LETS_ENCRYPT_DIRECTORY};
+pub use redirect::{https_redirect, REDIRECT_STATUS};
 pub use resolver::CertResolver;
 pub use stats::{AcmeSnapshot, CertificateStatus, EXPIRY_METRIC, FAILURES_METRIC, RENEWALS_METRIC};
 

@@ -111,15 +111,17 @@ pub(crate) struct StoredCertificate {
 
 /// An exclusive `flock` on a lock file, released when dropped (or when the process dies,
 /// which is why it is a lock and not a marker file). Processes sharing the data directory
-/// over a local or network file system that supports `flock` queue on it.
+/// over a local or network file system that supports `flock` take turns on it.
 pub(crate) struct FileLock {
     _file: File,
 }
 
 impl FileLock {
-    /// Blocks until the lock is ours: call it off the async runtime
-    /// (`tokio::task::spawn_blocking`). Creates the file and its directory if needed.
-    pub(crate) fn acquire(path: &Path) -> io::Result<FileLock> {
+    /// The lock if it is free now, `None` if another holder has it. Creates the file and
+    /// its directory if needed. Never blocks, so waiting for it stays on the async
+    /// runtime ([`FileLock::wait`]) and a server shutting down never waits on a thread
+    /// stuck in `flock`.
+    pub(crate) fn try_acquire(path: &Path) -> io::Result<Option<FileLock>> {
         if let Some(dir) = path.parent() {
             create_private_dir(dir)?;
         }
@@ -129,8 +131,22 @@ impl FileLock {
             .write(true)
             .mode(0o600)
             .open(path)?;
-        rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)?;
-        Ok(FileLock { _file: file })
+        match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => Ok(Some(FileLock { _file: file })),
+            Err(rustix::io::Errno::WOULDBLOCK) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Waits for the lock, looking again every 200 ms (a holder keeps it for one order:
+    /// seconds), and holds it.
+    pub(crate) async fn wait(path: &Path) -> io::Result<FileLock> {
+        loop {
+            if let Some(lock) = FileLock::try_acquire(path)? {
+                return Ok(lock);
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
     }
 }
 
@@ -240,24 +256,13 @@ mod tests {
     }
 
     #[test]
-    fn a_second_lock_waits_for_the_first() {
+    fn a_lock_is_free_again_once_its_holder_drops_it() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("lock");
-        let first = FileLock::acquire(&path).unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        let waiter = {
-            let path = path.clone();
-            std::thread::spawn(move || {
-                let _second = FileLock::acquire(&path).unwrap();
-                tx.send(()).unwrap();
-            })
-        };
-        // The second holder must not get in while the first holds the lock.
-        assert!(rx
-            .recv_timeout(std::time::Duration::from_millis(300))
-            .is_err());
+        let path = dir.path().join("name/lock");
+        let first = FileLock::try_acquire(&path).unwrap().expect("free");
+        // A second open of the file is another holder, as another process would be.
+        assert!(FileLock::try_acquire(&path).unwrap().is_none());
         drop(first);
-        rx.recv_timeout(std::time::Duration::from_secs(10)).unwrap();
-        waiter.join().unwrap();
+        assert!(FileLock::try_acquire(&path).unwrap().is_some());
     }
 }
