@@ -519,7 +519,7 @@ fn a_restart_serves_the_stored_certificate_and_orders_nothing() {
     // The "restarted" process: the stored certificate is served before its renewal task
     // ever runs, and the task's first pass leaves it alone.
     let started = std::time::SystemTime::now();
-    let second = CertManager::new(config).unwrap();
+    let second = CertManager::new(config.clone()).unwrap();
     assert_eq!(
         serial_of(&second.snapshot(), name).as_deref(),
         Some(serial.as_str())
@@ -547,6 +547,35 @@ fn a_restart_serves_the_stored_certificate_and_orders_nothing() {
     });
     assert_eq!(second.snapshot().orders, 0);
     assert_eq!(pebble.orders(), 1, "{}", pebble.log());
+    drop(second);
+
+    // A crash between the key's rename and the chain's leaves a key that is not the
+    // chain's: refused at start, and ordered anew (the first process's responder answers
+    // the challenge from the shared directory).
+    let issuer = pebble
+        .directory_url
+        .trim_start_matches("https://")
+        .replace([':', '/'], "-");
+    let key_file = data
+        .path()
+        .join("certs")
+        .join(issuer)
+        .join(name)
+        .join("key.pem");
+    let other = rcgen::generate_simple_self_signed(vec![name.to_owned()]).unwrap();
+    std::fs::write(&key_file, other.signing_key.serialize_pem()).unwrap();
+    let third = CertManager::new(config).unwrap();
+    assert_eq!(serial_of(&third.snapshot(), name), None);
+    rt.block_on(async {
+        let task = tokio::spawn(third.clone().run());
+        wait_until(&third, "a new certificate", |s| {
+            serial_of(s, name).is_some()
+        })
+        .await;
+        task.abort();
+    });
+    assert_ne!(serial_of(&third.snapshot(), name), Some(serial));
+    assert_eq!(pebble.orders(), 2);
 }
 
 #[test]
@@ -672,7 +701,10 @@ fn the_ca_down_or_refusing_leaves_the_old_certificate_serving() {
     assert_eq!(snapshot.renewals_of(name), 1);
     // One account with each pebble: the set-aside one, and the one made for the new CA.
     assert_eq!(
-        pebble.log().matches("There are now 1 accounts in memory").count(),
+        pebble
+            .log()
+            .matches("There are now 1 accounts in memory")
+            .count(),
         2,
         "{}",
         pebble.log()

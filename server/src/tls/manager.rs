@@ -70,6 +70,11 @@ impl Default for Timing {
 /// What is stored beside a certificate (`meta.json`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct Meta {
+    /// The serial of the certificate this describes: metadata written for another one
+    /// (a process refreshing renewal information while another stored a renewal) is
+    /// not taken for this one's.
+    #[serde(default)]
+    serial: String,
     /// Unix seconds.
     issued_at: i64,
     /// How it was validated (`http-01`, `tls-alpn-01`, or `none` when the CA reused a
@@ -313,7 +318,7 @@ impl CertManager {
             if renew_at > SystemTime::now() {
                 let adopted = self.adopt(name, loaded, meta);
                 if adopted {
-                    tracing::info!(name, "certificate renewed by another process: taken over");
+                    tracing::info!(name, "certificate stored by another process: taken over");
                 }
                 return;
             }
@@ -362,6 +367,7 @@ impl CertManager {
             Err(e) => return self.failed(name, Failure::new("ca_response", e)),
         };
         let meta = Meta {
+            serial: loaded.leaf.serial.clone(),
             issued_at: certs::unix_secs(SystemTime::now()),
             challenge: issued.challenge.to_owned(),
             ari: None,
@@ -533,11 +539,15 @@ impl CertManager {
                 return None;
             }
         };
-        let meta = serde_json::from_slice(&stored.meta_json).unwrap_or(Meta {
-            issued_at: certs::unix_secs(loaded.leaf.not_before),
-            challenge: "unknown".into(),
-            ari: None,
-        });
+        let meta = serde_json::from_slice::<Meta>(&stored.meta_json)
+            .ok()
+            .filter(|meta| meta.serial == loaded.leaf.serial)
+            .unwrap_or_else(|| Meta {
+                serial: loaded.leaf.serial.clone(),
+                issued_at: certs::unix_secs(loaded.leaf.not_before),
+                challenge: "unknown".into(),
+                ari: None,
+            });
         Some((loaded, meta))
     }
 
