@@ -49,6 +49,7 @@ pub struct AcmeArgs {
     #[arg(
         long,
         env = "FERROPHP_ACME_EAB_HMAC_KEY",
+        hide_env_values = true,
         value_name = "KEY",
         requires = "acme_eab_kid"
     )]

@@ -122,6 +122,13 @@ impl ServeConfig {
             eprintln!("ferrophp: {e}");
             2
         })?;
+        // Until the front end mounts `tls::CertManager` (its plain listener, the HTTPS
+        // listener over the resolver, the renewal task), `--domain` would serve plain HTTP
+        // on the HTTPS port: refused rather than that. Remove with the mount.
+        if config.auto_https.is_some() {
+            eprintln!("ferrophp: --domain: automatic HTTPS is not mounted in this build yet");
+            return Err(2);
+        }
         crate::logging::init(&config.log, config.log_format);
         Ok(config)
     }
