@@ -97,6 +97,9 @@ impl Challenges {
         if let Some(cert) = certs.get(&entry) {
             return Some(cert.clone());
         }
+        // A new challenge for the name ends its earlier ones (a process that only reads
+        // the shared directory has no guard that would drop them).
+        certs.retain(|(name, _), _| name != &entry.0);
         match validation_certificate(&entry.0, &entry.1) {
             Ok(cert) => {
                 certs.insert(entry, cert.clone());
