@@ -4,6 +4,7 @@
 # caches through apcu_* when it exists), wrk and valgrind, Symfony and Laravel 8
 # (Octane's worker contract, server/tests/frankenphp_octane.rs), and MariaDB,
 # PostgreSQL, WordPress (with a classic theme) and Adminer for the database tests,
+# pebble (Let's Encrypt's ACME test CA with pebble-challtestsrv, server/tests/acme.rs),
 # redis-server (the shipped phpredis, release.rs), locales (localedef builds the test
 # locale, isolation_faults.rs), openssl (s_client probes the TLS policy), linux-perf
 # (perf: scripts/count-allocs.sh, count-handoffs.sh and profile-hot-path.sh), iproute2
@@ -31,7 +32,7 @@ PACKAGES=(nginx php8.2-fpm php8.2-xml php8.2-mysql php8.2-sqlite3 php8.2-mbstrin
   mariadb-server mariadb-client postgresql wordpress wordpress-theme-twentytwentyone adminer
   redis-server locales openssl linux-perf iproute2
   phpmyadmin roundcube-core roundcube-pgsql dovecot-imapd postfixadmin
-  phpunit phpab pkg-php-tools dpkg-dev php-league-commonmark php-twig php-embed
+  phpunit phpab pkg-php-tools dpkg-dev php-league-commonmark php-twig php-embed pebble
   php-nyholm-psr7 php-shellcommand php-symfony-finder php-symfony-yaml
   php-symfony-phpunit-bridge php-psr-container)
 missing=()

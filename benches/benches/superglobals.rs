@@ -75,8 +75,7 @@ fn root() -> String {
 /// The request is built once; each iteration clones it, as cheap as what the HTTP server
 /// hands over (a parsed head and shared configuration).
 fn request(engine: &Engine) {
-    static TEMPLATE: std::sync::OnceLock<(String, worker::CgiRequest)> =
-        std::sync::OnceLock::new();
+    static TEMPLATE: std::sync::OnceLock<(String, worker::CgiRequest)> = std::sync::OnceLock::new();
     let (script, cgi) = TEMPLATE.get_or_init(|| {
         let root = root();
         (

@@ -26,8 +26,8 @@ use http::{Method, Request, Response, StatusCode};
 use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
-use worker::EngineControl;
 use tokio::net::TcpListener;
+use worker::EngineControl;
 
 use crate::body::{self, ResponseBody};
 use crate::site::Sites;

@@ -24,8 +24,8 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
 use futures_util::task::AtomicWaker;
-use worker::ResponseHead;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use worker::ResponseHead;
 
 /// Where one request's 1xx responses go.
 #[derive(Clone)]

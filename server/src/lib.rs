@@ -1,8 +1,10 @@
 //! The ferrophp server as a library: every module of the `ferrophp` binary, which is only
 //! its command line (`main.rs`). Public are the subcommands' entry points the binary calls
-//! (`serve`, `php_cli`, `supervise`, with `config` for their arguments) and, hidden from
-//! the docs, [`fuzzing`]: what the fuzz targets (`fuzz/`) and their stable replay
-//! (`server/tests/fuzz_replay.rs`) exercise. Everything else stays crate-private.
+//! (`serve`, `php_cli`, `supervise`, with `config` for their arguments), [`tls`] (the
+//! automatic HTTPS core, which `config` names and `server/tests/acme.rs` drives against a
+//! real ACME CA) and, hidden from the docs, [`fuzzing`]: what the fuzz targets (`fuzz/`)
+//! and their stable replay (`server/tests/fuzz_replay.rs`) exercise. Everything else
+//! stays crate-private.
 
 #![deny(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -31,7 +33,7 @@ mod static_cache;
 mod static_files;
 mod status;
 pub mod supervise;
-mod tls;
+pub mod tls;
 mod traces;
 mod workers;
 

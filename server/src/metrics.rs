@@ -11,7 +11,7 @@
 
 use std::fmt::{Display, Write as _};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use ferrophp_metrics::push::{Pusher, PAYLOADS_DROPPED, PAYLOADS_SENT, SEND_FAILURES};
@@ -544,6 +544,60 @@ static RUNTIME_FAMILIES: &[Family] = &[
     },
 ];
 
+/// The certificate manager whose certificates `/metrics` reports (automatic HTTPS).
+static CERTIFICATES: OnceLock<Arc<crate::tls::CertManager>> = OnceLock::new();
+
+/// Reports `manager`'s certificates, renewals and failures on `/metrics` from now on;
+/// the server calls it once when it mounts automatic HTTPS.
+// Unused until serve/ mounts automatic HTTPS (the front-end change in flight); remove the
+// allow with that mount.
+#[allow(dead_code)]
+pub(crate) fn watch_certificates(manager: Arc<crate::tls::CertManager>) {
+    let _ = CERTIFICATES.set(manager);
+}
+
+/// The families of automatic HTTPS: each served name's time to expiry (static
+/// certificates too), and renewals and failures by name and reason.
+fn render_certificates(out: &mut String, snapshot: &crate::tls::AcmeSnapshot, now: SystemTime) {
+    use crate::tls::{EXPIRY_METRIC, FAILURES_METRIC, RENEWALS_METRIC};
+    header(
+        out,
+        EXPIRY_METRIC,
+        "gauge",
+        "Seconds until the certificate served for a name expires (negative: expired).",
+    );
+    for cert in &snapshot.certificates {
+        if let Some(left) = cert.expiry_seconds(now) {
+            let (name, managed) = (label(&cert.name), cert.managed);
+            let _ = writeln!(
+                out,
+                "{EXPIRY_METRIC}{{name=\"{name}\",managed=\"{managed}\"}} {left:.0}"
+            );
+        }
+    }
+    for (family, help, counts) in [
+        (
+            RENEWALS_METRIC,
+            "Certificates obtained from the ACME CA, by name and reason (initial, expiring, ari).",
+            &snapshot.renewals,
+        ),
+        (
+            FAILURES_METRIC,
+            "Failed certificate orders, by name and reason.",
+            &snapshot.failures,
+        ),
+    ] {
+        header(out, family, "counter", help);
+        for ((name, reason), count) in counts {
+            let (name, reason) = (label(name), label(reason));
+            let _ = writeln!(
+                out,
+                "{family}{{name=\"{name}\",reason=\"{reason}\"}} {count}"
+            );
+        }
+    }
+}
+
 /// `GET /metrics`: every series merged across threads, the server's and runtime's own
 /// metrics, the trace exporter's and push mode's counters; every family with its
 /// `# HELP` and `# TYPE`.
@@ -555,6 +609,9 @@ pub(crate) fn render() -> String {
             .then_some("Time from receiving a request to its response head, by status class.")
     });
     render_server(&mut out);
+    if let Some(manager) = CERTIFICATES.get() {
+        render_certificates(&mut out, &manager.snapshot(), SystemTime::now());
+    }
     crate::traces::render(&mut out);
     let _ = write!(
         out,
@@ -699,5 +756,51 @@ async fn post(url: &str, body: &[u8]) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!("collector answered {status}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tls::{AcmeSnapshot, CertificateStatus};
+
+    #[test]
+    fn certificates_render_as_prometheus_families() {
+        let now = UNIX_EPOCH + Duration::from_secs(1_000);
+        let status = |name: &str, managed, not_after: Option<u64>| CertificateStatus {
+            name: name.into(),
+            managed,
+            not_after: not_after.map(|s| UNIX_EPOCH + Duration::from_secs(s)),
+            serial: None,
+            next_renewal: None,
+            last_error: None,
+        };
+        let snapshot = AcmeSnapshot {
+            certificates: vec![
+                status("shop.example.com", true, Some(4_600)),
+                status("static.example.com", false, Some(400)),
+                status("new.example.com", true, None),
+            ],
+            orders: 2,
+            renewals: vec![(("shop.example.com".into(), "initial".into()), 1)],
+            failures: vec![(("new.example.com".into(), "ca_unreachable".into()), 3)],
+        };
+        let mut out = String::new();
+        render_certificates(&mut out, &snapshot, now);
+        for line in [
+            "# TYPE ferrophp_certificate_expiry_seconds gauge",
+            "ferrophp_certificate_expiry_seconds{name=\"shop.example.com\",managed=\"true\"} 3600",
+            "ferrophp_certificate_expiry_seconds{name=\"static.example.com\",managed=\"false\"} -600",
+            "# TYPE ferrophp_certificate_renewals_total counter",
+            "ferrophp_certificate_renewals_total{name=\"shop.example.com\",reason=\"initial\"} 1",
+            "ferrophp_certificate_renewal_failures_total{name=\"new.example.com\",reason=\"ca_unreachable\"} 3",
+        ] {
+            assert!(out.lines().any(|l| l == line), "{line}\n{out}");
+        }
+        // No certificate yet: no expiry sample.
+        assert!(
+            !out.contains("expiry_seconds{name=\"new.example.com\""),
+            "{out}"
+        );
     }
 }

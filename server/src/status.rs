@@ -11,8 +11,8 @@
 use std::fmt::Write as _;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use worker::observe::{PoolInfo, ThreadInfo, ThreadState};
 use serde_json::{json, Map, Value};
+use worker::observe::{PoolInfo, ThreadInfo, ThreadState};
 
 /// What the status page knows of each pool from the configuration, in the order
 /// `worker::observe::pools()` lists them (classic first).

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use globset::{Glob, GlobMatcher, GlobSet, GlobSetBuilder};
-use worker::{EngineControl, WorkerConfig};
 use serde::Deserialize;
+use worker::{EngineControl, WorkerConfig};
 
 /// One worker as configured (command line or file).
 #[derive(Debug, Clone, Deserialize)]

@@ -2,6 +2,7 @@
 //! an optional TOML file (`sources.rs`), merged in that order of precedence over the
 //! defaults and checked here, into the [`ServeConfig`] the server runs with.
 
+mod acme;
 mod sources;
 
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
@@ -11,6 +12,7 @@ use std::time::Duration;
 use crate::metrics::MetricsPush;
 use crate::static_cache;
 use crate::workers::WorkerSpec;
+pub use acme::{AcmeArgs, AutoHttps};
 use sources::parse_duration;
 pub use sources::{FileConfig, ServeArgs};
 
@@ -31,6 +33,9 @@ pub struct ServeConfig {
     pub php_stack_size: usize,
     /// The certificate chain and private key (PEM) when serving HTTPS.
     pub tls: Option<(PathBuf, PathBuf)>,
+    /// Automatic HTTPS (`--domain`): certificates from an ACME CA; `listen` is then the
+    /// HTTPS address.
+    pub auto_https: Option<AutoHttps>,
     /// The largest request body accepted, in bytes (413 beyond).
     pub max_body_size: u64,
     /// How long a request may wait for a PHP thread before its 503.
@@ -117,6 +122,13 @@ impl ServeConfig {
             eprintln!("ferrophp: {e}");
             2
         })?;
+        // Until the front end mounts `tls::CertManager` (its plain listener, the HTTPS
+        // listener over the resolver, the renewal task), `--domain` would serve plain HTTP
+        // on the HTTPS port: refused rather than that. Remove with the mount.
+        if config.auto_https.is_some() {
+            eprintln!("ferrophp: --domain: automatic HTTPS is not mounted in this build yet");
+            return Err(2);
+        }
         crate::logging::init(&config.log, config.log_format);
         Ok(config)
     }
@@ -130,20 +142,35 @@ impl ServeConfig {
         let root = document_root(args.root.take().or(file.root.take()))?;
         let php = php_threads(&args, &file)?;
         let tls = tls_pair(&mut args, &mut file)?;
+        let auto_https = acme::auto_https(&mut args.acme, &mut file, tls.as_ref())?;
         let env = php_env(&args, &mut file)?;
         let ini = php_ini_settings(&args, &mut file)?;
         let workers = workers(&mut args, &mut file)?;
         let (metrics, metrics_push) = metrics(&mut args, &mut file)?;
         let limits = http_limits(&args, &file)?;
         let deadlines = deadlines(&args, &file)?;
+        let listen = args
+            .listen
+            .or(file.listen)
+            .unwrap_or(if auto_https.is_some() {
+                acme::DEFAULT_HTTPS_LISTEN
+            } else {
+                DEFAULT_LISTEN
+            });
+        if auto_https.as_ref().is_some_and(|a| a.http_listen == listen) {
+            return Err(format!(
+                "--http-listen and --listen must differ (both are {listen})"
+            ));
+        }
         Ok(ServeConfig {
             root,
-            listen: args.listen.or(file.listen).unwrap_or(DEFAULT_LISTEN),
+            listen,
             threads: php.threads,
             max_threads: php.max_threads,
             max_idle_time: php.max_idle_time,
             php_stack_size: php.php_stack_size,
             tls,
+            auto_https,
             max_body_size: limits.max_body_size,
             max_wait: limits.max_wait,
             header_timeout: limits.header_timeout,
@@ -540,6 +567,114 @@ mod tests {
                 resolve(bad, ServeArgs::default()).is_err(),
                 "{bad} accepted"
             );
+        }
+    }
+
+    /// `ferrophp serve`'s flags as clap reads them.
+    fn flags(argv: &[&str]) -> ServeArgs {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            serve: ServeArgs,
+        }
+        <Cli as clap::Parser>::try_parse_from(std::iter::once("serve").chain(argv.iter().copied()))
+            .unwrap()
+            .serve
+    }
+
+    #[test]
+    fn domains_turn_on_automatic_https_with_its_own_listen_defaults() {
+        let plain = resolve("", ServeArgs::default()).unwrap();
+        assert!(plain.auto_https.is_none());
+        assert_eq!(plain.listen, DEFAULT_LISTEN);
+
+        let args = flags(&[
+            "--domain",
+            "Shop.Example.com",
+            "--domain",
+            "a.example.com,b.example.com",
+            "--data-dir",
+            "/var/lib/ferrophp",
+            "--acme-email",
+            "ops@example.com",
+        ]);
+        let config = resolve("", args).unwrap();
+        let auto = config.auto_https.unwrap();
+        assert_eq!(
+            auto.acme.domains,
+            ["shop.example.com", "a.example.com", "b.example.com"]
+        );
+        assert_eq!(config.listen, "0.0.0.0:443".parse().unwrap());
+        assert_eq!(auto.http_listen, "0.0.0.0:80".parse().unwrap());
+        assert_eq!(
+            auto.acme.ca.directory_url,
+            crate::tls::LETS_ENCRYPT_DIRECTORY
+        );
+        assert_eq!(auto.acme.ca.contact, ["mailto:ops@example.com"]);
+        assert_eq!(auto.acme.data_dir, Path::new("/var/lib/ferrophp"));
+
+        // The file's keys, any ports (tests run unprivileged), EAB decoded.
+        let toml = "domains = [\"shop.example.com\"]\nlisten = \"127.0.0.1:8443\"\n\
+                    http_listen = \"127.0.0.1:8080\"\ndata_dir = \"/tmp/d\"\n\
+                    acme_directory = \"https://127.0.0.1:14000/dir\"\n\
+                    acme_eab_kid = \"kid-1\"\nacme_eab_hmac_key = \"AAEC\"\n\
+                    tls_cert = \"c.pem\"\ntls_key = \"k.pem\"";
+        let config = resolve(toml, ServeArgs::default()).unwrap();
+        let auto = config.auto_https.unwrap();
+        assert_eq!(config.listen, "127.0.0.1:8443".parse().unwrap());
+        assert_eq!(auto.http_listen, "127.0.0.1:8080".parse().unwrap());
+        assert_eq!(auto.acme.ca.directory_url, "https://127.0.0.1:14000/dir");
+        let eab = auto.acme.ca.external_account.unwrap();
+        assert_eq!(
+            (eab.key_id.as_str(), eab.hmac_key.as_slice()),
+            ("kid-1", &[0u8, 1, 2][..])
+        );
+        // The static pair is served beside the managed names.
+        assert_eq!(
+            auto.acme.static_certificates,
+            [(PathBuf::from("c.pem"), PathBuf::from("k.pem"))]
+        );
+    }
+
+    #[test]
+    fn automatic_https_settings_are_checked() {
+        for (argv, expected) in [
+            (&["--domain", "*.example.com"][..], "not a DNS name"),
+            (&["--domain", "localhost"][..], "not a DNS name"),
+            (&["--domain", "192.0.2.1"][..], "not a DNS name"),
+            (
+                &[
+                    "--domain",
+                    "a.example.com",
+                    "--acme-directory",
+                    "http://ca/dir",
+                ][..],
+                "https://",
+            ),
+            (
+                &["--domain", "a.example.com", "--acme-email", "nobody"][..],
+                "not an e-mail",
+            ),
+            (
+                &["--domain", "a.example.com", "--listen", "0.0.0.0:80"][..],
+                "must differ",
+            ),
+            (
+                &[
+                    "--domain",
+                    "a.example.com",
+                    "--acme-eab-kid",
+                    "k",
+                    "--acme-eab-hmac-key",
+                    "!",
+                ][..],
+                "base64url",
+            ),
+        ] {
+            let mut argv = argv.to_vec();
+            argv.extend(["--data-dir", "/tmp/d"]);
+            let err = resolve("", flags(&argv)).unwrap_err();
+            assert!(err.contains(expected), "{argv:?}: {err}");
         }
     }
 }

@@ -19,7 +19,7 @@ pub struct ServeArgs {
     /// Document root [default: ./public if it exists, else .]
     #[arg(long, env = "FERROPHP_ROOT", value_name = "DIR")]
     pub root: Option<PathBuf>,
-    /// Address to listen on [default: 127.0.0.1:8080]
+    /// Address to listen on [default: 127.0.0.1:8080; with --domain 0.0.0.0:443]
     #[arg(long, env = "FERROPHP_LISTEN", value_name = "ADDR")]
     pub listen: Option<SocketAddr>,
     /// Number of PHP threads [default: 2 x CPUs]
@@ -54,6 +54,9 @@ pub struct ServeArgs {
         requires = "tls_cert"
     )]
     pub tls_key: Option<PathBuf>,
+    /// Automatic HTTPS: `--domain`, `--acme-*`, `--data-dir`, `--http-listen`.
+    #[command(flatten)]
+    pub acme: super::acme::AcmeArgs,
     /// Largest request body accepted, in bytes; larger ones get 413 [default: 1073741824]
     #[arg(long, env = "FERROPHP_MAX_BODY_SIZE", value_name = "BYTES")]
     pub max_body_size: Option<u64>,
@@ -287,6 +290,14 @@ pub struct FileConfig {
     pub(super) php_stack_mb: Option<usize>,
     pub(super) tls_cert: Option<PathBuf>,
     pub(super) tls_key: Option<PathBuf>,
+    pub(super) domains: Option<Vec<String>>,
+    pub(super) http_listen: Option<SocketAddr>,
+    pub(super) acme_directory: Option<String>,
+    pub(super) acme_ca_root: Option<PathBuf>,
+    pub(super) acme_email: Option<String>,
+    pub(super) acme_eab_kid: Option<String>,
+    pub(super) acme_eab_hmac_key: Option<String>,
+    pub(super) data_dir: Option<PathBuf>,
     pub(super) max_body_size: Option<u64>,
     pub(super) max_wait_ms: Option<u64>,
     pub(super) header_timeout_ms: Option<u64>,

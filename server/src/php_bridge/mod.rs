@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 
 use http::{HeaderName, HeaderValue, Request, Response, StatusCode};
 use hyper::body::Incoming;
-use worker::{CgiRequest, Engine, Placement, ScriptRequest, ServerName, Target, STALLED_AFTER};
 use tokio::sync::{oneshot, OwnedSemaphorePermit, Semaphore};
+use worker::{CgiRequest, Engine, Placement, ScriptRequest, ServerName, Target, STALLED_AFTER};
 
 use crate::body::{self, ResponseBody};
 use crate::peer::{strip_port, Connection};

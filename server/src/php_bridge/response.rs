@@ -14,8 +14,8 @@ use bytes::{Bytes, BytesMut};
 use http::{HeaderName, HeaderValue, Response, StatusCode};
 use http_body_util::{BodyExt, StreamBody};
 use hyper::body::Frame;
-use worker::{Disconnected, ResponseHead, ResponseSink};
 use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit};
+use worker::{Disconnected, ResponseHead, ResponseSink};
 
 use super::request_body::{BodyFailure, BodyState};
 use crate::body::{self, ResponseBody};

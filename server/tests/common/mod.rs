@@ -6,6 +6,7 @@
 
 pub mod collector;
 pub mod db;
+pub mod pebble;
 pub mod php;
 
 use std::io::{self, BufRead, BufReader, Read, Write};
@@ -899,12 +900,12 @@ pub fn html_unescape(s: &str) -> String {
 
 /// A self-signed certificate for `localhost` and `127.0.0.1` in `dir`: (cert, key) PEM paths.
 pub fn self_signed(dir: &Path) -> (PathBuf, PathBuf) {
-    let rcgen::CertifiedKey { cert, key_pair } =
+    let rcgen::CertifiedKey { cert, signing_key } =
         rcgen::generate_simple_self_signed(vec!["localhost".into(), "127.0.0.1".into()]).unwrap();
     let cert_path = dir.join("cert.pem");
     let key_path = dir.join("key.pem");
     std::fs::write(&cert_path, cert.pem()).unwrap();
-    std::fs::write(&key_path, key_pair.serialize_pem()).unwrap();
+    std::fs::write(&key_path, signing_key.serialize_pem()).unwrap();
     (cert_path, key_path)
 }
 
