@@ -24,7 +24,7 @@ fn main() {
     ] {
         println!("cargo:rerun-if-changed={f}");
     }
-    arginfo::check_stubs(Path::new("stubs"));
+    arginfo::check_stubs(&Path::new(env!("CARGO_MANIFEST_DIR")).join("stubs"));
     // A different PHP (PHP_CONFIG) reaches this script only through php-sys's metadata.
     println!("cargo:rerun-if-env-changed=DEP_PHP_INCLUDE");
     println!("cargo:rerun-if-env-changed=DEP_PHP_LIBDIR");

@@ -50,7 +50,7 @@ fn main() {
     ] {
         println!("cargo:rerun-if-env-changed={var}");
     }
-    arginfo::check_stubs(Path::new("stubs"));
+    arginfo::check_stubs(&Path::new(env!("CARGO_MANIFEST_DIR")).join("stubs"));
 
     let mut includes: Vec<PathBuf> = vec![PathBuf::from("c"), PathBuf::from("stubs")];
     includes.push(PathBuf::from(env::var_os("DEP_PHP_SHIM_INCLUDE").expect(
