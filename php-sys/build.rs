@@ -55,7 +55,7 @@ fn main() {
     println!("cargo:prefix={}", prefix.display());
     println!("cargo:version_id={}", features.version_id);
     // PHP's include directories (DEP_PHP_INCLUDE, joined like PATH): crates with C files
-    // of their own (the cache's usercache.c) compile against the same headers without
+    // of their own (worker/c/, the cache's) compile against the same headers without
     // running php-config again.
     let include_dirs = includes.iter().filter_map(|f| f.strip_prefix("-I"));
     let joined = env::join_paths(include_dirs)

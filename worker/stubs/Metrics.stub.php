@@ -4,8 +4,9 @@
  * ferrophp-metrics crate). Each PHP thread records into its own shard; the admin
  * `GET /metrics` endpoint and push mode merge every thread's series. See docs/metrics.md.
  *
- * scripts/gen-arginfo.sh turns this file into its _arginfo.h (PHP's own
- * build/gen_stub.php): the method tables and class registration worker/c/ includes.
+ * scripts/gen-arginfo.sh turns this file into Metrics_arginfo.h (PHP's own
+ * build/gen_stub.php): the method tables and class registration worker/c/metrics.c includes.
+ * Method bodies are Rust, named `zim_Ferrophp_<Class>_<method>`.
  *
  * @generate-class-entries
  */

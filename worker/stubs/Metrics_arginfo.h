@@ -1,5 +1,5 @@
 /* This is a generated file, edit the .stub.php file instead.
- * Stub hash: c005605063a68a1268dfe82a1418008575646ba9 */
+ * Stub hash: ef021bbe995305e1d8ca70af87127d513b3d6828 */
 
 ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_class_Ferrophp_Metrics_observe, 0, 2, IS_VOID, 0)
 	ZEND_ARG_TYPE_INFO(0, name, IS_STRING, 0)

@@ -5,8 +5,9 @@
  * OTLP/HTTP out, see docs/operating.md "Traces") has a server span; PHP adds child spans
  * with Trace::span() and reads the context to forward to the services it calls.
  *
- * scripts/gen-arginfo.sh turns this file into its _arginfo.h (PHP's own
- * build/gen_stub.php): the method tables and class registration worker/c/ includes.
+ * scripts/gen-arginfo.sh turns this file into Trace_arginfo.h (PHP's own
+ * build/gen_stub.php): the method tables and class registration worker/c/trace.c includes.
+ * Method bodies are Rust, named `zim_Ferrophp_<Class>_<method>`.
  *
  * @generate-class-entries
  */

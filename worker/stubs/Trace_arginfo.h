@@ -1,5 +1,5 @@
 /* This is a generated file, edit the .stub.php file instead.
- * Stub hash: 9c08624ab8bce5a00ecf00a2dd8a5cafed081b17 */
+ * Stub hash: 12e38a01eff41b63ce593776a6ecf233b58a2e19 */
 
 ZEND_BEGIN_ARG_WITH_RETURN_OBJ_INFO_EX(arginfo_class_Ferrophp_Trace_span, 0, 1, Ferrophp\\Span, 0)
 	ZEND_ARG_TYPE_INFO(0, name, IS_STRING, 0)
