@@ -1,19 +1,30 @@
-//! Compiles the cache's C side (`usercache.c`: class, method and `apcu_*` tables, one
-//! small function per zval macro) against the PHP headers php-sys found, and generates
-//! Rust declarations for the functions `usercache.h` declares. PHP's types are not
-//! regenerated here: the declarations name php-sys's (`allowlist_recursively(false)`), so
-//! a `zval` is the same type on both sides of the crate boundary.
+//! Compiles the cache's C side (`usercache.c`: `UserCache\Cache`'s registration, one small
+//! function per zval macro; `apcu.c`: the `apcu_*` layer's registration) against the PHP
+//! headers php-sys found, with the arginfo headers generated from `stubs/` (checked
+//! against their stubs first), and generates Rust declarations for the functions
+//! `usercache.h` declares. PHP's types are not regenerated here: the declarations name
+//! php-sys's (`allowlist_recursively(false)`), so a `zval` is the same type on both sides
+//! of the crate boundary.
 //!
 //! php-sys passes PHP's include directories as `DEP_PHP_INCLUDE` (its `links = "php"`
 //! metadata) and its libdir as `DEP_PHP_LIBDIR`; php-config is not run again.
 
 use std::env;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+#[path = "../php-sys/arginfo.rs"]
+mod arginfo;
 
 fn main() {
-    for f in ["usercache.h", "usercache.c"] {
+    for f in [
+        "usercache.h",
+        "usercache.c",
+        "apcu.c",
+        "../php-sys/arginfo.rs",
+    ] {
         println!("cargo:rerun-if-changed={f}");
     }
+    arginfo::check_stubs(&Path::new(env!("CARGO_MANIFEST_DIR")).join("stubs"));
     // A different PHP (PHP_CONFIG) reaches this script only through php-sys's metadata.
     println!("cargo:rerun-if-env-changed=DEP_PHP_INCLUDE");
     println!("cargo:rerun-if-env-changed=DEP_PHP_LIBDIR");
@@ -24,7 +35,9 @@ fn main() {
     let mut build = cc::Build::new();
     build
         .file("usercache.c")
+        .file("apcu.c")
         .include(".")
+        .include("stubs")
         .includes(&includes)
         // PHP's headers warn under -Wall (unused parameters in static inlines): the same
         // policy as php-sys's shim.

@@ -1,7 +1,11 @@
 /*
- * C side of UserCache\Cache (crate ferrophp-cache): the class and method arginfo tables,
- * the apcu_* compatibility function table, and one small function per zval / hash /
- * object macro or static inline the Rust side needs. No cache logic lives here.
+ * C side of the cache crate (ferrophp-cache), for its Rust (build.rs runs bindgen over
+ * this file, naming php-sys's types) and its two C files: usercache.c (UserCache\Cache's
+ * registration, the usercache.* ini entries, one small function per zval / hash / object
+ * macro or static inline the Rust side needs) and apcu.c (the apcu_* layer's functions,
+ * APCUIterator and constants). Arginfo and method tables are generated from
+ * stubs/<name>.stub.php (scripts/gen-arginfo.sh); the bodies they name are Rust. No cache
+ * logic lives here.
  */
 #ifndef FERROPHP_USERCACHE_H
 #define FERROPHP_USERCACHE_H
@@ -9,55 +13,14 @@
 #include "php.h"
 #include "zend_enum.h"
 
-/* Method bodies live in Rust (src/api.rs). */
-#define FERROPHP_UC_HANDLER(name) void name(zend_execute_data *execute_data, zval *return_value)
-FERROPHP_UC_HANDLER(ferrophp_uc_store);
-FERROPHP_UC_HANDLER(ferrophp_uc_add);
-FERROPHP_UC_HANDLER(ferrophp_uc_fetch);
-FERROPHP_UC_HANDLER(ferrophp_uc_fetch_copy);
-FERROPHP_UC_HANDLER(ferrophp_uc_fetch_multiple);
-FERROPHP_UC_HANDLER(ferrophp_uc_store_multiple);
-FERROPHP_UC_HANDLER(ferrophp_uc_exists);
-FERROPHP_UC_HANDLER(ferrophp_uc_delete);
-FERROPHP_UC_HANDLER(ferrophp_uc_increment);
-FERROPHP_UC_HANDLER(ferrophp_uc_decrement);
-FERROPHP_UC_HANDLER(ferrophp_uc_cas);
-FERROPHP_UC_HANDLER(ferrophp_uc_remember);
-FERROPHP_UC_HANDLER(ferrophp_uc_clear);
-FERROPHP_UC_HANDLER(ferrophp_uc_info);
-/* apcu_* compatibility (src/apcu.rs). */
-FERROPHP_UC_HANDLER(ferrophp_apcu_fetch);
-FERROPHP_UC_HANDLER(ferrophp_apcu_store);
-FERROPHP_UC_HANDLER(ferrophp_apcu_add);
-FERROPHP_UC_HANDLER(ferrophp_apcu_delete);
-FERROPHP_UC_HANDLER(ferrophp_apcu_exists);
-FERROPHP_UC_HANDLER(ferrophp_apcu_inc);
-FERROPHP_UC_HANDLER(ferrophp_apcu_dec);
-FERROPHP_UC_HANDLER(ferrophp_apcu_cas);
-FERROPHP_UC_HANDLER(ferrophp_apcu_entry);
-FERROPHP_UC_HANDLER(ferrophp_apcu_clear_cache);
-FERROPHP_UC_HANDLER(ferrophp_apcu_cache_info);
-FERROPHP_UC_HANDLER(ferrophp_apcu_sma_info);
-FERROPHP_UC_HANDLER(ferrophp_apcu_enabled);
-FERROPHP_UC_HANDLER(ferrophp_apcu_key_info);
-/* APCUIterator methods (src/apcu.rs). */
-FERROPHP_UC_HANDLER(ferrophp_apcu_it_construct);
-FERROPHP_UC_HANDLER(ferrophp_apcu_it_rewind);
-FERROPHP_UC_HANDLER(ferrophp_apcu_it_next);
-FERROPHP_UC_HANDLER(ferrophp_apcu_it_valid);
-FERROPHP_UC_HANDLER(ferrophp_apcu_it_key);
-FERROPHP_UC_HANDLER(ferrophp_apcu_it_current);
-FERROPHP_UC_HANDLER(ferrophp_apcu_it_total_hits);
-FERROPHP_UC_HANDLER(ferrophp_apcu_it_total_size);
-FERROPHP_UC_HANDLER(ferrophp_apcu_it_total_count);
 /* Frees an iterator's Rust state (free_obj of APCUIterator). */
 void ferrophp_apcu_iterator_drop(void *state);
 
 extern zend_class_entry *ferrophp_uc_cache_ce;
 extern zend_class_entry *ferrophp_uc_exception_ce;
 
-/* INIT_NS_CLASS_ENTRY + zend_register_internal_class_ex for UserCache\Cache and
- * UserCache\Exception (extends RuntimeException); sets the two pointers above. */
+/* Registers UserCache\Cache and UserCache\Exception (extends RuntimeException), as
+ * stubs/UserCache.stub.php declares them; sets the two pointers above. */
 void ferrophp_uc_register_classes(void);
 /* The APCu compatibility surface, when APCu itself is not loaded: the apc.* ini entries
  * (APCu's names and defaults), the apcu_* functions, the APCUIterator class (implements

@@ -15,26 +15,7 @@ fn main() {
     println!("cargo:rerun-if-env-changed=FERROPHP_CACHE");
     println!("cargo:rerun-if-env-changed=FERROPHP_PHP_LINK");
     println!("cargo:rerun-if-env-changed=FERROPHP_PHP_FLAVOR");
-    for f in [
-        "wrapper.h",
-        "shim.h",
-        "shim.c",
-        "input.c",
-        "worker_request.c",
-        "request_scope.c",
-        "thread.c",
-        "metrics.h",
-        "metrics.c",
-        "trace.h",
-        "trace.c",
-        "locale.c",
-        "deadline_state.h",
-        "deadline_state.c",
-        "deadline.c",
-        "deadline_waits.c",
-        "slow_capture.c",
-        "../scripts/build-php.sh",
-    ] {
+    for f in ["wrapper.h", "shim.h", "shim.c", "../scripts/build-php.sh"] {
         println!("cargo:rerun-if-changed={f}");
     }
 
@@ -74,12 +55,15 @@ fn main() {
     println!("cargo:prefix={}", prefix.display());
     println!("cargo:version_id={}", features.version_id);
     // PHP's include directories (DEP_PHP_INCLUDE, joined like PATH): crates with C files
-    // of their own (the cache's usercache.c) compile against the same headers without
+    // of their own (worker/c/, the cache's) compile against the same headers without
     // running php-config again.
     let include_dirs = includes.iter().filter_map(|f| f.strip_prefix("-I"));
     let joined = env::join_paths(include_dirs)
         .unwrap_or_else(|e| fail(&format!("PHP include dir unusable in a path list: {e}")));
     println!("cargo:include={}", joined.to_string_lossy());
+    // This crate's own directory (DEP_PHP_SHIM_INCLUDE): the worker crate's C includes
+    // shim.h, whose wrappers it calls.
+    println!("cargo:shim_include={}", env!("CARGO_MANIFEST_DIR"));
 
     println!("cargo:rustc-link-search=native={}", libdir.display());
     match link {
@@ -256,60 +240,17 @@ fn compile_shim(includes: &[String], link: LinkMode) {
     let mut build = cc::Build::new();
     build
         .file("shim.c")
-        .file("input.c")
-        .file("worker_request.c")
-        .file("request_scope.c")
-        .file("thread.c")
-        .file("metrics.c")
-        .file("trace.c")
-        .file("locale.c")
-        .file("deadline_state.c")
-        .file("deadline.c")
-        .file("deadline_waits.c")
-        .file("slow_capture.c")
         .include(".")
         .warnings(false)
         .flag_if_supported("-std=gnu11");
     for inc in includes {
         build.flag(inc);
     }
-    if bench_fixtures() {
-        build.define("FERROPHP_BENCH_FIXTURES", None);
-    }
+    // shim.c defines the TSRM cache only when libphp.so keeps the engine's hidden.
     if link == LinkMode::Static {
         build.define("FERROPHP_PHP_STATIC", None);
     }
-    // ext/libxml/php_libxml.h includes libxml2's headers, which live outside PHP's include
-    // dirs; the shim resets libxml state between worker requests with it (and compiles
-    // without, minus one reset, when libxml2's headers cannot be found). It also reads
-    // libxml2's per-thread state to skip a reset that would change nothing, so it links
-    // libxml2 itself: libphp.a's link lists it already, libphp.so's does not reach our
-    // objects (and --as-needed drops it again when PHP has no libxml).
-    if let Ok(out) = Command::new("pkg-config")
-        .args(["--cflags", "--libs", "libxml-2.0"])
-        .output()
-    {
-        if out.status.success() {
-            for flag in String::from_utf8_lossy(&out.stdout).split_whitespace() {
-                match flag.strip_prefix("-l") {
-                    Some(lib) if link == LinkMode::Shared => {
-                        println!("cargo:rustc-link-lib=dylib={lib}")
-                    }
-                    Some(_) => {}
-                    None => {
-                        build.flag(flag);
-                    }
-                }
-            }
-        }
-    }
     build.compile("ferrophp_shim");
-}
-
-/// The `bench-fixtures` feature: the shim's switches for tests and benchmarks (shim.h),
-/// absent from production builds.
-fn bench_fixtures() -> bool {
-    env::var_os("CARGO_FEATURE_BENCH_FIXTURES").is_some()
 }
 
 fn generate_bindings(includes: &[String]) {
@@ -318,7 +259,6 @@ fn generate_bindings(includes: &[String]) {
         .header("wrapper.h")
         .clang_args(includes)
         .clang_arg("-I.")
-        .clang_args(bench_fixtures().then_some("-DFERROPHP_BENCH_FIXTURES"))
         .parse_callbacks(Box::new(bindgen::CargoCallbacks::new()))
         .allowlist_function("ferrophp_.*")
         .allowlist_function("php_(header|handle_auth_data|tsrm_startup|module_startup|module_shutdown|request_startup|request_shutdown|execute_script|register_variable.*|handle_aborted_connection|output_.*|header|get_module_initialized|hash_environment|register_internal_extensions)")

@@ -1,23 +1,21 @@
 /* shim.c: the thin wrappers. One small function per thing bindgen cannot express: the
  * ZTS globals accessors (SG/EG/PG are macros over the thread's TSRM cache), zend_try
  * around calls that may bail out (setjmp must never return through Rust frames), static
- * inline helpers and zval/hash macros, the arginfo tables of the PHP functions the SAPI
- * adds, and ferrophp's module entry. No logic lives here.
+ * inline helpers and zval/hash macros. No logic lives here, and nothing here calls into
+ * a crate above php-sys: ferrophp's own C is the worker crate's (worker/c/).
  *
- * The files next to it hold the sequences that are more than a wrapper, each by role:
- * input.c ($_COOKIE/$_GET fast path), request_scope.c (one request's life in both
- * modes), worker_request.c (a worker request's startup and shutdown), thread.c (what a
- * long-lived PHP thread keeps or releases), locale.c (setlocale per thread). This file defines the TSRM cache that the files compiled with
- * ZEND_ENABLE_STATIC_TSRMLS_CACHE read.
+ * This file defines the TSRM cache that the C files compiled with
+ * ZEND_ENABLE_STATIC_TSRMLS_CACHE read, here and in worker/c/.
  */
 #define ZEND_ENABLE_STATIC_TSRMLS_CACHE 1
 #include "shim.h"
 #include "zend_exceptions.h"
 #include "ext/spl/spl_exceptions.h"
 
-/* The calling thread's TSRM pointer, shared by every shim file compiled with
- * ZEND_ENABLE_STATIC_TSRMLS_CACHE (zend.h declares it extern for them), and by PHP's CLI
- * SAPI (libphp-cli.a). libphp.so keeps its own hidden, so with it the shim defines one,
+/* The calling thread's TSRM pointer, shared by every C file compiled with
+ * ZEND_ENABLE_STATIC_TSRMLS_CACHE (zend.h declares it extern for them: this one and
+ * worker/c/'s), and by PHP's CLI SAPI (libphp-cli.a). libphp.so keeps its own hidden, so
+ * with it the shim defines one,
  * set when a PHP thread starts; with libphp.a linked in (FERROPHP_PHP_STATIC) the engine's
  * own (Zend/zend.c) is visible and is the one TSRM keeps up to date. */
 #ifndef FERROPHP_PHP_STATIC
@@ -84,48 +82,6 @@ bool ferrophp_try_eval_string(const char *code, const char *name) {
 }
 
 void ferrophp_string_release(zend_string *s) { zend_string_release(s); }
-
-ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_ferrophp_finish_request, 0, 0, _IS_BOOL, 0)
-ZEND_END_ARG_INFO()
-
-ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_ferrophp_request_headers, 0, 0, IS_ARRAY, 0)
-ZEND_END_ARG_INFO()
-
-ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_ferrophp_headers_send, 0, 0, IS_LONG, 0)
-    ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(0, status, IS_LONG, 0, "200")
-ZEND_END_ARG_INFO()
-
-ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_ferrophp_handle_request, 0, 1, _IS_BOOL, 0)
-    ZEND_ARG_TYPE_INFO(0, handler, IS_CALLABLE, 0)
-ZEND_END_ARG_INFO()
-
-ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_ferrophp_log, 0, 1, IS_VOID, 0)
-    ZEND_ARG_TYPE_INFO(0, message, IS_STRING, 0)
-    ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(0, level, IS_LONG, 0, "0")
-    ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(0, context, IS_ARRAY, 0, "[]")
-ZEND_END_ARG_INFO()
-
-ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_ferrophp_request_heartbeat, 0, 1, _IS_BOOL, 0)
-    ZEND_ARG_TYPE_INFO(0, seconds, IS_LONG, 0)
-ZEND_END_ARG_INFO()
-
-const zend_function_entry ferrophp_sapi_functions[] = {
-    ZEND_RAW_FENTRY("ferrophp_handle_request", ferrophp_fn_handle_request, arginfo_ferrophp_handle_request, 0)
-    ZEND_RAW_FENTRY("frankenphp_handle_request", ferrophp_fn_handle_request, arginfo_ferrophp_handle_request, 0)
-    ZEND_RAW_FENTRY("frankenphp_response_headers", ferrophp_fn_response_headers, arginfo_ferrophp_request_headers, 0)
-    ZEND_RAW_FENTRY("ferrophp_response_headers", ferrophp_fn_response_headers, arginfo_ferrophp_request_headers, 0)
-    ZEND_RAW_FENTRY("apache_response_headers", ferrophp_fn_response_headers, arginfo_ferrophp_request_headers, 0)
-    ZEND_RAW_FENTRY("fastcgi_finish_request", ferrophp_fn_finish_request, arginfo_ferrophp_finish_request, 0)
-    ZEND_RAW_FENTRY("ferrophp_finish_request", ferrophp_fn_finish_request, arginfo_ferrophp_finish_request, 0)
-    ZEND_RAW_FENTRY("frankenphp_finish_request", ferrophp_fn_finish_request, arginfo_ferrophp_finish_request, 0)
-    ZEND_RAW_FENTRY("getallheaders", ferrophp_fn_request_headers, arginfo_ferrophp_request_headers, 0)
-    ZEND_RAW_FENTRY("apache_request_headers", ferrophp_fn_request_headers, arginfo_ferrophp_request_headers, 0)
-    ZEND_RAW_FENTRY("frankenphp_request_headers", ferrophp_fn_request_headers, arginfo_ferrophp_request_headers, 0)
-    ZEND_RAW_FENTRY("headers_send", ferrophp_fn_headers_send, arginfo_ferrophp_headers_send, 0)
-    ZEND_RAW_FENTRY("frankenphp_log", ferrophp_fn_log, arginfo_ferrophp_log, 0)
-    ZEND_RAW_FENTRY("ferrophp_request_heartbeat", ferrophp_fn_request_heartbeat, arginfo_ferrophp_request_heartbeat, 0)
-    ZEND_FE_END
-};
 
 void ferrophp_ini_default(HashTable *configuration_hash, const char *name, size_t name_len,
                           const char *value, size_t value_len) {
@@ -218,49 +174,9 @@ void ferrophp_hash_update_stringl(HashTable *ht, zend_string *key, const char *v
 
 HashTable *ferrophp_array(zval *zv) { return Z_ARRVAL_P(zv); }
 
-HashTable *ferrophp_server_template_new(uint32_t capacity) {
-    HashTable *ht = pemalloc(sizeof(HashTable), 1);
-    zend_hash_init(ht, capacity, NULL, NULL, 1);
-    zend_hash_real_init_mixed(ht);
-    return ht;
-}
-
-void ferrophp_server_template_add(HashTable *ht, zend_string *key, zend_string *value) {
-    zval zv;
-    ZVAL_INTERNED_STR(&zv, value);
-    zend_hash_update(ht, key, &zv);
-}
-
-void ferrophp_server_template_seal(HashTable *ht) {
-    /* Every key and value is a permanent interned string, so nothing in it is
-     * refcounted: zend_array_dup may copy it as one block, as it copies OPcache's
-     * immutable arrays, and no thread ever writes to it again. */
-    GC_ADD_FLAGS(ht, IS_ARRAY_IMMUTABLE);
-}
-
-void ferrophp_server_start_from(zval *track_vars, HashTable *template) {
-    zval_ptr_dtor(track_vars);
-    ZVAL_ARR(track_vars, zend_array_dup(template));
-}
-
 unsigned int ferrophp_input_filter(int arg, const char *var, char **val, size_t len, size_t *new_len) {
     return sapi_module.input_filter ? sapi_module.input_filter(arg, var, val, len, new_len) : 1;
 }
-
-static zend_module_entry ferrophp_module = {
-    STANDARD_MODULE_HEADER,
-    "ferrophp",
-    NULL,
-    ferrophp_module_minit,
-    ferrophp_module_mshutdown,
-    ferrophp_module_rinit,
-    ferrophp_module_rshutdown,
-    ferrophp_module_minfo,
-    "0.1.0",
-    STANDARD_MODULE_PROPERTIES
-};
-
-zend_module_entry *ferrophp_module_entry(void) { return &ferrophp_module; }
 
 bool ferrophp_try_call(zend_fcall_info *fci, zend_fcall_info_cache *fcc) {
     volatile bool bailed_out = false;
@@ -276,7 +192,6 @@ bool ferrophp_try_call(zend_fcall_info *fci, zend_fcall_info_cache *fcc) {
     } zend_end_try();
     return bailed_out;
 }
-
 
 void ferrophp_report_exception(void) {
     if (EG(exception)) {

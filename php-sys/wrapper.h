@@ -13,5 +13,3 @@
 #include "TSRM.h"
 #include "ext/standard/head.h"
 #include "shim.h"
-#include "metrics.h"
-#include "trace.h"

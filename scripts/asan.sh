@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the core of the integration suite with ferrophp (and the test binaries, the
-# worker and cache crates, the C shim in php-sys and the cache's usercache.c) built with
+# worker and cache crates, the C of php-sys, worker/c and cache) built with
 # AddressSanitizer on nightly. libphp itself is not instrumented (it is the cached ZTS
 # build): ASan still checks every access our Rust and C code makes, and with
 # USE_ZEND_ALLOC=0 (set below) PHP's request memory comes from ASan's malloc, so our
@@ -33,7 +33,7 @@ rm -rf "$logs"
 mkdir -p "$logs"
 export RUSTFLAGS="-Zsanitizer=address -Cforce-frame-pointers=yes"
 export RUSTDOCFLAGS="-Zsanitizer=address"
-# cc (the php-sys shim, the cache's usercache.c, and ring's C) reads the per-target CFLAGS.
+# cc (php-sys's shim, worker/c, the cache's C, and ring's C) reads the per-target CFLAGS.
 export CFLAGS_x86_64_unknown_linux_gnu="-fsanitize=address -fno-omit-frame-pointer"
 # Leaks: PHP keeps persistent allocations until module shutdown and the tests stop
 # servers with signals; leak reports would be noise. Heap errors abort at once.

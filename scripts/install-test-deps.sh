@@ -13,7 +13,9 @@
 # PostgreSQL, with Dovecot for IMAP) and PostfixAdmin. The comparison harness
 # (benches/src/compare) serves WordPress, MediaWiki and a Symfony app (FrameworkBundle +
 # TwigBundle + php-twig) with php-fpm too, which needs Debian's extension packages for
-# them (mysqli, pdo_sqlite, mbstring, intl).
+# them (mysqli, pdo_sqlite, mbstring, intl). php-cli and php-parser (nikic/PHP-Parser)
+# run PHP's own gen_stub.php for scripts/gen-arginfo.sh (the arginfo headers of
+# worker/stubs and cache/stubs).
 # Idempotent; quick when everything is present. Services are not started here: tests
 # start their own instances on loopback.
 set -euo pipefail
@@ -34,7 +36,7 @@ PACKAGES=(nginx php8.2-fpm php8.2-xml php8.2-mysql php8.2-sqlite3 php8.2-mbstrin
   phpmyadmin roundcube-core roundcube-pgsql dovecot-imapd postfixadmin
   phpunit phpab pkg-php-tools dpkg-dev php-league-commonmark php-twig php-embed pebble
   php-nyholm-psr7 php-shellcommand php-symfony-finder php-symfony-yaml
-  php-symfony-phpunit-bridge php-psr-container)
+  php-symfony-phpunit-bridge php-psr-container php-cli php-parser)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

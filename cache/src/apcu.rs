@@ -12,6 +12,10 @@
 //! translates APCu's arguments, its `apc.enabled` switch and its ways of reporting
 //! failures. This file holds start-up and the functions that read and write entries;
 //! [`info`] the info functions, [`iterator`] `APCUIterator`.
+//!
+//! The functions, the class and the constants are declared in `cache/stubs/apcu.stub.php`;
+//! each body is `ferrophp_zif_apcu_<name>` (`ferrophp_zim_APCUIterator_<method>`), the
+//! prefix keeping them apart from APCu's own symbols (see `apcu.c`).
 
 mod info;
 mod iterator;
@@ -192,7 +196,7 @@ unsafe fn store_one(key: &[u8], value: *const sys::zval, ttl: i64, mode: Mode) -
 
 /// `apcu_fetch(string|array $key, bool &$success = null): mixed`
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ferrophp_apcu_fetch(ed: Ed, rv: Rv) {
+pub(crate) unsafe extern "C" fn ferrophp_zif_apcu_fetch(ed: Ed, rv: Rv) {
     let mut key: *mut sys::zval = std::ptr::null_mut();
     let mut success: *mut sys::zval = std::ptr::null_mut();
     // SAFETY: PHP passes this call's frame and return slot; "z|z" matches the
@@ -292,14 +296,14 @@ unsafe fn store_impl(ed: Ed, rv: Rv, mode: Mode) {
 
 /// `apcu_store(string|array $key, mixed $var = UNKNOWN, int $ttl = 0): bool|array`
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ferrophp_apcu_store(ed: Ed, rv: Rv) {
+pub(crate) unsafe extern "C" fn ferrophp_zif_apcu_store(ed: Ed, rv: Rv) {
     // SAFETY: PHP passes this function call's frame and return slot.
     unsafe { store_impl(ed, rv, Mode::Overwrite) }
 }
 
 /// `apcu_add(...)`: like apcu_store, only when absent.
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ferrophp_apcu_add(ed: Ed, rv: Rv) {
+pub(crate) unsafe extern "C" fn ferrophp_zif_apcu_add(ed: Ed, rv: Rv) {
     // SAFETY: PHP passes this function call's frame and return slot.
     unsafe { store_impl(ed, rv, Mode::Add) }
 }
@@ -310,7 +314,7 @@ const DELETE_EXPECTS: &str =
 /// `apcu_delete(APCUIterator|array|string $key): bool|array` (array: the entries that
 /// were not deleted, as given).
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ferrophp_apcu_delete(ed: Ed, rv: Rv) {
+pub(crate) unsafe extern "C" fn ferrophp_zif_apcu_delete(ed: Ed, rv: Rv) {
     let mut key: *mut sys::zval = std::ptr::null_mut();
     // SAFETY: PHP passes this call's frame and return slot; "z" matches one zval
     // out-pointer, a live argument of the call.
@@ -357,7 +361,7 @@ pub(crate) unsafe extern "C" fn ferrophp_apcu_delete(ed: Ed, rv: Rv) {
 
 /// `apcu_exists(string|array $key): bool|array` (array: existing keys => true).
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ferrophp_apcu_exists(ed: Ed, rv: Rv) {
+pub(crate) unsafe extern "C" fn ferrophp_zif_apcu_exists(ed: Ed, rv: Rv) {
     let mut key: *mut sys::zval = std::ptr::null_mut();
     // SAFETY: PHP passes this call's frame and return slot; "z" matches one zval
     // out-pointer, a live argument of the call.
@@ -415,21 +419,21 @@ unsafe fn inc_impl(ed: Ed, rv: Rv, sign: i64) {
 
 /// `apcu_inc(string $key, int $step = 1, &$success = null, int $ttl = 0): int|false`
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ferrophp_apcu_inc(ed: Ed, rv: Rv) {
+pub(crate) unsafe extern "C" fn ferrophp_zif_apcu_inc(ed: Ed, rv: Rv) {
     // SAFETY: PHP passes this function call's frame and return slot.
     unsafe { inc_impl(ed, rv, 1) }
 }
 
 /// `apcu_dec(...)`
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ferrophp_apcu_dec(ed: Ed, rv: Rv) {
+pub(crate) unsafe extern "C" fn ferrophp_zif_apcu_dec(ed: Ed, rv: Rv) {
     // SAFETY: PHP passes this function call's frame and return slot.
     unsafe { inc_impl(ed, rv, -1) }
 }
 
 /// `apcu_cas(string $key, int $old, int $new): bool`
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ferrophp_apcu_cas(ed: Ed, rv: Rv) {
+pub(crate) unsafe extern "C" fn ferrophp_zif_apcu_cas(ed: Ed, rv: Rv) {
     let mut key: *mut sys::zend_string = std::ptr::null_mut();
     let mut old: sys::zend_long = 0;
     let mut new: sys::zend_long = 0;
@@ -448,7 +452,7 @@ pub(crate) unsafe extern "C" fn ferrophp_apcu_cas(ed: Ed, rv: Rv) {
 /// receives the key; its value is returned whether or not it could be stored (a
 /// resource is refused with APCu's warning, as by apcu_store).
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ferrophp_apcu_entry(ed: Ed, rv: Rv) {
+pub(crate) unsafe extern "C" fn ferrophp_zif_apcu_entry(ed: Ed, rv: Rv) {
     let mut key: *mut sys::zend_string = std::ptr::null_mut();
     // SAFETY: all-zero is the "empty" fcall info ZPP's "f" fills in (plain C structs).
     let mut fci: sys::zend_fcall_info = unsafe { std::mem::zeroed() };
@@ -487,7 +491,7 @@ pub(crate) unsafe extern "C" fn ferrophp_apcu_entry(ed: Ed, rv: Rv) {
 
 /// `apcu_clear_cache(): bool` (a no-op when disabled).
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ferrophp_apcu_clear_cache(ed: Ed, rv: Rv) {
+pub(crate) unsafe extern "C" fn ferrophp_zif_apcu_clear_cache(ed: Ed, rv: Rv) {
     // SAFETY: PHP passes this call's frame and return slot; "" accepts no arguments.
     unsafe {
         if parse_args!(ed, c"") {
@@ -501,7 +505,7 @@ pub(crate) unsafe extern "C" fn ferrophp_apcu_clear_cache(ed: Ed, rv: Rv) {
 
 /// `apcu_enabled(): bool` (`apc.enabled`, and `apc.enable_cli` under the "cli" SAPI).
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ferrophp_apcu_enabled(_ed: Ed, rv: Rv) {
+pub(crate) unsafe extern "C" fn ferrophp_zif_apcu_enabled(_ed: Ed, rv: Rv) {
     // SAFETY: PHP passes this call's return slot.
     unsafe { *rv = zv::bool_(on()) };
 }

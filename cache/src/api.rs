@@ -1,5 +1,5 @@
-//! The static methods of `UserCache\Cache` (arginfo in cache/usercache.c, stubs in
-//! cache/stubs/UserCache.php): each parses its PHP arguments, checks them by this API's
+//! The static methods of `UserCache\Cache` (declared in cache/stubs/UserCache.stub.php,
+//! whose generated arginfo names each body `zim_UserCache_Cache_<method>`): each parses its PHP arguments, checks them by this API's
 //! rules (keys of 1 to 4096 bytes, TTLs of 0 or more), runs the shared operation
 //! (`ops.rs`) and returns its result. Bad arguments are ValueErrors and TypeErrors; a
 //! value the cache cannot store is a `UserCache\Exception`.
@@ -119,14 +119,16 @@ unsafe fn store_impl(ed: Ed, rv: Rv, mode: Mode) {
 
 /// `store(string $key, mixed $value, int $ttl = 0): bool`
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ferrophp_uc_store(ed: Ed, rv: Rv) {
+#[allow(non_snake_case)] // the symbol the generated arginfo header names
+pub(crate) unsafe extern "C" fn zim_UserCache_Cache_store(ed: Ed, rv: Rv) {
     // SAFETY: PHP passes this method call's frame and return slot.
     unsafe { store_impl(ed, rv, Mode::Overwrite) }
 }
 
 /// `add(string $key, mixed $value, int $ttl = 0): bool`
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ferrophp_uc_add(ed: Ed, rv: Rv) {
+#[allow(non_snake_case)] // the symbol the generated arginfo header names
+pub(crate) unsafe extern "C" fn zim_UserCache_Cache_add(ed: Ed, rv: Rv) {
     // SAFETY: PHP passes this method call's frame and return slot.
     unsafe { store_impl(ed, rv, Mode::Add) }
 }
@@ -180,7 +182,8 @@ unsafe fn fetch_impl(ed: Ed, rv: Rv, copy: bool) {
 
 /// `fetch(string $key, mixed $default = null, ?bool &$found = null): mixed`
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ferrophp_uc_fetch(ed: Ed, rv: Rv) {
+#[allow(non_snake_case)] // the symbol the generated arginfo header names
+pub(crate) unsafe extern "C" fn zim_UserCache_Cache_fetch(ed: Ed, rv: Rv) {
     // SAFETY: PHP passes this method call's frame and return slot.
     unsafe { fetch_impl(ed, rv, false) }
 }
@@ -188,7 +191,8 @@ pub(crate) unsafe extern "C" fn ferrophp_uc_fetch(ed: Ed, rv: Rv) {
 /// `fetchCopy(string $key, mixed $default = null): mixed`: a deep copy (the copy-on-read
 /// reference the benchmark compares against).
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ferrophp_uc_fetch_copy(ed: Ed, rv: Rv) {
+#[allow(non_snake_case)] // the symbol the generated arginfo header names
+pub(crate) unsafe extern "C" fn zim_UserCache_Cache_fetchCopy(ed: Ed, rv: Rv) {
     // SAFETY: PHP passes this method call's frame and return slot.
     unsafe { fetch_impl(ed, rv, true) }
 }
@@ -196,7 +200,8 @@ pub(crate) unsafe extern "C" fn ferrophp_uc_fetch_copy(ed: Ed, rv: Rv) {
 /// `fetchMultiple(array $keys): array` (found keys only, in input order). The input's
 /// key strings (and their cached hashes) become the result's keys: no copies.
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ferrophp_uc_fetch_multiple(ed: Ed, rv: Rv) {
+#[allow(non_snake_case)] // the symbol the generated arginfo header names
+pub(crate) unsafe extern "C" fn zim_UserCache_Cache_fetchMultiple(ed: Ed, rv: Rv) {
     let mut keys: *mut sys::HashTable = std::ptr::null_mut();
     // SAFETY: PHP passes this call's frame and return slot; "h" matches one HashTable
     // out-pointer; the rest reads the caller's array and fills a fresh request array in
@@ -253,7 +258,8 @@ pub(crate) unsafe extern "C" fn ferrophp_uc_fetch_multiple(ed: Ed, rv: Rv) {
 
 /// `storeMultiple(array $values, int $ttl = 0): array` (keys that failed).
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ferrophp_uc_store_multiple(ed: Ed, rv: Rv) {
+#[allow(non_snake_case)] // the symbol the generated arginfo header names
+pub(crate) unsafe extern "C" fn zim_UserCache_Cache_storeMultiple(ed: Ed, rv: Rv) {
     let mut values: *mut sys::HashTable = std::ptr::null_mut();
     let mut ttl: sys::zend_long = 0;
     // SAFETY: PHP passes this call's frame and return slot; "h|l" matches the
@@ -285,7 +291,8 @@ pub(crate) unsafe extern "C" fn ferrophp_uc_store_multiple(ed: Ed, rv: Rv) {
 
 /// `exists(string $key): bool`
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ferrophp_uc_exists(ed: Ed, rv: Rv) {
+#[allow(non_snake_case)] // the symbol the generated arginfo header names
+pub(crate) unsafe extern "C" fn zim_UserCache_Cache_exists(ed: Ed, rv: Rv) {
     let mut key: *mut sys::zend_string = std::ptr::null_mut();
     // SAFETY: PHP passes this call's frame and return slot; "S" matches one string
     // out-pointer, a live string of the call.
@@ -302,7 +309,8 @@ pub(crate) unsafe extern "C" fn ferrophp_uc_exists(ed: Ed, rv: Rv) {
 
 /// `delete(string|array $key): bool|array` — for an array, the keys that did not exist.
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ferrophp_uc_delete(ed: Ed, rv: Rv) {
+#[allow(non_snake_case)] // the symbol the generated arginfo header names
+pub(crate) unsafe extern "C" fn zim_UserCache_Cache_delete(ed: Ed, rv: Rv) {
     let mut arg: *mut sys::zval = std::ptr::null_mut();
     // SAFETY: PHP passes this call's frame and return slot; "z" matches one zval
     // out-pointer, a live argument of the call.
@@ -362,21 +370,24 @@ unsafe fn add_impl(ed: Ed, rv: Rv, sign: i64) {
 
 /// `increment(string $key, int $step = 1, int $ttl = 0): int|false`
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ferrophp_uc_increment(ed: Ed, rv: Rv) {
+#[allow(non_snake_case)] // the symbol the generated arginfo header names
+pub(crate) unsafe extern "C" fn zim_UserCache_Cache_increment(ed: Ed, rv: Rv) {
     // SAFETY: PHP passes this method call's frame and return slot.
     unsafe { add_impl(ed, rv, 1) }
 }
 
 /// `decrement(string $key, int $step = 1, int $ttl = 0): int|false`
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ferrophp_uc_decrement(ed: Ed, rv: Rv) {
+#[allow(non_snake_case)] // the symbol the generated arginfo header names
+pub(crate) unsafe extern "C" fn zim_UserCache_Cache_decrement(ed: Ed, rv: Rv) {
     // SAFETY: PHP passes this method call's frame and return slot.
     unsafe { add_impl(ed, rv, -1) }
 }
 
 /// `cas(string $key, int $old, int $new): bool`
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ferrophp_uc_cas(ed: Ed, rv: Rv) {
+#[allow(non_snake_case)] // the symbol the generated arginfo header names
+pub(crate) unsafe extern "C" fn zim_UserCache_Cache_cas(ed: Ed, rv: Rv) {
     let mut key: *mut sys::zend_string = std::ptr::null_mut();
     let mut old: sys::zend_long = 0;
     let mut new: sys::zend_long = 0;
@@ -395,7 +406,8 @@ pub(crate) unsafe extern "C" fn ferrophp_uc_cas(ed: Ed, rv: Rv) {
 
 /// `remember(string $key, callable $producer, int $ttl = 0): mixed`
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ferrophp_uc_remember(ed: Ed, rv: Rv) {
+#[allow(non_snake_case)] // the symbol the generated arginfo header names
+pub(crate) unsafe extern "C" fn zim_UserCache_Cache_remember(ed: Ed, rv: Rv) {
     let mut key: *mut sys::zend_string = std::ptr::null_mut();
     let mut producer: *mut sys::zval = std::ptr::null_mut();
     let mut ttl: sys::zend_long = 0;
@@ -428,7 +440,8 @@ pub(crate) unsafe extern "C" fn ferrophp_uc_remember(ed: Ed, rv: Rv) {
 
 /// `clear(): bool`
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ferrophp_uc_clear(ed: Ed, rv: Rv) {
+#[allow(non_snake_case)] // the symbol the generated arginfo header names
+pub(crate) unsafe extern "C" fn zim_UserCache_Cache_clear(ed: Ed, rv: Rv) {
     // SAFETY: PHP passes this call's frame and return slot; "" accepts no arguments
     // (ArgumentCountError otherwise).
     unsafe {
@@ -441,7 +454,8 @@ pub(crate) unsafe extern "C" fn ferrophp_uc_clear(ed: Ed, rv: Rv) {
 
 /// `info(): array`
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ferrophp_uc_info(ed: Ed, rv: Rv) {
+#[allow(non_snake_case)] // the symbol the generated arginfo header names
+pub(crate) unsafe extern "C" fn zim_UserCache_Cache_info(ed: Ed, rv: Rv) {
     // SAFETY: PHP passes this call's frame and return slot; "" accepts no arguments.
     if !unsafe { parse_args!(ed, c"") } {
         return;

@@ -1,5 +1,5 @@
 //! The cache's ini entries as read at module start-up: `usercache.*`, and the `apc.*`
-//! entries of the apcu_* layer (registered by usercache.c).
+//! entries of the apcu_* layer (registered by apcu.c).
 
 use std::ffi::CStr;
 

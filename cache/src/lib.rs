@@ -20,8 +20,9 @@
 //! - The FFI edge everything above shares: [`zv`] (reading and building zvals, calling
 //!   PHP functions, parsing arguments), [`errors`] (exceptions, argument errors and
 //!   warnings, each raised one way), [`ini`] (the ini entries read at start-up), and
-//!   `usercache.c` (built by `build.rs`: the class, method and function tables PHP
-//!   registers, one small C function per zval macro), which [`ffi`] declares.
+//!   the C side (built by `build.rs`: `usercache.c` registers `UserCache\Cache` and holds
+//!   one small C function per zval macro, `apcu.c` registers the `apcu_*` layer; their
+//!   arginfo and tables are generated from `stubs/*.stub.php`), which [`ffi`] declares.
 //!
 //! This crate is the whole cache; the worker crate (`ferrophp-worker`) only drives it through the
 //! engine hooks below, which its PHP module calls: [`module_startup`] (registers the

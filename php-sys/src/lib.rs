@@ -1,5 +1,7 @@
-//! Raw FFI to libphp (ZTS + embed) and to ferrophp's C shim. Nothing else lives here:
-//! no policy, no safe wrappers. The worker crate (`ferrophp-worker`) owns every call into these bindings.
+//! Raw FFI to libphp (ZTS + embed) and to the C shim of thin wrappers for what bindgen
+//! cannot express. Nothing else lives here: no policy, no safe wrappers, and no C that
+//! calls up into another crate (the worker's own C is `worker/c/`). The worker crate
+//! (`ferrophp-worker`) and the cache crate own every call into these bindings.
 //!
 //! See `build.rs` for how PHP is found and `shim.h` for the C side.
 

@@ -1,10 +1,12 @@
 //! The PHP contract over HTTP: status and headers exactly as the script set them,
 //! redirects, request headers, superglobals ($_GET, $_POST, $_COOKIE, $_REQUEST, $_FILES
-//! with move_uploaded_file), php://input, and the full CGI set in $_SERVER.
+//! with move_uploaded_file), php://input, the full CGI set in $_SERVER, and the reflection
+//! of the functions and classes ferrophp adds.
 
 mod common;
 
 use std::io::{BufReader, Write};
+use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use common::{client, connect, encode, http_root, read_response, RawResponse, Server};
@@ -513,4 +515,41 @@ fn sessions_persist_through_the_cookie() {
         .unwrap()
         .starts_with("PHPSESSID="));
     assert_eq!(r.text().unwrap(), "1");
+}
+
+/// The declarations of every PHP function, class, constant and ini entry ferrophp adds,
+/// as PHP's own reflection prints them (`ReflectionFunction`, `ReflectionExtension`: what
+/// `php --rf` and `--re` show): names, parameters, defaults, nullability, by-reference
+/// parameters, return types, flags. They come from arginfo that PHP's gen_stub.php
+/// generates out of `worker/stubs` and `cache/stubs`; `test-data/reflection/expected.txt`
+/// holds what the hand-written tables they replaced showed (but for `apcu_store()` and
+/// `apcu_add()`, whose `$value` default now reads `<default>`, as APCu's own). A change
+/// to a stub shows here; `FERROPHP_BLESS=1` rewrites the file after a deliberate one.
+#[test]
+fn reflection_of_the_functions_and_classes_we_add_is_as_recorded() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../test-data/reflection");
+    let s = Server::start(&root, &[]);
+    let r = s.get("/index.php");
+    assert_eq!(r.status, 200, "{}", s.stderr());
+    let actual = r.text();
+    let expected_path = root.join("expected.txt");
+    if std::env::var_os("FERROPHP_BLESS").is_some() {
+        std::fs::write(&expected_path, &actual).unwrap();
+    }
+    let expected = std::fs::read_to_string(&expected_path).unwrap();
+    if actual != expected {
+        let first = actual
+            .lines()
+            .zip(expected.lines())
+            .position(|(a, e)| a != e)
+            .unwrap_or(actual.lines().count().min(expected.lines().count()));
+        panic!(
+            "reflection differs from {} from line {}:\n  now:      {:?}\n  recorded: {:?}\n\
+             full output:\n{actual}",
+            expected_path.display(),
+            first + 1,
+            actual.lines().nth(first),
+            expected.lines().nth(first),
+        );
+    }
 }

@@ -1,14 +1,14 @@
 //! Randomised boundary tests, under valgrind, for the memory issues 25 and 27 manage by
 //! hand:
 //!
-//! - the slow log's per-thread snapshot (`php-sys/slow_capture.c`): a fixed buffer of 48
+//! - the slow log's per-thread snapshot (`worker/c/slow_capture.c`): a fixed buffer of 48
 //!   frames and 12288 bytes of text, filled on the request's own thread, in a timed wait,
 //!   at a VM safe point or inside a signal handler, with names, files, method, URI and
 //!   argument summaries cut at their caps. Each request builds a random stack (depths
 //!   around the frame cap, names around every cut, arguments from empty to 1 MiB, invalid
 //!   UTF-8) and writes what the snapshot must hold; the test replays the capture's byte
 //!   budget on that and compares the logged entry field by field;
-//! - the span objects (`php-sys/trace.c`: a ref laid out before the zend_object, freed
+//! - the span objects (`worker/c/trace.c`: a ref laid out before the zend_object, freed
 //!   through free_obj), the worker crate's span slots (`worker/src/trace/`) and the
 //!   hand-written protobuf encoding (`trace/src/span.rs`): random use of the PHP API with
 //!   counts around every limit and bad input of every kind, in classic and worker mode;
@@ -89,7 +89,7 @@ fn assert_valgrind_clean(mut server: Server, log: &Path) {
 // The slow log's snapshot.
 // ---------------------------------------------------------------------------------------
 
-/// `FERROPHP_SLOW_FRAMES` and `FERROPHP_SLOW_TEXT` (php-sys/shim.h), and the cut for the
+/// `FERROPHP_SLOW_FRAMES` and `FERROPHP_SLOW_TEXT` (worker/c/worker.h), and the cut for the
 /// method and the URI.
 const SLOW_FRAMES: usize = 48;
 const SLOW_TEXT: usize = 12288;
@@ -569,7 +569,7 @@ fn spans_of_random_shapes_under_valgrind() {
 }
 
 // ---------------------------------------------------------------------------------------
-// The request scope (php-sys/request_scope.c): SG(request_info) points into the thread's
+// The request scope (worker/c/request_scope.c): SG(request_info) points into the thread's
 // arena and the request's own buffers, installed by C from what Rust bound.
 // ---------------------------------------------------------------------------------------
 

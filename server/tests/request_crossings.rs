@@ -1,11 +1,11 @@
 //! How often a worker request crosses between Rust and C, counted by valgrind's callgrind
-//! on a real server: the request's lifecycle lives in php-sys/request_scope.c, which
+//! on a real server: the request's lifecycle lives in worker/c/request_scope.c, which
 //! calls Rust at three moments (next request, respond, done), and that Rust code calls no
 //! C at all. Issue 26's budget is six crossings per request.
 //!
 //! What is counted, from the call graph callgrind records inside
-//! `ferrophp_fn_handle_request` over many hello-world requests:
-//! - C -> Rust: calls from our C files (php-sys/*.c) into Rust functions;
+//! `zif_ferrophp_handle_request` over many hello-world requests:
+//! - C -> Rust: calls from our C files (worker/c/, php-sys/shim.c) into Rust functions;
 //! - Rust -> C: calls into C (our shim or PHP's engine) from any Rust function reachable
 //!   from those entries through Rust calls alone. A Rust helper reached both from the
 //!   lifecycle and from elsewhere counts fully, so the number can only err upwards.
@@ -32,7 +32,7 @@ fn compare_root() -> PathBuf {
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Side {
     Rust,
-    /// Our C shim (php-sys).
+    /// Our C (worker/c/, php-sys's shim).
     Shim,
     /// PHP's engine and extensions.
     Php,
@@ -116,7 +116,7 @@ impl CallGraph {
         let c_source = file.ends_with(".c") || file.ends_with(".h");
         if file.ends_with(".rs") {
             Side::Rust
-        } else if c_source && file.contains("/php-sys/") {
+        } else if c_source && (file.contains("/worker/c/") || file.contains("/php-sys/")) {
             Side::Shim
         } else if object.contains("libphp") || (c_source && object.ends_with("/ferrophp")) {
             // libphp.so, or PHP linked into the binary (FERROPHP_PHP_LINK=static).
@@ -225,7 +225,7 @@ fn a_worker_request_crosses_between_rust_and_c_at_most_six_times() {
         &["--threads", "1", "--worker", &worker],
         &[],
         &out,
-        &["ferrophp_fn_handle_request"],
+        &["zif_ferrophp_handle_request"],
     );
     for _ in 0..REQUESTS {
         let response = server.get("/worker.php/hello");
@@ -241,7 +241,7 @@ fn a_worker_request_crosses_between_rust_and_c_at_most_six_times() {
     let text = std::fs::read_to_string(&out).expect("callgrind wrote its output");
     let graph = parse(&text);
     assert!(
-        graph.defined.contains_key("ferrophp_fn_handle_request"),
+        graph.defined.contains_key("zif_ferrophp_handle_request"),
         "callgrind saw no worker request; stderr:\n{}",
         server.stderr()
     );

@@ -19,7 +19,7 @@ use std::ffi::{c_char, c_int, CString, OsString};
 use std::os::unix::ffi::OsStringExt;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use php_sys as sys;
+use crate::ffi as sys;
 
 /// Whether the engine in this process is PHP's CLI: ferrophp's module then leaves out
 /// what only a threaded server needs.

@@ -1,13 +1,13 @@
 //! Request deadlines and the slow log, the policy side (the mechanism on the PHP threads
-//! is `php-sys/deadline.c`): the settings, each PHP thread's registration, the watchdog
+//! is `c/deadline.c`): the settings, each PHP thread's registration, the watchdog
 //! thread, retiring a thread that a deadline cannot bring back, `ferrophp_request_heartbeat`
 //! and the counters `/metrics` shows.
 //!
 //! A request has up to two deadlines: PHP's `max_execution_time` (its own per-thread
-//! timer, which the shim hears of through `zend_on_timeout`) and the server's
+//! timer, which the C side hears of through `zend_on_timeout`) and the server's
 //! `--request-timeout` (php-fpm's `request_terminate_timeout`: it also ends requests whose
 //! script raised or disabled its time limit). A job's request scope starts and ends the
-//! shim's deadline (php-sys/request_scope.c; [`enter_job`] gives it the limits and
+//! C side's deadline (c/request_scope.c; [`enter_job`] gives it the limits and
 //! [`leave_job`] counts what passed); a wait inside the request wakes at the
 //! server deadline by itself. The watchdog, one thread for the process, looks at every PHP
 //! thread about ten times a second (sooner when a deadline or slow-log moment is due):
@@ -37,7 +37,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use php_sys as sys;
+use crate::ffi as sys;
 
 use crate::observe::Slot;
 use crate::request::ResponseSink;
@@ -208,7 +208,7 @@ pub(crate) fn install() {
 /// A PHP thread as the watchdog sees it. Registered by the thread when it starts and
 /// unregistered by it before it ends.
 pub(crate) struct Watch {
-    /// The thread's state in the shim: valid while registered (the thread frees it after
+    /// The thread's state in the C side: valid while registered (the thread frees it after
     /// unregistering).
     ctl: *mut sys::ferrophp_deadline,
     pthread: libc::pthread_t,
@@ -233,10 +233,10 @@ struct Seen {
 
 // SAFETY: `ctl` points at the thread's shim state, which stays allocated while the Watch
 // is registered (the thread unregisters, under REGISTRY's lock, before freeing it); it is
-// only read through the shim's atomic accessors. `pthread` is only used for pthread_kill
+// only read through the C side's atomic accessors. `pthread` is only used for pthread_kill
 // under the same lock, while the thread is alive.
 unsafe impl Send for Watch {}
-// SAFETY: `ctl` and `pthread` are only used as for Send above (the shim's atomic
+// SAFETY: `ctl` and `pthread` are only used as for Send above (the C side's atomic
 // accessors; pthread_kill under REGISTRY's lock while the thread lives), from any thread
 // alike; every other field is Sync.
 unsafe impl Sync for Watch {}
@@ -253,7 +253,7 @@ thread_local! {
 /// Registers the calling (new, attached) PHP thread; `replace` spawns its replacement if
 /// it is ever retired. Undone by [`unregister`].
 pub(crate) fn register(slot: Arc<Slot>, replace: Box<dyn Fn() + Send + Sync>) {
-    // SAFETY: on a PHP thread after attach_thread: the shim allocates this thread's state.
+    // SAFETY: on a PHP thread after attach_thread: the C side allocates this thread's state.
     let ctl = unsafe { sys::ferrophp_deadline_thread_attach() };
     if ctl.is_null() {
         tracing::warn!("no memory for a PHP thread's deadline state: its requests have none");
@@ -275,7 +275,7 @@ pub(crate) fn register(slot: Arc<Slot>, replace: Box<dyn Fn() + Send + Sync>) {
     ME.with(|me| *me.borrow_mut() = Some(watch));
 }
 
-/// The calling thread is about to end: the watchdog forgets it, then the shim frees its
+/// The calling thread is about to end: the watchdog forgets it, then the C side frees its
 /// state. True when the thread had been retired: it calls [`retired_thread_ended`] once
 /// its PHP context is released.
 pub(crate) fn unregister() -> bool {
@@ -393,7 +393,7 @@ fn watchdog(stop: &AtomicBool) {
                 Action::Log(entry) => log_slow(&entry),
             }
         }
-        // SAFETY: reaps only children the shim recorded, without blocking.
+        // SAFETY: reaps only children the C side recorded, without blocking.
         unsafe { sys::ferrophp_deadline_reap() };
         // SAFETY: plain clock read.
         let now = unsafe { sys::ferrophp_deadline_now() };
@@ -407,11 +407,11 @@ fn watchdog(stop: &AtomicBool) {
 /// queues what to do outside the lock. Returns when it next needs a look.
 fn look_at(watch: &Arc<Watch>, now: i64, grace_ns: i64, actions: &mut Vec<Action>) -> i64 {
     let mut view = sys::ferrophp_deadline_view::default();
-    // SAFETY: `ctl` is alive while registered (see Watch); the shim only loads atomics.
+    // SAFETY: `ctl` is alive while registered (see Watch); the C side only loads atomics.
     unsafe { sys::ferrophp_deadline_peek(watch.ctl, &mut view) };
     let mut next = i64::MAX;
     if view.slow_ready {
-        // SAFETY: `ctl` is alive while registered (see Watch); the shim published the
+        // SAFETY: `ctl` is alive while registered (see Watch); the C side published the
         // snapshot (release) and will not touch it until it is released.
         if let Some(snapshot) = unsafe { sys::ferrophp_deadline_slow_snapshot(watch.ctl).as_ref() }
         {
@@ -642,7 +642,7 @@ impl SlowEntry {
 /// job that means it calls it as it makes progress). False when a deadline already
 /// passed: the request ends anyway.
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ferrophp_fn_request_heartbeat(
+pub(crate) unsafe extern "C" fn zif_ferrophp_request_heartbeat(
     execute_data: *mut sys::zend_execute_data,
     return_value: *mut sys::zval,
 ) {

@@ -9,8 +9,8 @@ use std::ffi::CString;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
+use crate::ffi as sys;
 use bumpalo::Bump;
-use php_sys as sys;
 
 use crate::php;
 use crate::request::CgiRequest;
@@ -147,7 +147,7 @@ fn register_naive(cgi: &CgiRequest, script_filename: &[u8], track_vars: *mut sys
     add("REDIRECT_STATUS", b"200");
 }
 
-/// Whether the shim's `$_COOKIE`/`$_GET` fast path could be installed at start-up (it
+/// Whether c/input.c's `$_COOKIE`/`$_GET` fast path could be installed at start-up (it
 /// still defers to PHP per request when the configuration asks for it).
 static FAST_INPUT_INSTALLED: AtomicBool = AtomicBool::new(false);
 
@@ -156,10 +156,10 @@ pub(crate) fn record_fast_input_installed(installed: bool) {
     FAST_INPUT_INSTALLED.store(installed, Ordering::Relaxed);
 }
 
-/// Parses `$_COOKIE` and `$_GET` with PHP's own `treat_data` instead of the shim's fast
+/// Parses `$_COOKIE` and `$_GET` with PHP's own `treat_data` instead of c/input.c's fast
 /// path for plain names, so tests can compare the two. Process-wide.
 pub fn use_php_input_parser(php: bool) {
-    // SAFETY: an atomic store to a flag the shim reads when a request parses its input.
+    // SAFETY: an atomic store to a flag c/input.c reads when a request parses its input.
     unsafe { sys::ferrophp_set_fast_input(!php) }
 }
 

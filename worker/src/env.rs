@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use std::ffi::c_char;
 use std::sync::OnceLock;
 
-use php_sys as sys;
+use crate::ffi as sys;
 
 type Handler = unsafe extern "C" fn(*mut sys::zend_execute_data, *mut sys::zval);
 

@@ -1,10 +1,12 @@
 //! PHP functions the SAPI adds for scripts: `fastcgi_finish_request()` (and its
-//! `ferrophp_`/`frankenphp_` names), `getallheaders()`/`apache_request_headers()`, and
-//! `headers_send()`. Their arginfo tables live in the C shim (`ferrophp_sapi_functions`).
+//! `ferrophp_`/`frankenphp_` names), `getallheaders()`/`apache_request_headers()`,
+//! `frankenphp_response_headers()`, `headers_send()` and `frankenphp_log()`. They are
+//! declared in `worker/stubs/sapi.stub.php`, whose generated table (`c/module.c`) names
+//! each body `zif_<name>`: the functions below. An alias (`@alias`) shares its target's.
 
 use std::ffi::c_int;
 
-use php_sys as sys;
+use crate::ffi as sys;
 
 use crate::php;
 use crate::request_context::current_request;
@@ -13,7 +15,7 @@ use crate::sapi::{header_lines, response_head};
 /// `fastcgi_finish_request(): bool`: send everything so far and end the response; the
 /// script goes on without a client.
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ferrophp_fn_finish_request(
+pub(crate) unsafe extern "C" fn zif_ferrophp_finish_request(
     execute_data: *mut sys::zend_execute_data,
     return_value: *mut sys::zval,
 ) {
@@ -45,7 +47,7 @@ pub(crate) unsafe extern "C" fn ferrophp_fn_finish_request(
 /// `getallheaders(): array`: the request headers, names in canonical Title-Case (HTTP/2
 /// and our parser lower-case them), duplicates joined with ", ".
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ferrophp_fn_request_headers(
+pub(crate) unsafe extern "C" fn zif_frankenphp_request_headers(
     execute_data: *mut sys::zend_execute_data,
     return_value: *mut sys::zval,
 ) {
@@ -83,7 +85,7 @@ pub(crate) unsafe extern "C" fn ferrophp_fn_request_headers(
 /// `frankenphp_response_headers(): array`: the response headers set so far, as
 /// `name => value` (later duplicates joined with ", ").
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ferrophp_fn_response_headers(
+pub(crate) unsafe extern "C" fn zif_frankenphp_response_headers(
     execute_data: *mut sys::zend_execute_data,
     return_value: *mut sys::zval,
 ) {
@@ -123,7 +125,7 @@ pub(crate) unsafe extern "C" fn ferrophp_fn_response_headers(
 /// informational response (103 Early Hints with the current `Link` headers) and leaves
 /// the final response's status and headers as they were.
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ferrophp_fn_headers_send(
+pub(crate) unsafe extern "C" fn zif_headers_send(
     execute_data: *mut sys::zend_execute_data,
     return_value: *mut sys::zval,
 ) {
@@ -187,7 +189,7 @@ unsafe fn no_arguments(execute_data: *mut sys::zend_execute_data) -> bool {
 /// context as `key=value` pairs (keys and values with spaces quoted, arrays as `[a b]`,
 /// as Go's slog text handler prints them).
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ferrophp_fn_log(
+pub(crate) unsafe extern "C" fn zif_frankenphp_log(
     execute_data: *mut sys::zend_execute_data,
     _return_value: *mut sys::zval,
 ) {
@@ -234,7 +236,7 @@ unsafe extern "C" fn log_pair(
     h: sys::zend_ulong,
     val: *mut sys::zval,
 ) {
-    // SAFETY: ctx is the String ferrophp_fn_log passed, alive for the iteration.
+    // SAFETY: ctx is the String zif_frankenphp_log passed, alive for the iteration.
     let line = unsafe { &mut *ctx.cast::<String>() };
     line.push(' ');
     if key.is_null() {

@@ -39,6 +39,7 @@ mod deadline;
 #[cfg(feature = "bench-fixtures")]
 pub mod diagnostics;
 mod env;
+mod ffi;
 mod functions;
 #[doc(hidden)]
 pub mod fuzzing;

@@ -1,5 +1,6 @@
-//! The static methods of `Ferrophp\Metrics` (arginfo in php-sys/metrics.c, stubs in
-//! worker/stubs/Metrics.php): PHP's door into the process-wide metrics registry
+//! The static methods of `Ferrophp\Metrics` (declared in worker/stubs/Metrics.stub.php,
+//! whose generated arginfo names each body `zim_Ferrophp_Metrics_<method>`; the class is
+//! registered by c/metrics.c): PHP's door into the process-wide metrics registry
 //! (`ferrophp_metrics::global()`), which the admin `/metrics` endpoint and push mode
 //! read.
 //!
@@ -12,8 +13,8 @@ use std::cell::RefCell;
 use std::ffi::CString;
 use std::io::Write;
 
+use crate::ffi as sys;
 use ferrophp_metrics::{global, Error, Op, TagBuf, Value};
-use php_sys as sys;
 
 use ferrophp_cache::zv;
 
@@ -167,21 +168,24 @@ unsafe fn record(ed: Ed, value_required: bool, op: fn(f64) -> Op) {
 
 /// `observe(string $name, float $value, array $tags = []): void`
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ferrophp_metrics_observe(ed: Ed, _rv: Rv) {
+#[allow(non_snake_case)] // the symbol the generated arginfo header names
+pub(crate) unsafe extern "C" fn zim_Ferrophp_Metrics_observe(ed: Ed, _rv: Rv) {
     // SAFETY: called by the engine with the running call's frame.
     unsafe { record(ed, true, Op::Observe) }
 }
 
 /// `increment(string $name, int|float $by = 1, array $tags = []): void`
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ferrophp_metrics_increment(ed: Ed, _rv: Rv) {
+#[allow(non_snake_case)] // the symbol the generated arginfo header names
+pub(crate) unsafe extern "C" fn zim_Ferrophp_Metrics_increment(ed: Ed, _rv: Rv) {
     // SAFETY: called by the engine with the running call's frame.
     unsafe { record(ed, false, Op::Add) }
 }
 
 /// `gauge(string $name, float $value, array $tags = []): void`
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ferrophp_metrics_gauge(ed: Ed, _rv: Rv) {
+#[allow(non_snake_case)] // the symbol the generated arginfo header names
+pub(crate) unsafe extern "C" fn zim_Ferrophp_Metrics_gauge(ed: Ed, _rv: Rv) {
     // SAFETY: called by the engine with the running call's frame.
     unsafe { record(ed, true, Op::Set) }
 }
@@ -189,7 +193,8 @@ pub(crate) unsafe extern "C" fn ferrophp_metrics_gauge(ed: Ed, _rv: Rv) {
 /// `quantile(string $name, float $q, array $tags = []): ?float`: the distribution merged
 /// across every thread; null when the series does not exist (or holds no values).
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ferrophp_metrics_quantile(ed: Ed, rv: Rv) {
+#[allow(non_snake_case)] // the symbol the generated arginfo header names
+pub(crate) unsafe extern "C" fn zim_Ferrophp_Metrics_quantile(ed: Ed, rv: Rv) {
     // SAFETY: called by the engine with the running call's frame and its writable return
     // slot.
     unsafe {
@@ -250,7 +255,8 @@ unsafe fn put_string(arr: Rv, key: &str, v: &str) {
 /// every series merged across threads; distributions carry count, sum, min, max and
 /// quantiles 0.5/0.9/0.99, counters and gauges their value.
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ferrophp_metrics_snapshot(ed: Ed, rv: Rv) {
+#[allow(non_snake_case)] // the symbol the generated arginfo header names
+pub(crate) unsafe extern "C" fn zim_Ferrophp_Metrics_snapshot(ed: Ed, rv: Rv) {
     // SAFETY: called by the engine with the running call's frame and its writable return
     // slot; every array is a fresh request array moved into its parent.
     unsafe {

@@ -1,6 +1,6 @@
 //! ferrophp's own PHP extension, registered at engine start-up: the place where classes
 //! (such as `UserCache\Cache`) and ini entries join the engine. The module entry itself is
-//! a C table in the shim; these are its lifecycle callbacks. The shared cache (crate
+//! a C table in c/module.c; these are its lifecycle callbacks. The shared cache (crate
 //! `ferrophp_cache`) hooks in here: MINIT registers `UserCache\Cache`, its ini entries and
 //! the optional apcu_* functions; RINIT/RSHUTDOWN and a post-deactivate hook track when a
 //! thread may hold cached values. MINIT also registers `Ferrophp\Metrics` (`crate::metrics`),
@@ -10,9 +10,9 @@
 
 use std::ffi::{c_int, CStr};
 
-use php_sys as sys;
+use crate::ffi as sys;
 
-/// The extension's name in the shim's `zend_module_entry`: the cache finds the registered
+/// The extension's name in c/module.c's `zend_module_entry`: the cache finds the registered
 /// entry by it to install its post-deactivate hook.
 const MODULE_NAME: &CStr = c"ferrophp";
 
@@ -31,24 +31,9 @@ pub(crate) extern "C" fn ferrophp_module_minit(
     }
     crate::metrics::module_startup();
     crate::trace::module_startup();
-    // frankenphp_log() levels (FrankenPHP's slog levels).
-    for (name, value) in [
-        (c"FRANKENPHP_LOG_LEVEL_DEBUG", -4),
-        (c"FRANKENPHP_LOG_LEVEL_INFO", 0),
-        (c"FRANKENPHP_LOG_LEVEL_WARN", 4),
-        (c"FRANKENPHP_LOG_LEVEL_ERROR", 8),
-    ] {
-        // SAFETY: MINIT; PHP copies the name into a persistent constant.
-        unsafe {
-            sys::zend_register_long_constant(
-                name.as_ptr(),
-                name.to_bytes().len(),
-                value,
-                (sys::CONST_CS | sys::CONST_PERSISTENT) as c_int,
-                module_number,
-            )
-        };
-    }
+    // frankenphp_log()'s levels, declared beside it in worker/stubs/sapi.stub.php.
+    // SAFETY: MINIT; PHP copies the names into persistent constants of this module.
+    unsafe { sys::ferrophp_sapi_register_constants(module_number) };
     sys::ZEND_RESULT_CODE_SUCCESS
 }
 

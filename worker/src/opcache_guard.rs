@@ -11,7 +11,7 @@
 //! OPcache. Restarts OPcache schedules by itself (out of memory, too many wasted keys)
 //! are not covered: see docs/frankenphp-compat.md.
 
-use php_sys as sys;
+use crate::ffi as sys;
 
 /// Points `opcache_reset` at ours when OPcache is loaded. Called by PHP's post-start-up
 /// hook: OPcache's functions exist, and no thread has copied the function table yet.

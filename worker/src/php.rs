@@ -8,7 +8,7 @@
 use std::ffi::{c_char, CStr};
 use std::ptr::NonNull;
 
-use php_sys as sys;
+use crate::ffi as sys;
 
 /// The calling thread's `SG(...)`.
 pub(crate) fn sapi_globals() -> NonNull<sys::sapi_globals_struct> {

@@ -1,4 +1,4 @@
-//! `$_COOKIE` and `$_GET` from the shim's fast path (plain names registered directly) are
+//! `$_COOKIE` and `$_GET` from c/input.c's fast path (plain names registered directly) are
 //! exactly what PHP's own `treat_data` makes: superglobals, the filter extension's raw
 //! copies (`filter_input`), `$_REQUEST` and warnings, over awkward cookie sets and query
 //! strings, under several ini configurations. PHP starts once per process, so each

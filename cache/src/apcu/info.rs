@@ -15,7 +15,7 @@ use crate::zv::{self, parse_args};
 
 /// `apcu_cache_info(bool $limited = false): array|false`.
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ferrophp_apcu_cache_info(ed: Ed, rv: Rv) {
+pub(crate) unsafe extern "C" fn ferrophp_zif_apcu_cache_info(ed: Ed, rv: Rv) {
     let mut limited = false;
     // SAFETY: PHP passes this call's frame and return slot; "|b" matches one bool
     // out-pointer.
@@ -82,7 +82,7 @@ pub(crate) unsafe extern "C" fn ferrophp_apcu_cache_info(ed: Ed, rv: Rv) {
 
 /// `apcu_key_info(string $key): ?array` (null when absent or expired).
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ferrophp_apcu_key_info(ed: Ed, rv: Rv) {
+pub(crate) unsafe extern "C" fn ferrophp_zif_apcu_key_info(ed: Ed, rv: Rv) {
     let mut key: *mut sys::zend_string = std::ptr::null_mut();
     // SAFETY: PHP passes this call's frame and return slot; "S" matches one string
     // out-pointer, a live string of the call; the result array is built fresh.
@@ -111,7 +111,7 @@ pub(crate) unsafe extern "C" fn ferrophp_apcu_key_info(ed: Ed, rv: Rv) {
 /// `apcu_sma_info(bool $limited = false): array|false`: one segment of the cache's
 /// memory limit; the free memory as one block.
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ferrophp_apcu_sma_info(ed: Ed, rv: Rv) {
+pub(crate) unsafe extern "C" fn ferrophp_zif_apcu_sma_info(ed: Ed, rv: Rv) {
     let mut limited = false;
     let c = ops::counters();
     let used = c.memory_used();

@@ -1,7 +1,7 @@
 //! `APCUIterator`: walks the live entries whose key matches a search (a regex, a list of
 //! keys, or everything) in the order they were stored, a chunk of items at a time, and
 //! `apcu_delete(APCUIterator)`. The state lives in a box behind the object (its C side
-//! is in usercache.c); the constants are APCu's `APC_ITER_*` and `APC_LIST_*`.
+//! is in apcu.c); the constants are APCu's `APC_ITER_*` and `APC_LIST_*`.
 
 use std::collections::HashSet;
 
@@ -240,7 +240,8 @@ unsafe fn method_state<'a>(ed: Ed) -> Option<&'a mut IterState> {
 /// `APCUIterator::__construct(array|string|null $search = null, int $format = APC_ITER_ALL,
 /// int $chunk_size = 0, int $list = APC_LIST_ACTIVE)`
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ferrophp_apcu_it_construct(ed: Ed, _rv: Rv) {
+#[allow(non_snake_case)] // the symbol the generated arginfo header names
+pub(crate) unsafe extern "C" fn ferrophp_zim_APCUIterator___construct(ed: Ed, _rv: Rv) {
     let mut search: *mut sys::zval = std::ptr::null_mut();
     let mut format: sys::zend_long = ITER_ALL as sys::zend_long;
     let mut chunk: sys::zend_long = 0;
@@ -335,7 +336,8 @@ pub(crate) unsafe extern "C" fn ferrophp_apcu_it_construct(ed: Ed, _rv: Rv) {
 
 /// `APCUIterator::rewind(): void`
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ferrophp_apcu_it_rewind(ed: Ed, _rv: Rv) {
+#[allow(non_snake_case)] // the symbol the generated arginfo header names
+pub(crate) unsafe extern "C" fn ferrophp_zim_APCUIterator_rewind(ed: Ed, _rv: Rv) {
     // SAFETY: a running APCUIterator method.
     unsafe {
         let Some(it) = method_state(ed) else { return };
@@ -347,7 +349,8 @@ pub(crate) unsafe extern "C" fn ferrophp_apcu_it_rewind(ed: Ed, _rv: Rv) {
 
 /// `APCUIterator::valid(): bool`
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ferrophp_apcu_it_valid(ed: Ed, rv: Rv) {
+#[allow(non_snake_case)] // the symbol the generated arginfo header names
+pub(crate) unsafe extern "C" fn ferrophp_zim_APCUIterator_valid(ed: Ed, rv: Rv) {
     // SAFETY: a running APCUIterator method.
     unsafe {
         let Some(it) = method_state(ed) else { return };
@@ -360,7 +363,8 @@ pub(crate) unsafe extern "C" fn ferrophp_apcu_it_valid(ed: Ed, rv: Rv) {
 
 /// `APCUIterator::current(): mixed`
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ferrophp_apcu_it_current(ed: Ed, rv: Rv) {
+#[allow(non_snake_case)] // the symbol the generated arginfo header names
+pub(crate) unsafe extern "C" fn ferrophp_zim_APCUIterator_current(ed: Ed, rv: Rv) {
     // SAFETY: a running APCUIterator method; the returned item gets its own reference.
     unsafe {
         let Some(it) = method_state(ed) else { return };
@@ -379,7 +383,8 @@ pub(crate) unsafe extern "C" fn ferrophp_apcu_it_current(ed: Ed, rv: Rv) {
 
 /// `APCUIterator::key(): string|int`
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ferrophp_apcu_it_key(ed: Ed, rv: Rv) {
+#[allow(non_snake_case)] // the symbol the generated arginfo header names
+pub(crate) unsafe extern "C" fn ferrophp_zim_APCUIterator_key(ed: Ed, rv: Rv) {
     // SAFETY: a running APCUIterator method.
     unsafe {
         let Some(it) = method_state(ed) else { return };
@@ -393,7 +398,8 @@ pub(crate) unsafe extern "C" fn ferrophp_apcu_it_key(ed: Ed, rv: Rv) {
 
 /// `APCUIterator::next(): void`
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ferrophp_apcu_it_next(ed: Ed, _rv: Rv) {
+#[allow(non_snake_case)] // the symbol the generated arginfo header names
+pub(crate) unsafe extern "C" fn ferrophp_zim_APCUIterator_next(ed: Ed, _rv: Rv) {
     // SAFETY: a running APCUIterator method.
     unsafe {
         let Some(it) = method_state(ed) else { return };
@@ -417,21 +423,24 @@ unsafe fn total(ed: Ed, rv: Rv, pick: fn((i64, i64, i64)) -> i64) {
 
 /// `APCUIterator::getTotalHits(): int` (0: per-entry hits are not counted).
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ferrophp_apcu_it_total_hits(ed: Ed, rv: Rv) {
+#[allow(non_snake_case)] // the symbol the generated arginfo header names
+pub(crate) unsafe extern "C" fn ferrophp_zim_APCUIterator_getTotalHits(ed: Ed, rv: Rv) {
     // SAFETY: PHP passes this method call's frame and return slot.
     unsafe { total(ed, rv, |t| t.2) }
 }
 
 /// `APCUIterator::getTotalSize(): int`
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ferrophp_apcu_it_total_size(ed: Ed, rv: Rv) {
+#[allow(non_snake_case)] // the symbol the generated arginfo header names
+pub(crate) unsafe extern "C" fn ferrophp_zim_APCUIterator_getTotalSize(ed: Ed, rv: Rv) {
     // SAFETY: PHP passes this method call's frame and return slot.
     unsafe { total(ed, rv, |t| t.1) }
 }
 
 /// `APCUIterator::getTotalCount(): int`
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ferrophp_apcu_it_total_count(ed: Ed, rv: Rv) {
+#[allow(non_snake_case)] // the symbol the generated arginfo header names
+pub(crate) unsafe extern "C" fn ferrophp_zim_APCUIterator_getTotalCount(ed: Ed, rv: Rv) {
     // SAFETY: PHP passes this method call's frame and return slot.
     unsafe { total(ed, rv, |t| t.0) }
 }

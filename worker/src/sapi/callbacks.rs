@@ -7,7 +7,7 @@ use std::ffi::{c_char, c_int, c_short, c_void, CStr};
 use std::io::Read;
 use std::sync::OnceLock;
 
-use php_sys as sys;
+use crate::ffi as sys;
 
 use super::headers::response_head;
 use super::settings::LogTarget;
@@ -42,10 +42,11 @@ pub(super) fn sapi_module(name: &'static CStr) -> sys::sapi_module_struct {
         log_message: Some(on_log_message),
         get_request_time: Some(on_get_request_time),
         ini_defaults: Some(on_ini_defaults),
-        // Forgets the realpath cache entries of the request's uploaded files (see the shim).
+        // Forgets the realpath cache entries of the request's uploaded files (see c/thread.c).
         deactivate: Some(sys::ferrophp_sapi_deactivate),
-        // SAFETY: a static table defined in the shim.
-        additional_functions: unsafe { sys::ferrophp_sapi_functions.as_ptr() },
+        // SAFETY: returns the address of a static table (c/module.c, generated from
+        // worker/stubs/sapi.stub.php).
+        additional_functions: unsafe { sys::ferrophp_sapi_functions() },
         ..Default::default()
     }
 }

@@ -4,7 +4,7 @@
 use std::ffi::{c_int, CString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 
-use php_sys as sys;
+use crate::ffi as sys;
 
 use super::callbacks::{
     import_environment, sapi_module, INI_DEFAULTS, LOG_TARGET, PROCESS_ENV_IMPORT,
@@ -82,7 +82,7 @@ pub(crate) fn engine_startup(settings: &ModuleSettings) -> Result<StartedModule,
     }
     server_vars::init();
     crate::deadline::install();
-    // SAFETY: module start-up is done and no request runs yet; the shim only swaps the
+    // SAFETY: module start-up is done and no request runs yet; c/input.c only swaps the
     // treat_data pointer of PHP's global sapi_module for its wrapper.
     let fast_input = unsafe { sys::ferrophp_install_treat_data() };
     #[cfg(feature = "bench-fixtures")]

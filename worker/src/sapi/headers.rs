@@ -4,7 +4,7 @@
 
 use std::cell::RefCell;
 
-use php_sys as sys;
+use crate::ffi as sys;
 
 use crate::request::ResponseHead;
 

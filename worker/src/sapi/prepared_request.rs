@@ -1,6 +1,6 @@
 //! A request made ready for PHP ([`PreparedRequest`]): the context SAPI callbacks see and
 //! the strings `SG(request_info)` points at, in the thread's arena, bound into the scope
-//! that php-sys/request_scope.c installs for the engine request (which also begins the
+//! that c/request_scope.c installs for the engine request (which also begins the
 //! request's trace) and uninstalls after it.
 
 use std::cell::{Cell, RefCell};
@@ -10,7 +10,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use bumpalo::Bump;
 
-use php_sys as sys;
+use crate::ffi as sys;
 
 use crate::deadline::Watch;
 use crate::request::{ResponseSink, ScriptOutcome, ScriptRequest};
@@ -192,7 +192,7 @@ impl<'a> PreparedRequest<'a> {
         })
     }
 
-    /// The request as its scope (`ferrophp_request_scope`, php-sys/request_scope.c): what
+    /// The request as its scope (`ferrophp_request_scope`, c/request_scope.c): what
     /// C installs in `SG(server_context)` and `SG(request_info)`, with the job's deadlines
     /// (`deadline::enter_job`; None for a request that is no client's job) and whether the
     /// script exists. Also begins the request's trace. `self` must stay where it is until

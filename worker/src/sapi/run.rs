@@ -1,5 +1,5 @@
 //! One script as one PHP request on the calling PHP thread (one call into
-//! php-sys/request_scope.c: `php_request_startup` → the router or script →
+//! c/request_scope.c: `php_request_startup` → the router or script →
 //! `php_request_shutdown`), and what a run checks first: that the script exists, and
 //! whether a deploy made the thread's realpath cache stale.
 
@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use bumpalo::Bump;
 
-use php_sys as sys;
+use crate::ffi as sys;
 
 use super::prepared_request::PreparedRequest;
 use crate::deadline;

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::ffi::CString;
 use std::sync::{Arc, Mutex};
 
-use php_sys as sys;
+use crate::ffi as sys;
 
 use super::keys::{Key, CGI_NAMES};
 use super::text::verbatim_variable_name;

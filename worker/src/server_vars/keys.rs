@@ -5,7 +5,7 @@
 use std::ffi::c_char;
 use std::sync::OnceLock;
 
-use php_sys as sys;
+use crate::ffi as sys;
 
 use super::text::{HeaderTable, COMMON_HEADERS};
 use crate::php;

@@ -37,8 +37,8 @@ mod text;
 use std::ffi::CStr;
 use std::fmt::Write as _;
 
+use crate::ffi as sys;
 use bumpalo::Bump;
-use php_sys as sys;
 
 use crate::php;
 use crate::request::CgiRequest;

@@ -1,9 +1,9 @@
 //! Attribute values and names PHP passes: read, and checked (a bad one throws, whether
 //! or not the request is sampled).
 
+use crate::ffi as sys;
 use ferrophp_cache::zv;
 use ferrophp_trace::{AttrValue, Value};
-use php_sys as sys;
 
 const IS_NULL: u8 = 1;
 

@@ -4,8 +4,8 @@
 
 use std::ffi::{c_char, c_int, c_void};
 
+use crate::ffi as sys;
 use ferrophp_trace::{self as ft, Limits, SpanData, StatusCode, Value};
-use php_sys as sys;
 
 use super::state::{State, STATE};
 

@@ -1,5 +1,6 @@
-//! Tracing on the PHP thread: `Ferrophp\Trace` and `Ferrophp\Span` (arginfo and the Span
-//! object's layout in php-sys/trace.c, stubs in worker/stubs/Trace.php), the request's
+//! Tracing on the PHP thread: `Ferrophp\Trace` and `Ferrophp\Span` (declared in
+//! worker/stubs/Trace.stub.php; the Span object's layout and the classes' registration in
+//! c/trace.c), the request's
 //! trace state, and what PHP's error observer and throw hook tell it about uncaught
 //! exceptions and fatal errors.
 //!
@@ -36,8 +37,8 @@ mod span_class;
 mod state;
 mod trace_class;
 
+use crate::ffi as sys;
 use ferrophp_trace::{self as ft, RequestTrace, Value};
-use php_sys as sys;
 
 use state::{end_slot, STATE};
 

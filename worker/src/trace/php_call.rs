@@ -4,8 +4,8 @@
 
 use std::ffi::{c_char, CString};
 
+use crate::ffi as sys;
 use ferrophp_cache::zv;
-use php_sys as sys;
 
 pub(super) type Ed = *mut sys::zend_execute_data;
 pub(super) type Rv = *mut sys::zval;

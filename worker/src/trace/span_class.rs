@@ -2,11 +2,11 @@
 //! object names its span by request generation and slot: a span of another request, an
 //! ended span and a non-recording span do nothing.
 
+use crate::ffi as sys;
 use ferrophp_cache::zv;
 use ferrophp_trace::{
     self as ft, AttrValue, Limits, SpanContext, SpanData, SpanId, StatusCode, TraceId,
 };
-use php_sys as sys;
 
 use super::attributes::{attr_value, check_name, read_attributes, PhpValue};
 use super::exceptions::{describe, describe_into, exception_event, Described};
@@ -47,7 +47,8 @@ fn return_this(ed: Ed, rv: Rv) {
 
 /// `Span::setAttribute(string $key, mixed $value): static`
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ferrophp_span_set_attribute(ed: Ed, rv: Rv) {
+#[allow(non_snake_case)] // the symbol the generated arginfo header names
+pub(crate) unsafe extern "C" fn zim_Ferrophp_Span_setAttribute(ed: Ed, rv: Rv) {
     let mut key: *mut sys::zend_string = std::ptr::null_mut();
     let mut value: *mut sys::zval = std::ptr::null_mut();
     // SAFETY: "Sz" fills a zend_string and a zval pointer.
@@ -81,7 +82,8 @@ pub(crate) unsafe extern "C" fn ferrophp_span_set_attribute(ed: Ed, rv: Rv) {
 
 /// `Span::setAttributes(array $attributes): static`
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ferrophp_span_set_attributes(ed: Ed, rv: Rv) {
+#[allow(non_snake_case)] // the symbol the generated arginfo header names
+pub(crate) unsafe extern "C" fn zim_Ferrophp_Span_setAttributes(ed: Ed, rv: Rv) {
     let mut attributes: *mut sys::HashTable = std::ptr::null_mut();
     // SAFETY: "h" fills a HashTable pointer.
     if unsafe { sys::zend_parse_parameters(zv::num_args(ed), c"h".as_ptr(), &mut attributes) }
@@ -103,7 +105,8 @@ pub(crate) unsafe extern "C" fn ferrophp_span_set_attributes(ed: Ed, rv: Rv) {
 
 /// `Span::addEvent(string $name, array $attributes = []): static`
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ferrophp_span_add_event(ed: Ed, rv: Rv) {
+#[allow(non_snake_case)] // the symbol the generated arginfo header names
+pub(crate) unsafe extern "C" fn zim_Ferrophp_Span_addEvent(ed: Ed, rv: Rv) {
     let mut name: *mut sys::zend_string = std::ptr::null_mut();
     let mut attributes: *mut sys::HashTable = std::ptr::null_mut();
     // SAFETY: "S|h" fills a zend_string and a HashTable pointer.
@@ -141,7 +144,8 @@ pub(crate) unsafe extern "C" fn ferrophp_span_add_event(ed: Ed, rv: Rv) {
 /// `Span::recordException(Throwable $exception, array $attributes = []): static`: an
 /// `exception` event (type, message, stack trace). The status is the caller's to set.
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ferrophp_span_record_exception(ed: Ed, rv: Rv) {
+#[allow(non_snake_case)] // the symbol the generated arginfo header names
+pub(crate) unsafe extern "C" fn zim_Ferrophp_Span_recordException(ed: Ed, rv: Rv) {
     let mut exception: *mut sys::zval = std::ptr::null_mut();
     let mut attributes: *mut sys::HashTable = std::ptr::null_mut();
     // SAFETY: "z|h" fills a zval and a HashTable pointer; the arginfo requires a Throwable.
@@ -189,7 +193,8 @@ pub(crate) unsafe extern "C" fn ferrophp_span_record_exception(ed: Ed, rv: Rv) {
 /// specification's rules: Unset is ignored, Ok is final, a description only goes with
 /// Error.
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ferrophp_span_set_status(ed: Ed, rv: Rv) {
+#[allow(non_snake_case)] // the symbol the generated arginfo header names
+pub(crate) unsafe extern "C" fn zim_Ferrophp_Span_setStatus(ed: Ed, rv: Rv) {
     let mut code: sys::zend_long = 0;
     let mut description: *mut sys::zend_string = std::ptr::null_mut();
     // SAFETY: "l|S" fills a zend_long and a zend_string pointer.
@@ -237,7 +242,8 @@ pub(crate) unsafe extern "C" fn ferrophp_span_set_status(ed: Ed, rv: Rv) {
 
 /// `Span::updateName(string $name): static`
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ferrophp_span_update_name(ed: Ed, rv: Rv) {
+#[allow(non_snake_case)] // the symbol the generated arginfo header names
+pub(crate) unsafe extern "C" fn zim_Ferrophp_Span_updateName(ed: Ed, rv: Rv) {
     let mut name: *mut sys::zend_string = std::ptr::null_mut();
     // SAFETY: "S" fills a zend_string pointer.
     if unsafe { sys::zend_parse_parameters(zv::num_args(ed), c"S".as_ptr(), &mut name) }
@@ -289,7 +295,8 @@ fn end_ref(r: &sys::ferrophp_span_ref, failed: bool) {
 
 /// `Span::end(): void`
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ferrophp_span_end(ed: Ed, _rv: Rv) {
+#[allow(non_snake_case)] // the symbol the generated arginfo header names
+pub(crate) unsafe extern "C" fn zim_Ferrophp_Span_end(ed: Ed, _rv: Rv) {
     if !no_args(ed) {
         return;
     }
@@ -314,7 +321,8 @@ pub(crate) unsafe extern "C" fn ferrophp_trace_span_released(
 
 /// `Span::isRecording(): bool`
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ferrophp_span_is_recording(ed: Ed, rv: Rv) {
+#[allow(non_snake_case)] // the symbol the generated arginfo header names
+pub(crate) unsafe extern "C" fn zim_Ferrophp_Span_isRecording(ed: Ed, rv: Rv) {
     if !no_args(ed) {
         return;
     }
@@ -335,7 +343,8 @@ fn this_context(ed: Ed) -> SpanContext {
 
 /// `Span::traceId(): string` (32 hex digits; zeros for a span outside any trace).
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ferrophp_span_trace_id(ed: Ed, rv: Rv) {
+#[allow(non_snake_case)] // the symbol the generated arginfo header names
+pub(crate) unsafe extern "C" fn zim_Ferrophp_Span_traceId(ed: Ed, rv: Rv) {
     if no_args(ed) {
         return_str(rv, &this_context(ed).trace_id.hex());
     }
@@ -343,7 +352,8 @@ pub(crate) unsafe extern "C" fn ferrophp_span_trace_id(ed: Ed, rv: Rv) {
 
 /// `Span::spanId(): string` (16 hex digits).
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ferrophp_span_span_id(ed: Ed, rv: Rv) {
+#[allow(non_snake_case)] // the symbol the generated arginfo header names
+pub(crate) unsafe extern "C" fn zim_Ferrophp_Span_spanId(ed: Ed, rv: Rv) {
     if no_args(ed) {
         return_str(rv, &this_context(ed).span_id.hex());
     }
@@ -352,7 +362,8 @@ pub(crate) unsafe extern "C" fn ferrophp_span_span_id(ed: Ed, rv: Rv) {
 /// `Span::traceparent(): ?string`: the `traceparent` naming this span as the parent
 /// (null for a span outside any trace).
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ferrophp_span_traceparent(ed: Ed, rv: Rv) {
+#[allow(non_snake_case)] // the symbol the generated arginfo header names
+pub(crate) unsafe extern "C" fn zim_Ferrophp_Span_traceparent(ed: Ed, rv: Rv) {
     if !no_args(ed) {
         return;
     }

@@ -3,9 +3,9 @@
 
 use std::sync::atomic::Ordering;
 
+use crate::ffi as sys;
 use ferrophp_cache::zv;
 use ferrophp_trace::{self as ft, Kind, SpanContext};
-use php_sys as sys;
 
 use super::attributes::{check_name, read_attributes, read_attributes_as};
 use super::php_call::{no_args, return_bool, return_null, return_str, throw, Ed, Rv};
@@ -27,7 +27,8 @@ fn new_span_object(rv: Rv, generation: u64, index: u32, ctx: &SpanContext) {
 
 /// `Trace::span(string $name, array $attributes = [], int $kind = Span::KIND_INTERNAL): Span`
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ferrophp_trace_span(ed: Ed, rv: Rv) {
+#[allow(non_snake_case)] // the symbol the generated arginfo header names
+pub(crate) unsafe extern "C" fn zim_Ferrophp_Trace_span(ed: Ed, rv: Rv) {
     let mut name: *mut sys::zend_string = std::ptr::null_mut();
     let mut attributes: *mut sys::HashTable = std::ptr::null_mut();
     let mut kind: sys::zend_long = Kind::Internal as sys::zend_long;
@@ -134,7 +135,8 @@ pub(crate) unsafe extern "C" fn ferrophp_trace_span(ed: Ed, rv: Rv) {
 /// `Trace::traceparent(): ?string`: the `traceparent` for an outgoing call made now
 /// (from the innermost open span); when tracing is off, the request's own as received.
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ferrophp_trace_traceparent(ed: Ed, rv: Rv) {
+#[allow(non_snake_case)] // the symbol the generated arginfo header names
+pub(crate) unsafe extern "C" fn zim_Ferrophp_Trace_traceparent(ed: Ed, rv: Rv) {
     if !no_args(ed) {
         return;
     }
@@ -147,7 +149,8 @@ pub(crate) unsafe extern "C" fn ferrophp_trace_traceparent(ed: Ed, rv: Rv) {
 
 /// `Trace::tracestate(): ?string`: the request's `tracestate` (propagated unchanged).
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ferrophp_trace_tracestate(ed: Ed, rv: Rv) {
+#[allow(non_snake_case)] // the symbol the generated arginfo header names
+pub(crate) unsafe extern "C" fn zim_Ferrophp_Trace_tracestate(ed: Ed, rv: Rv) {
     if !no_args(ed) {
         return;
     }
@@ -162,7 +165,8 @@ pub(crate) unsafe extern "C" fn ferrophp_trace_tracestate(ed: Ed, rv: Rv) {
 
 /// `Trace::traceId(): ?string`
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ferrophp_trace_trace_id(ed: Ed, rv: Rv) {
+#[allow(non_snake_case)] // the symbol the generated arginfo header names
+pub(crate) unsafe extern "C" fn zim_Ferrophp_Trace_traceId(ed: Ed, rv: Rv) {
     if !no_args(ed) {
         return;
     }
@@ -175,7 +179,8 @@ pub(crate) unsafe extern "C" fn ferrophp_trace_trace_id(ed: Ed, rv: Rv) {
 
 /// `Trace::isSampled(): bool`: this request's spans are recorded and exported.
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ferrophp_trace_is_sampled(ed: Ed, rv: Rv) {
+#[allow(non_snake_case)] // the symbol the generated arginfo header names
+pub(crate) unsafe extern "C" fn zim_Ferrophp_Trace_isSampled(ed: Ed, rv: Rv) {
     if !no_args(ed) {
         return;
     }
@@ -186,7 +191,8 @@ pub(crate) unsafe extern "C" fn ferrophp_trace_is_sampled(ed: Ed, rv: Rv) {
 /// `Trace::server(): Span`: the request's server span (not recording when unsampled or
 /// outside an HTTP request).
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ferrophp_trace_server(ed: Ed, rv: Rv) {
+#[allow(non_snake_case)] // the symbol the generated arginfo header names
+pub(crate) unsafe extern "C" fn zim_Ferrophp_Trace_server(ed: Ed, rv: Rv) {
     if !no_args(ed) {
         return;
     }

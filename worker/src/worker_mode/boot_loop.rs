@@ -6,8 +6,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::ffi as sys;
 use bumpalo::Bump;
-use php_sys as sys;
 
 use super::handle_request::{WorkerThread, CURRENT};
 use super::{RunEnd, Worker, WorkerConfig, WorkerPool};

@@ -1,5 +1,5 @@
 //! The Rust side of `ferrophp_handle_request($handler)` (also `frankenphp_handle_request`,
-//! whose engine sequence is php-sys/request_scope.c's): the worker thread between two
+//! whose engine sequence is c/request_scope.c's): the worker thread between two
 //! requests (the memory guard, `max_requests`, cache pressure, orders, idle retirement),
 //! and the three moments of a request the C side hands over: next (prepare the job),
 //! respond (the response goes out), done (the job ends).
@@ -9,8 +9,8 @@ use std::ffi::c_int;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use crate::ffi as sys;
 use bumpalo::Bump;
-use php_sys as sys;
 
 use super::{Release, RunEnd, WorkerPool};
 use crate::deadline;
@@ -49,7 +49,7 @@ pub(super) struct WorkerThread<'a> {
 }
 
 /// The request a worker thread serves. Its scope is installed by the C side
-/// (`ferrophp_handle_request` in php-sys/request_scope.c) and points into it, so once in
+/// (`ferrophp_handle_request` in c/request_scope.c) and points into it, so once in
 /// [`WorkerThread::in_flight`] it stays there, untouched by `&mut`, until it is taken out
 /// at its end. When its handler ends the script (`exit()`, a fatal error) it stays
 /// installed while the script's engine request shuts down: PHP's `php_request_shutdown`
@@ -347,7 +347,7 @@ impl<'a> WorkerThread<'a> {
     }
 }
 
-/// `ferrophp_handle_request` (php-sys/request_scope.c) asks for the next request: blocks
+/// `ferrophp_handle_request` (c/request_scope.c) asks for the next request: blocks
 /// until there is one, prepares it and hands its scope over (`FERROPHP_WORKER_*` says
 /// what happened instead when there is none).
 ///

@@ -10,8 +10,8 @@
  * hooks) that bindgen cannot express. request_scope.c calls them in order, so the
  * worker hot path never bounces between Rust and C for a step.
  */
-#define ZEND_ENABLE_STATIC_TSRMLS_CACHE 1 /* the thread's cache is shim.c's */
-#include "shim.h"
+#define ZEND_ENABLE_STATIC_TSRMLS_CACHE 1 /* the thread's cache is php-sys's shim.c's */
+#include "worker.h"
 #include "php_variables.h"
 #include <time.h>
 #include "ext/session/php_session.h"

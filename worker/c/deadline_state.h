@@ -1,13 +1,13 @@
 /* deadline_state.h: one PHP thread's deadline state, shared by the three files of request
- * deadlines (not part of the shim's API, which is in shim.h): deadline.c owns its life and
- * the signals and hooks that act on it, deadline_waits.c the replaced libc waits that
- * check it, slow_capture.c the slow log's stack capture that fills its snapshot. The
+ * deadlines (not part of the crate's C API, which is in worker.h): deadline.c owns its
+ * life and the signals and hooks that act on it, deadline_waits.c the replaced libc waits
+ * that check it, slow_capture.c the slow log's stack capture that fills its snapshot. The
  * checks all three make are here, inline, so each wait checks its deadline without a
  * call. Its symbols are hidden: the binary exports only the replaced libc functions. */
 #ifndef FERROPHP_DEADLINE_STATE_H
 #define FERROPHP_DEADLINE_STATE_H
 
-#include "shim.h"
+#include "worker.h"
 #include <stdatomic.h>
 
 /* What in_wait says. */

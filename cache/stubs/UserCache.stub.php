@@ -4,6 +4,12 @@
  * PHP values shared by every PHP thread of the process; strings and arrays are returned
  * without copying (immutable values the engine copies only when a script writes to them).
  * See docs/usercache.md.
+ *
+ * scripts/gen-arginfo.sh turns this file into UserCache_arginfo.h (PHP's own
+ * build/gen_stub.php): the method table and class registration cache/usercache.c
+ * includes. Bodies are Rust (cache/src/api.rs), `zim_UserCache_Cache_<method>`.
+ *
+ * @generate-class-entries
  */
 namespace UserCache;
 
@@ -11,6 +17,10 @@ namespace UserCache;
  *  `$value['a'][3]->b`) and for cached objects whose class cannot be found on fetch. */
 class Exception extends \RuntimeException {}
 
+/**
+ * @strict-properties
+ * @not-serializable
+ */
 final class Cache
 {
     /** Stores (overwrites) $value. $ttl in seconds, 0 = no expiry. False when it does not

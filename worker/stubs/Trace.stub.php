@@ -4,6 +4,12 @@
  * ferrophp-trace crate). Each request traced by the server (W3C `traceparent` in,
  * OTLP/HTTP out, see docs/operating.md "Traces") has a server span; PHP adds child spans
  * with Trace::span() and reads the context to forward to the services it calls.
+ *
+ * scripts/gen-arginfo.sh turns this file into Trace_arginfo.h (PHP's own
+ * build/gen_stub.php): the method tables and class registration worker/c/trace.c includes.
+ * Method bodies are Rust, named `zim_Ferrophp_<Class>_<method>`.
+ *
+ * @generate-class-entries
  */
 namespace Ferrophp;
 
@@ -14,6 +20,10 @@ namespace Ferrophp;
  *  past them is dropped and counted. */
 class TraceException extends \InvalidArgumentException {}
 
+/**
+ * @strict-properties
+ * @not-serializable
+ */
 final class Trace
 {
     /** Starts a span, child of the innermost span still open in this request (else of
@@ -45,16 +55,28 @@ final class Trace
     public static function server(): Span {}
 }
 
+/**
+ * @strict-properties
+ * @not-serializable
+ */
 final class Span
 {
+    /** @var int */
     public const KIND_INTERNAL = 1;
+    /** @var int */
     public const KIND_SERVER = 2;
+    /** @var int */
     public const KIND_CLIENT = 3;
+    /** @var int */
     public const KIND_PRODUCER = 4;
+    /** @var int */
     public const KIND_CONSUMER = 5;
 
+    /** @var int */
     public const STATUS_UNSET = 0;
+    /** @var int */
     public const STATUS_OK = 1;
+    /** @var int */
     public const STATUS_ERROR = 2;
 
     /** Spans come from Trace::span() and Trace::server(). */
@@ -75,7 +97,7 @@ final class Span
 
     /** STATUS_OK is final; STATUS_UNSET is ignored; the description is kept with
      *  STATUS_ERROR only. */
-    public function setStatus(int $code, string $description = ''): static {}
+    public function setStatus(int $code, string $description = ""): static {}
 
     public function updateName(string $name): static {}
 

@@ -1,15 +1,15 @@
 /* request_scope.c: one request's life on its PHP thread, for both modes, in one place:
  * install the scope Rust prepared (SG(server_context), SG(request_info), the deadline),
  * run the engine's sequence around the script or the worker's handler, uninstall. The
- * PHP thread leaves C only at the edges of a request (shim.h draws both paths), so the
+ * PHP thread leaves C only at the edges of a request (worker.h draws both paths), so the
  * engine's globals are reached here through the thread's TSRM cache, never one FFI call
  * per field, and every bailout lands in a zend_try of this file, never in Rust frames.
  *
  * What a worker request does inside the worker script's long engine request (its
  * startup, shutdown and finish sequences) is worker_request.c's.
  */
-#define ZEND_ENABLE_STATIC_TSRMLS_CACHE 1 /* the thread's cache is shim.c's */
-#include "shim.h"
+#define ZEND_ENABLE_STATIC_TSRMLS_CACHE 1 /* the thread's cache is php-sys's shim.c's */
+#include "worker.h"
 #include "zend_exceptions.h"
 #include "ext/spl/spl_exceptions.h"
 
@@ -174,10 +174,11 @@ static ZEND_NORETURN void ferrophp_worker_end_script(void) {
     zend_bailout();
 }
 
-/* ferrophp_handle_request(callable $handler): bool (also frankenphp_handle_request):
- * waits for the next request, serves it with $handler inside the worker script's engine
- * request, and returns true; false when the script should end its loop. */
-void ferrophp_fn_handle_request(zend_execute_data *execute_data, zval *return_value) {
+/* ferrophp_handle_request(callable $handler): bool (also frankenphp_handle_request; the
+ * signature is worker/stubs/sapi.stub.php's): waits for the next request, serves it with
+ * $handler inside the worker script's engine request, and returns true; false when the
+ * script should end its loop. */
+ZEND_FUNCTION(ferrophp_handle_request) {
     zend_fcall_info fci;
     zend_fcall_info_cache fcc;
     ZEND_PARSE_PARAMETERS_START(1, 1)

@@ -4,7 +4,7 @@
  * deadlines are measured on (also read by worker/src/deadline.rs). Kept apart so that
  * the three files depend on the header, and the header on nothing of theirs. */
 #define _GNU_SOURCE
-#define ZEND_ENABLE_STATIC_TSRMLS_CACHE 1 /* the thread's cache is shim.c's */
+#define ZEND_ENABLE_STATIC_TSRMLS_CACHE 1 /* the thread's cache is php-sys's shim.c's */
 #include "deadline_state.h"
 #include <time.h>
 

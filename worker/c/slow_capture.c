@@ -16,7 +16,7 @@
  * and hands it back the same way.
  */
 #define _GNU_SOURCE
-#define ZEND_ENABLE_STATIC_TSRMLS_CACHE 1 /* the thread's cache is shim.c's */
+#define ZEND_ENABLE_STATIC_TSRMLS_CACHE 1 /* the thread's cache is php-sys's shim.c's */
 #include "deadline_state.h"
 #include <string.h>
 

@@ -25,7 +25,7 @@
  * kept).
  */
 #define _GNU_SOURCE
-#define ZEND_ENABLE_STATIC_TSRMLS_CACHE 1 /* the thread's cache is shim.c's */
+#define ZEND_ENABLE_STATIC_TSRMLS_CACHE 1 /* the thread's cache is php-sys's shim.c's */
 #include "deadline_state.h"
 #include "ext/session/php_session.h"
 #include <errno.h>

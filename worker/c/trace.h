@@ -1,34 +1,16 @@
 /*
- * C side of Ferrophp\Trace and Ferrophp\Span (worker/src/trace/): the class and method
- * arginfo tables, the Span object layout (a few plain fields before the zend_object),
- * the error observer and throw hook that tell the runtime about uncaught exceptions, and
- * one helper that reads a Throwable's class, message and trace. No tracing logic lives
- * here.
+ * C side of Ferrophp\Trace and Ferrophp\Span (worker/src/trace/): the Span object layout
+ * (a few plain fields before the zend_object), the class registration, the error observer
+ * and throw hook that tell the runtime about uncaught exceptions, and one helper that
+ * reads a Throwable's class, message and trace. The arginfo and method tables are
+ * generated from worker/stubs/Trace.stub.php; the method bodies are Rust
+ * (zim_Ferrophp_Trace_<method>, zim_Ferrophp_Span_<method>: trace_class.rs,
+ * span_class.rs), but for Span's private constructor. No tracing logic lives here.
  */
 #ifndef FERROPHP_TRACE_H
 #define FERROPHP_TRACE_H
 
 #include "php.h"
-
-/* Method bodies live in Rust (worker/src/trace/: trace_class.rs, span_class.rs). */
-#define FERROPHP_TRACE_HANDLER(name) void name(zend_execute_data *execute_data, zval *return_value)
-FERROPHP_TRACE_HANDLER(ferrophp_trace_span);
-FERROPHP_TRACE_HANDLER(ferrophp_trace_traceparent);
-FERROPHP_TRACE_HANDLER(ferrophp_trace_tracestate);
-FERROPHP_TRACE_HANDLER(ferrophp_trace_trace_id);
-FERROPHP_TRACE_HANDLER(ferrophp_trace_is_sampled);
-FERROPHP_TRACE_HANDLER(ferrophp_trace_server);
-FERROPHP_TRACE_HANDLER(ferrophp_span_set_attribute);
-FERROPHP_TRACE_HANDLER(ferrophp_span_set_attributes);
-FERROPHP_TRACE_HANDLER(ferrophp_span_add_event);
-FERROPHP_TRACE_HANDLER(ferrophp_span_record_exception);
-FERROPHP_TRACE_HANDLER(ferrophp_span_set_status);
-FERROPHP_TRACE_HANDLER(ferrophp_span_update_name);
-FERROPHP_TRACE_HANDLER(ferrophp_span_end);
-FERROPHP_TRACE_HANDLER(ferrophp_span_is_recording);
-FERROPHP_TRACE_HANDLER(ferrophp_span_trace_id);
-FERROPHP_TRACE_HANDLER(ferrophp_span_span_id);
-FERROPHP_TRACE_HANDLER(ferrophp_span_traceparent);
 
 /* What a Span object names: the request it belongs to (generation 0: a span that records
  * nothing), its slot among that request's spans (UINT32_MAX: the request's server span)
@@ -59,7 +41,7 @@ extern zend_class_entry *ferrophp_trace_exception_ce;
 /* Registers Ferrophp\Trace (final, static methods), Ferrophp\Span (final, not
  * constructible, not cloneable or serializable; free_obj calls
  * ferrophp_trace_span_released) and Ferrophp\TraceException (extends
- * InvalidArgumentException); installs the error observer and the throw hook (chained
+ * InvalidArgumentException), as the stub declares them; installs the error observer and the throw hook (chained
  * after any installed before). MINIT only. */
 void ferrophp_trace_register_classes(void);
 

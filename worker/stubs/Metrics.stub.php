@@ -3,6 +3,12 @@
  * Stubs for ferrophp's metrics (implemented in Rust, worker/src/metrics.rs and the
  * ferrophp-metrics crate). Each PHP thread records into its own shard; the admin
  * `GET /metrics` endpoint and push mode merge every thread's series. See docs/metrics.md.
+ *
+ * scripts/gen-arginfo.sh turns this file into Metrics_arginfo.h (PHP's own
+ * build/gen_stub.php): the method tables and class registration worker/c/metrics.c includes.
+ * Method bodies are Rust, named `zim_Ferrophp_<Class>_<method>`.
+ *
+ * @generate-class-entries
  */
 namespace Ferrophp;
 
@@ -10,6 +16,10 @@ namespace Ferrophp;
  *  negative increment, or one name used as two kinds of metric. */
 class MetricsException extends \InvalidArgumentException {}
 
+/**
+ * @strict-properties
+ * @not-serializable
+ */
 final class Metrics
 {
     /** Records $value into the DDSketch distribution $name (+ $tags). Names follow

@@ -12,7 +12,7 @@
 #include "php.h"
 #include "zend_smart_str.h"
 #include "ext/standard/basic_functions.h"
-#include "shim.h"
+#include "worker.h"
 #include <langinfo.h>
 #include <locale.h>
 

@@ -17,8 +17,8 @@
  * php_default_treat_data's, step for step; only the per-variable work and the tokenizer's
  * implementation differ. worker/tests/input_parsing.rs compares both paths.
  */
-#define ZEND_ENABLE_STATIC_TSRMLS_CACHE 1 /* the thread's cache is shim.c's */
-#include "shim.h"
+#define ZEND_ENABLE_STATIC_TSRMLS_CACHE 1 /* the thread's cache is php-sys's shim.c's */
+#include "worker.h"
 #include "php_variables.h"
 #include "ext/filter/php_filter.h"
 #include "ext/standard/url.h"

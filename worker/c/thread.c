@@ -8,8 +8,8 @@
  * PHP hash tables with ZEND_HASH_* macros, or depends on ZEND_MAX_EXECUTION_TIMERS, a
  * build-time define of the PHP build; bindgen can express none of these.
  */
-#define ZEND_ENABLE_STATIC_TSRMLS_CACHE 1 /* the thread's cache is shim.c's */
-#include "shim.h"
+#define ZEND_ENABLE_STATIC_TSRMLS_CACHE 1 /* the thread's cache is php-sys's shim.c's */
+#include "worker.h"
 #include "ext/session/php_session.h"
 #ifdef ZEND_MAX_EXECUTION_TIMERS
 #include <time.h>

@@ -35,10 +35,10 @@
  * closed.
  *
  * The Rust side calls ferrophp_deadline_reap, defined here, so the linker always takes
- * this object out of the shim's archive, and the replacements with it.
+ * this object out of the crate's archive, and the replacements with it.
  */
 #define _GNU_SOURCE
-#define ZEND_ENABLE_STATIC_TSRMLS_CACHE 1 /* the thread's cache is shim.c's */
+#define ZEND_ENABLE_STATIC_TSRMLS_CACHE 1 /* the thread's cache is php-sys's shim.c's */
 #include "deadline_state.h"
 #include <dlfcn.h>
 #include <errno.h>
