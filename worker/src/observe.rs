@@ -32,15 +32,66 @@ pub(crate) fn php_memory_usage(real: bool) -> usize {
 use crate::thread_state::StateCell;
 pub use crate::thread_state::ThreadState;
 
-/// Counters of one pool of PHP threads: the classic pool or one worker script.
+/// What a pool's threads do. Each pool of the engine has one kind, and the operator's
+/// views (`/metrics`, `/threads`, `/status`) match on it rather than on a flag, so a new
+/// kind of pool is a compile error wherever a view has to decide how to show it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PoolKind {
+    /// Classic threads: each request runs its script from scratch, as under php-fpm.
+    Classic,
+    /// A worker script's threads: the script boots once per thread and serves requests
+    /// in a loop.
+    Worker,
+}
+
+impl PoolKind {
+    /// `"classic"` or `"worker"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PoolKind::Classic => "classic",
+            PoolKind::Worker => "worker",
+        }
+    }
+}
+
+/// A pool's place among the process's pools: the order they were registered in, which is
+/// the order [`pools`] lists them. It never changes for the pool's life, and nothing
+/// else about a pool follows from it (ask its [`PoolKind`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PoolId(usize);
+
+impl PoolId {
+    /// The position in [`pools`], from 0.
+    pub fn index(self) -> usize {
+        self.0
+    }
+}
+
+/// How many threads a pool may run and how many requests it takes in, fixed when it
+/// starts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PoolSize {
+    /// The floor: threads started with the pool and never retired for idling.
+    pub min_threads: usize,
+    /// The ceiling (`min_threads` when the pool does not autoscale).
+    pub max_threads: usize,
+    /// Requests the HTTP side lets into the pool at once (`Engine::max_in_flight`).
+    pub max_in_flight: usize,
+}
+
+/// Counters of one pool of PHP threads: the classic pool or one worker script's.
 #[derive(Debug)]
 pub struct PoolStats {
-    /// `"classic"` or the worker script's path.
+    /// Its place among the process's pools.
+    pub id: PoolId,
+    /// `"classic"` or the worker's name (its script's path unless named).
     pub name: String,
     /// The same, shared with each thread's state machine (for its log lines).
     label: Arc<str>,
-    /// A worker script's pool (else the classic pool).
-    pub is_worker: bool,
+    /// What its threads do.
+    pub kind: PoolKind,
+    /// Its floor, ceiling and admission.
+    pub size: PoolSize,
     threads: AtomicI64,
     busy: AtomicI64,
     /// Worker threads that have reached `ferrophp_handle_request` in their current run.
@@ -65,12 +116,16 @@ pub struct PoolStats {
 }
 
 /// A copy of [`PoolStats`] at one moment.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct PoolInfo {
+    /// Its place among the process's pools ([`PoolStats::id`]).
+    pub id: PoolId,
     /// `"classic"` or the worker's name ([`PoolStats::name`]).
     pub name: String,
-    /// A worker script's pool (else the classic pool).
-    pub is_worker: bool,
+    /// What its threads do.
+    pub kind: PoolKind,
+    /// Its floor, ceiling and admission.
+    pub size: PoolSize,
     /// PHP threads alive now.
     pub threads: u64,
     /// Threads running a request now.
@@ -109,12 +164,16 @@ static POOLS: Mutex<Vec<Arc<PoolStats>>> = Mutex::new(Vec::new());
 static THREADS: Mutex<Vec<Arc<Slot>>> = Mutex::new(Vec::new());
 
 impl PoolStats {
-    /// Registers a pool (once, when it starts).
-    pub(crate) fn register(name: String, is_worker: bool) -> Arc<PoolStats> {
+    /// Registers a pool (once, when it starts); it is listed after the pools registered
+    /// before it.
+    pub(crate) fn register(name: String, kind: PoolKind, size: PoolSize) -> Arc<PoolStats> {
+        let mut pools = POOLS.lock().unwrap();
         let stats = Arc::new(PoolStats {
+            id: PoolId(pools.len()),
             label: Arc::from(name.as_str()),
             name,
-            is_worker,
+            kind,
+            size,
             threads: AtomicI64::new(0),
             busy: AtomicI64::new(0),
             ready: AtomicI64::new(0),
@@ -131,7 +190,7 @@ impl PoolStats {
             max_children_reached: AtomicU64::new(0),
             slow: AtomicU64::new(0),
         });
-        POOLS.lock().unwrap().push(stats.clone());
+        pools.push(stats.clone());
         stats
     }
 
@@ -176,8 +235,10 @@ impl PoolStats {
     pub fn info(&self) -> PoolInfo {
         let g = |a: &AtomicI64| a.load(Ordering::Relaxed).max(0) as u64;
         PoolInfo {
+            id: self.id,
             name: self.name.clone(),
-            is_worker: self.is_worker,
+            kind: self.kind,
+            size: self.size,
             threads: g(&self.threads),
             busy: g(&self.busy),
             ready: g(&self.ready),
@@ -406,8 +467,8 @@ pub struct ThreadInfo {
     pub memory_bytes: u64,
     /// Unix time (ms) the running request started, or the thread became idle.
     pub since_unix_ms: u64,
-    /// A worker script's thread (else a classic one).
-    pub is_worker: bool,
+    /// What its pool's threads do.
+    pub kind: PoolKind,
 }
 
 /// Every PHP thread alive now.
@@ -438,13 +499,13 @@ pub fn threads() -> Vec<ThreadInfo> {
                 requests: s.requests.load(Ordering::Relaxed),
                 memory_bytes: s.memory.load(Ordering::Relaxed),
                 since_unix_ms: s.since_ms.load(Ordering::Relaxed),
-                is_worker: s.pool.is_worker,
+                kind: s.pool.kind,
             }
         })
         .collect()
 }
 
-/// Every pool registered so far (classic first, then the workers in start order).
+/// Every pool registered so far, in the order they started (each at its [`PoolId`]).
 pub fn pools() -> Vec<PoolInfo> {
     POOLS.lock().unwrap().iter().map(|p| p.info()).collect()
 }
