@@ -524,8 +524,8 @@ static RUNTIME_FAMILIES: &[Family] = &[
     Family {
         name: "ferrophp_slow_requests_total",
         kind: "counter",
-        help: "Slow-log entries: requests that ran longer than --slowlog-ms.",
-        samples: |s, o| o.value(s.deadlines.slow_requests),
+        help: "Requests that ran longer than --slowlog-ms or --slow-request-ms, each counted once when it ended (the slow requests of /status).",
+        samples: |s, o| o.value(s.pools.iter().map(|p| p.slow_requests).sum::<u64>()),
     },
     Family {
         name: "ferrophp_session_sweeps_total",

@@ -582,7 +582,7 @@ impl Engine {
 }
 
 /// What the process needs before the first PHP thread exists: their stack size, the
-/// deadlines and the slow log.
+/// deadlines and slow log (whose threshold also counts slow requests).
 fn prepare_process(config: &EngineConfig) {
     spawn::set_php_stack_size(config.php_stack_size.max(MIN_PHP_STACK_SIZE));
     deadline::configure(
@@ -590,6 +590,7 @@ fn prepare_process(config: &EngineConfig) {
         config.hooks.slow_log.clone(),
         config.hooks.replace_process.clone(),
     );
+    observe::set_slowlog_threshold(config.deadlines.slowlog);
 }
 
 /// The engine's main thread: PHP's start-up, then each pool in order; reports to `ready`

@@ -156,7 +156,8 @@ pub struct PoolInfo {
     /// Times the autoscaler found requests waiting and the pool at its ceiling (php-fpm's
     /// "max children reached"; a pool that does not scale never tries).
     pub max_children_reached: u64,
-    /// Requests that ran longer than the slow-request threshold (0 when none is set).
+    /// Requests that ran longer than `--slowlog-ms` or `--slow-request-ms`, each counted
+    /// once (see [`set_slow_request_threshold`]).
     pub slow_requests: u64,
 }
 
@@ -401,9 +402,15 @@ impl Slot {
         // The request line stays, as the last request's (php-fpm's status shows it).
         self.running.store(false, Ordering::Relaxed);
         self.last_micros.store(micros, Ordering::Relaxed);
-        let slow = SLOW_REQUEST_MICROS.load(Ordering::Relaxed);
-        if slow > 0 && micros >= slow {
+        let warn_after = SLOW_REQUEST_MICROS.load(Ordering::Relaxed);
+        let logged_after = SLOWLOG_MICROS.load(Ordering::Relaxed);
+        let past = |threshold: u64| threshold > 0 && micros >= threshold;
+        if past(warn_after) || past(logged_after) {
+            // Once per request, whichever threshold it passed: the one count `/status`
+            // and `/metrics` both show.
             self.pool.slow.fetch_add(1, Ordering::Relaxed);
+        }
+        if past(warn_after) {
             tracing::warn!(
                 thread = %self.name,
                 pool = %self.pool.name,
@@ -431,15 +438,30 @@ impl Slot {
     }
 }
 
-/// Requests longer than this (microseconds) count as slow; 0: none does.
+/// Requests longer than this (microseconds) are slow and logged as such when they end
+/// (`--slow-request-ms`); 0: off.
 static SLOW_REQUEST_MICROS: AtomicU64 = AtomicU64::new(0);
+/// Requests longer than this (microseconds) got a slow-log entry with their stack
+/// (`--slowlog-ms`, written by `deadline.rs` while they run), so they are slow too; 0: off.
+static SLOWLOG_MICROS: AtomicU64 = AtomicU64::new(0);
+
+fn micros_or_off(threshold: Option<std::time::Duration>) -> u64 {
+    threshold.map_or(0, |t| t.as_micros().max(1) as u64)
+}
 
 /// Sets the slow-request threshold (`--slow-request-ms`; None: off).
+///
+/// A request is counted slow (`PoolInfo::slow_requests`: php-fpm's "slow requests" on
+/// `/status`, `ferrophp_slow_requests_total` on `/metrics`) once, when it ends, if it ran
+/// past this threshold or the slow log's (`DeadlineConfig::slowlog`), whichever it passed.
 pub fn set_slow_request_threshold(threshold: Option<std::time::Duration>) {
-    SLOW_REQUEST_MICROS.store(
-        threshold.map_or(0, |t| t.as_micros().max(1) as u64),
-        Ordering::Relaxed,
-    );
+    SLOW_REQUEST_MICROS.store(micros_or_off(threshold), Ordering::Relaxed);
+}
+
+/// The slow log's threshold, for the count (see [`set_slow_request_threshold`]); set by
+/// `Engine::start`.
+pub(crate) fn set_slowlog_threshold(threshold: Option<std::time::Duration>) {
+    SLOWLOG_MICROS.store(micros_or_off(threshold), Ordering::Relaxed);
 }
 
 /// One PHP thread in the admin `/threads` and `/status?full` views.
