@@ -304,8 +304,11 @@ impl std::ops::Deref for SlotGuard {
 impl Drop for SlotGuard {
     fn drop(&mut self) {
         self.0.set_ready(false);
+        // The pool's count changes under the list's lock, after the list: a view of the
+        // list that did not change around a read of the count agrees with that count.
+        let mut threads = THREADS.lock().unwrap();
+        threads.retain(|s| !Arc::ptr_eq(s, &self.0));
         self.0.pool.threads.fetch_sub(1, Ordering::Relaxed);
-        THREADS.lock().unwrap().retain(|s| !Arc::ptr_eq(s, &self.0));
     }
 }
 
@@ -315,8 +318,11 @@ pub(crate) fn enter(slot: &Arc<Slot>) -> SlotGuard {
     // SAFETY: gettid has no arguments and cannot fail.
     slot.tid
         .store(unsafe { libc::gettid() } as i64, Ordering::Relaxed);
+    // As in the guard's drop: the list first, the count under the same lock.
+    let mut threads = THREADS.lock().unwrap();
+    threads.push(slot.clone());
     slot.pool.threads.fetch_add(1, Ordering::Relaxed);
-    THREADS.lock().unwrap().push(slot.clone());
+    drop(threads);
     SlotGuard(slot.clone())
 }
 
