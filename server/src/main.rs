@@ -12,7 +12,7 @@ use ferrophp_server::{config, php_cli, serve, supervise};
 #[derive(Parser)]
 #[command(
     name = "ferrophp",
-    version,
+    version = version_text(),
     about = "A PHP application server embedding ZTS PHP"
 )]
 struct Cli {
@@ -29,6 +29,19 @@ enum Command {
     PhpCli(php_cli::Args),
     /// Serve a PHP application over HTTP (classic mode: each request runs a script).
     Serve(Box<config::ServeArgs>),
+}
+
+/// `ferrophp --version`: ferrophp's version and the PHP it embeds (`php -v` gives PHP's
+/// own banner).
+fn version_text() -> &'static str {
+    static TEXT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    TEXT.get_or_init(|| {
+        format!(
+            "{} (PHP {})",
+            env!("CARGO_PKG_VERSION"),
+            worker::PHP_VERSION
+        )
+    })
 }
 
 fn main() {
