@@ -11,6 +11,9 @@
 #
 # PREBUILT=1 skips the compilers and unpacks dist/ferrophp-*-linux-x86_64.tar.gz from the
 # build context instead, so tests and CI do not spend an hour compiling on small machines.
+# FERROPHP_VERSION and PHP_VERSION (docker/build-image.sh passes them) name that tarball
+# and become the image's labels (org.opencontainers.image.version, dev.ferrophp.php.version);
+# the build fails when the binary inside says otherwise.
 # (The classic builder runs every stage, so the choice is an argument inside one builder
 # stage rather than two stages.)
 #
@@ -52,6 +55,8 @@ RUN if [ -z "$PREBUILT" ]; then \
     fi
 # PHP first, in its own layer: it changes far less often than the rest of the sources.
 COPY scripts/build-php.sh /src/scripts/build-php.sh
+COPY scripts/lib /src/scripts/lib
+COPY scripts/php-patches /src/scripts/php-patches
 RUN if [ -z "$PREBUILT" ]; then /src/scripts/build-php.sh; fi
 # Certificate authorities the build machine trusts beyond Debian's (a TLS-inspecting proxy's,
 # say), for cargo's HTTPS downloads; docker/build-image.sh passes them. Declared here, late,
@@ -63,19 +68,38 @@ RUN if [ -z "$PREBUILT" ] && [ -n "$EXTRA_CA_CERTS" ]; then \
     fi
 COPY . /src
 WORKDIR /src
+# The versions the image's labels carry (docker/build-image.sh passes them); checked
+# against the binary below.
+ARG FERROPHP_VERSION=
+ARG PHP_VERSION=
 RUN set -e; \
     if [ -z "$PREBUILT" ]; then \
       rm -rf dist target; \
       FERROPHP_RELEASE_PHP=default FERROPHP_BASE_LIBS=/base-libs.txt scripts/release.sh >/tmp/tarball; \
       tarball=$(cat /tmp/tarball); \
+    elif [ -n "$FERROPHP_VERSION" ] && [ -n "$PHP_VERSION" ]; then \
+      tarball=dist/ferrophp-$FERROPHP_VERSION-php$PHP_VERSION-linux-x86_64.tar.gz; \
     else \
-      tarball=$(ls dist/ferrophp-*-linux-x86_64.tar.gz | head -1); \
+      tarball=$(ls dist/ferrophp-*-linux-x86_64.tar.gz); \
+      [ "$(echo "$tarball" | wc -l)" = 1 ] || { echo "more than one release in dist/: $tarball" >&2; exit 1; }; \
     fi; \
     mkdir -p /opt/ferrophp; \
     tar -xzf "$tarball" -C /opt/ferrophp --strip-components=1; \
-    /opt/ferrophp/ferrophp --version
+    version=$(/opt/ferrophp/ferrophp --version); \
+    echo "$version"; \
+    if { [ -n "$FERROPHP_VERSION" ] && ! echo "$version" | grep -qF "ferrophp $FERROPHP_VERSION "; } \
+      || { [ -n "$PHP_VERSION" ] && ! echo "$version" | grep -qF "(PHP $PHP_VERSION)"; }; then \
+      echo "the labels would say ferrophp $FERROPHP_VERSION, PHP $PHP_VERSION; the binary says: $version" >&2; \
+      exit 1; \
+    fi
 
 FROM ${BASE}
+ARG FERROPHP_VERSION=
+ARG PHP_VERSION=
+LABEL org.opencontainers.image.title="ferrophp" \
+      org.opencontainers.image.description="PHP application server embedding ZTS PHP" \
+      org.opencontainers.image.version="${FERROPHP_VERSION}" \
+      dev.ferrophp.php.version="${PHP_VERSION}"
 COPY --from=release /opt/ferrophp /opt/ferrophp
 COPY docker/entrypoint.sh docker/healthcheck.sh docker/add-extension.sh /opt/ferrophp/docker/
 COPY test-data/demo/public /app/public

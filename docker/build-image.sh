@@ -10,26 +10,47 @@
 # the builder stage does not have. --prebuilt takes the tarball
 # already in dist/ as it is. --from-source compiles PHP (the developer build, -O2) and
 # ferrophp inside the builder instead, for hosts that cannot run scripts/release.sh.
-# Makes the base image first if needed.
+# Makes the base image first if needed. The image is labelled with ferrophp's version and
+# the PHP inside (org.opencontainers.image.version, dev.ferrophp.php.version).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # shellcheck source=../scripts/lib/progress.sh
 source scripts/lib/progress.sh
 args=()
+tarball=
 case ${1:-} in
---from-source) shift ;;
+--from-source)
+  shift
+  # What the builder will build: the same choice of PHP source as on this host (the
+  # builder checks its binary against it).
+  php_version=$(scripts/build-php.sh --resolve | sed -n 's/^chosen //p')
+  php_version=${php_version#*:}
+  php_version=${php_version%-*}
+  ferrophp_version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
+  ;;
 --prebuilt)
   args+=(--build-arg PREBUILT=1)
   shift
+  tarball=$(ls dist/ferrophp-*-php*-linux-x86_64.tar.gz)
   ;;
 *)
   progress_init build-image 2
   progress_step "the release tree (scripts/release.sh)"
-  scripts/release.sh >/dev/null
+  tarball=$(scripts/release.sh)
   progress_step "docker build"
   args+=(--build-arg PREBUILT=1)
   ;;
 esac
+if [[ -n $tarball ]]; then
+  [[ $(wc -l <<<"$tarball") == 1 ]] || { echo "build-image: more than one release in dist/: $tarball" >&2; exit 1; }
+  # dist/ferrophp-<version>-php<PHP version>-linux-x86_64.tar.gz
+  name=$(basename "$tarball" -linux-x86_64.tar.gz)
+  ferrophp_version=${name#ferrophp-}
+  ferrophp_version=${ferrophp_version%-php*}
+  php_version=${name##*-php}
+fi
+# The image's labels: ferrophp's version and the PHP inside.
+args+=(--build-arg "FERROPHP_VERSION=$ferrophp_version" --build-arg "PHP_VERSION=$php_version")
 tag=${1:-ferrophp}
 shift || true
 scripts/docker-base-image.sh >/dev/null

@@ -15,6 +15,7 @@ fn main() {
     println!("cargo:rerun-if-env-changed=FERROPHP_CACHE");
     println!("cargo:rerun-if-env-changed=FERROPHP_PHP_LINK");
     println!("cargo:rerun-if-env-changed=FERROPHP_PHP_FLAVOR");
+    println!("cargo:rerun-if-env-changed=FERROPHP_PHP_VERSION");
     for f in ["wrapper.h", "shim.h", "shim.c", "../scripts/build-php.sh"] {
         println!("cargo:rerun-if-changed={f}");
     }
@@ -156,6 +157,14 @@ fn locate_php_config() -> PathBuf {
             script.display(),
             String::from_utf8_lossy(&out.stderr)
         ));
+    }
+    // Its warnings (an older PHP than the archive lists, built because the newer
+    // source is refused) are shown, never swallowed with the rest of its progress.
+    for warning in String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .filter(|l| l.contains("WARNING"))
+    {
+        println!("cargo:warning={warning}");
     }
     let prefix = String::from_utf8_lossy(&out.stdout).trim().to_owned();
     PathBuf::from(prefix).join("bin/php-config")

@@ -104,7 +104,8 @@ fi
 # --- run-tests.php from PHP's own source tarball ----------------------------------------
 RUN_TESTS=$WORK/run-tests.php
 if [[ ! -f $RUN_TESTS ]]; then
-  tarball=$(ls "$CACHE"/src/php8.2_8.2.*.orig.tar.xz 2>/dev/null | head -1 || true)
+  tarball=$CACHE/src/php8.2_$("$PREFIX/bin/php-config" --version).orig.tar.xz
+  [[ -f $tarball ]] || tarball=
   [[ -n $tarball ]] || { log "no PHP source tarball in $CACHE/src (scripts/build-php.sh fetches it)"; exit 1; }
   tar -xOf "$tarball" --wildcards '*/run-tests.php' >"$RUN_TESTS.tmp"
   mv "$RUN_TESTS.tmp" "$RUN_TESTS"

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Builds a ZTS + embed PHP 8.2.32 from Debian bookworm's source package and installs it
-# into a cache directory outside the checkout, keyed by version and configure flags.
+# Builds a ZTS + embed PHP 8.2 from Debian bookworm's php8.2 source package (the newest
+# version the machine's apt sources offer, bookworm-security included) and installs it into
+# a cache directory outside the checkout, keyed by PHP's version and configure flags: a
+# new php8.2 release in the archive builds a new prefix by itself.
 #
 # Prints nothing but the install prefix on stdout (progress goes to stderr), so callers
 # can do: PHP_PREFIX=$(scripts/build-php.sh).
@@ -9,7 +11,17 @@
 # Env:
 #   FERROPHP_CACHE   cache root (default: $XDG_CACHE_HOME/ferrophp or ~/.cache/ferrophp)
 #   PHP_CONFIG       if set, use that build instead: this script only prints its prefix.
+#   FERROPHP_PHP_VERSION
+#                    a Debian version of php8.2 (8.2.32-1~deb12u1) to build instead of the
+#                    newest: a pin, on purpose. Unset: the newest version `apt-cache showsrc
+#                    php8.2` lists whose source downloads; when a newer one is listed but its
+#                    source is refused, a WARNING names both (every run; the refusal is
+#                    tried again after an hour).
 # `build-php.sh --profile-dir` prints where a pgo-gen build's binaries write their counts.
+# `build-php.sh --resolve` prints which php8.2 source versions the apt sources list and
+# which of them download (it tries each, newest first, until one does), one per line:
+# `refused VERSION REASON`, `downloadable VERSION`, then `chosen VERSION` (what a build
+# takes now, the pin included).
 #
 #   FERROPHP_PHP_FLAVOR
 #                    default (unset): the developer build, -O2.
@@ -26,9 +38,13 @@
 #                      the test suite and the release use the default build.
 set -euo pipefail
 
-PHP_VERSION=8.2.32
-DEB_VERSION=8.2.32-1~deb12u1
-ORIG_SHA256=e02aa173c236c12791696254d607da680e6d5516f8f5c2339642de7c4f944bd2
+# SHA-256 of orig tarballs checked by hand, on top of the hash in the apt sources' signed
+# index that every download is checked against.
+declare -A KNOWN_ORIG_SHA256=(
+  [8.2.32]=e02aa173c236c12791696254d607da680e6d5516f8f5c2339642de7c4f944bd2
+)
+# How long a refused download is believed before it is tried again, in minutes.
+REFUSAL_MINUTES=60
 
 log() { echo "build-php: $*" >&2; }
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -75,7 +91,165 @@ PATCH_ID=$(cat "$PATCH_DIR"/*.patch | sha256sum | cut -c1-16)
 PHP_CFLAGS="-g -O2 -fno-semantic-interposition"
 
 CACHE_ROOT=${FERROPHP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ferrophp}
-KEY=$(printf '%s\n' "$PHP_VERSION" "$PATCH_ID" "$PHP_CFLAGS" "${CONFIGURE_FLAGS[@]}" | sha256sum | cut -c1-12)
+WORK="$CACHE_ROOT/src"
+# The cache key of a PHP version with the flags above (the flavors below extend it).
+key_of() { printf '%s\n' "$1" "$PATCH_ID" "$PHP_CFLAGS" "${CONFIGURE_FLAGS[@]}" | sha256sum | cut -c1-12; }
+
+# --- Which php8.2 source ----------------------------------------------------------------
+# Upstream PHP's version of a Debian version: 8.2.32-1~deb12u1 -> 8.2.32. Only the orig
+# tarball is built (none of Debian's patches), so a Debian revision of the same upstream
+# release is the same build.
+upstream_of() { local v=${1#*:}; echo "${v%-*}"; }
+# Every php8.2 source version the apt sources list, newest first (Debian's ordering).
+listed_versions() {
+  local sorted=() v i
+  while read -r v; do
+    i=${#sorted[@]}
+    while ((i > 0)) && dpkg --compare-versions "$v" gt "${sorted[i - 1]}"; do
+      sorted[i]=${sorted[i - 1]}
+      i=$((i - 1))
+    done
+    sorted[i]=$v
+  done < <(apt-cache showsrc php8.2 2>/dev/null | sed -n 's/^Version: //p' | sort -u)
+  ((${#sorted[@]} == 0)) || printf '%s\n' "${sorted[@]}"
+}
+# Adds deb-src entries derived from the machine's own apt sources (no mirror address in
+# the repo), as root, and reads the lists again.
+add_deb_src() {
+  [[ $(id -u) -eq 0 ]] || return 1
+  if [[ -f /etc/apt/sources.list.d/debian.sources ]]; then
+    sed -e 's/^Types:.*/Types: deb-src/' /etc/apt/sources.list.d/debian.sources \
+      >/etc/apt/sources.list.d/ferrophp-src.sources
+  elif [[ -f /etc/apt/sources.list ]]; then
+    grep -E '^deb ' /etc/apt/sources.list | sed 's/^deb /deb-src /' \
+      >/etc/apt/sources.list.d/ferrophp-src.list
+  else
+    return 1
+  fi
+  log "added deb-src entries, updating apt lists"
+  apt-get update -qq >&2
+}
+# `URI NAME SIZE SHA256:HASH` of one file of a source version, from the apt sources'
+# signed index; empty when they do not list it.
+source_file() { # debian-version name-suffix-regex
+  apt-get source --print-uris --download-only "php8.2=$1" 2>/dev/null \
+    | sed -n "s/^'\([^']*\)' \([^ ]*$2\) \([0-9]*\) \(SHA256:[0-9a-f]*\)\$/\1 \2 \3 \4/p" | head -1 || true
+}
+# The orig tarball's SHA-256 as the signed index gives it (empty when not listed).
+index_sha256() { source_file "$1" '\.orig\.tar\.xz' | sed -n 's/.* SHA256://p'; }
+# Whether a source version downloads: its .dsc (a few kB, checked against the index's
+# hash) is fetched with apt's own settings (proxy included). Prints why not, if not.
+probe_download() { # debian-version
+  local line uri hash dir out why
+  line=$(source_file "$1" '\.dsc')
+  [[ -n $line ]] || { echo "not in the apt sources' index"; return 1; }
+  read -r uri _ _ hash <<<"$line"
+  dir=$(mktemp -d)
+  if out=$(/usr/lib/apt/apt-helper -o Acquire::Retries=0 -o Acquire::http::Timeout=20 \
+    download-file "$uri" "$dir/probe.dsc" "$hash" 2>&1); then
+    rm -rf "$dir"
+    return 0
+  fi
+  rm -rf "$dir"
+  why=$(sed -n 's/^E: Failed to fetch [^ ]* *//p' <<<"$out" | sed 's/ *\[IP:[^]]*\]//' | tr -s ' ' | head -1)
+  [[ -n $why ]] || why=$(grep '^E: ' <<<"$out" | head -1 || true)
+  echo "${why:-download failed}"
+  return 1
+}
+refusal_mark() { echo "$WORK/refused-php8.2_$1"; }
+# The reason a version's source was refused, if that was less than REFUSAL_MINUTES ago.
+recently_refused() {
+  local mark
+  mark=$(refusal_mark "$1")
+  [[ -f $mark && -n $(find "$mark" -mmin "-$REFUSAL_MINUTES" 2>/dev/null) ]] && cat "$mark"
+}
+# Whether the default build of an upstream version is complete. Every flavor takes the
+# version the default build has, so a release's PHP is the developer build's.
+is_built() { [[ -f "$CACHE_ROOT/php-$1-zts-$(key_of "$1")/.complete" ]]; }
+
+# Sets DEB_VERSION (the Debian version whose source is built) and PHP_VERSION (upstream):
+# the pin, or the newest listed version whose default build exists or whose source
+# downloads, with a WARNING naming each newer one that is refused. With `fresh`
+# (`--resolve`), every download is tried again and each finding printed.
+choose_source() {
+  local fresh=${1:-} pin=${FERROPHP_PHP_VERSION:-} listed=() v why refused=() newest=
+  # A pinned version already built needs nothing from apt.
+  if [[ -z $fresh && $pin == *-* ]] && is_built "$(upstream_of "$pin")"; then
+    DEB_VERSION=$pin
+    PHP_VERSION=$(upstream_of "$pin")
+    return 0
+  fi
+  mapfile -t listed < <(listed_versions)
+  if ((${#listed[@]} == 0)) && add_deb_src; then
+    mapfile -t listed < <(listed_versions)
+  fi
+  if ((${#listed[@]} == 0)); then
+    # No deb-src entries and no root to add them: a build already made still serves.
+    local built
+    built=$(find "$CACHE_ROOT" -maxdepth 1 -name 'php-8.2.*-zts-*' -printf '%f\n' 2>/dev/null \
+      | sed -n 's/^php-\(8\.2\.[0-9]*\)-zts-.*/\1/p' | sort -u -V -r \
+      | while read -r v; do if is_built "$v"; then echo "$v"; fi; done | head -1)
+    if [[ -n $built && ( -z $pin || $(upstream_of "$pin") == "$built" ) ]]; then
+      log "WARNING: the apt sources list no php8.2 source (no deb-src entries; as root this script adds them): using the PHP $built already built, unable to tell whether a newer one exists"
+      DEB_VERSION=$built
+      PHP_VERSION=$built
+      return 0
+    fi
+    log "need a deb-src entry for bookworm to download PHP's source; run this script as root once"
+    return 1
+  fi
+  if [[ -z $pin || -n $fresh ]]; then
+    for v in "${listed[@]}"; do
+      if [[ -z $fresh ]] && is_built "$(upstream_of "$v")"; then
+        newest=$v
+        break
+      fi
+      if [[ -z $fresh ]] && why=$(recently_refused "$v"); then
+        refused+=("$v ($why)")
+        continue
+      fi
+      if why=$(probe_download "$v"); then
+        newest=$v
+        rm -f "$(refusal_mark "$v")"
+        [[ -z $fresh ]] || echo "downloadable $v"
+        break
+      fi
+      mkdir -p "$WORK"
+      echo "$why" >"$(refusal_mark "$v")"
+      refused+=("$v ($why)")
+      [[ -z $fresh ]] || echo "refused $v $why"
+    done
+  fi
+  if [[ -n $pin ]]; then
+    for v in "${listed[@]}"; do
+      if [[ $v == "$pin" || ($pin != *-* && $(upstream_of "$v") == "$pin") ]]; then
+        DEB_VERSION=$v
+        PHP_VERSION=$(upstream_of "$v")
+        [[ -z $fresh ]] || echo "pinned $v"
+        return 0
+      fi
+    done
+    log "FERROPHP_PHP_VERSION=$pin: the apt sources list no such php8.2 source (they list ${listed[*]})"
+    return 1
+  fi
+  if [[ -z $newest ]]; then
+    log "no php8.2 source the apt sources list downloads here: ${refused[*]}"
+    return 1
+  fi
+  DEB_VERSION=$newest
+  PHP_VERSION=$(upstream_of "$newest")
+  if ((${#refused[@]})); then
+    log "WARNING: building PHP $PHP_VERSION (php8.2 $DEB_VERSION), not the newest the apt sources list: the source of php8.2 ${refused[*]} is refused here. FERROPHP_PHP_VERSION=<Debian version> pins a version on purpose."
+  fi
+}
+
+if [[ ${1:-} == --resolve ]]; then
+  choose_source fresh
+  echo "chosen $DEB_VERSION"
+  exit 0
+fi
+choose_source
+KEY=$(key_of "$PHP_VERSION")
 
 # Profile-guided builds. The instrumented build and the optimised one compile in the same
 # directory (SRC below): GCC's check that a profile belongs to a function hashes the
@@ -96,7 +270,7 @@ lean)
     --enable-session --enable-filter --with-libxml --enable-ctype --enable-tokenizer --enable-posix
   )
   PHP_CFLAGS="-O2 -fno-semantic-interposition"
-  KEY=$(printf '%s\n' "$PHP_VERSION" "$PATCH_ID" "$PHP_CFLAGS" "${CONFIGURE_FLAGS[@]}" | sha256sum | cut -c1-12)-lean
+  KEY=$(key_of "$PHP_VERSION")-lean
   ;;
 pgo-gen)
   # Atomic counters: PHP threads run concurrently; plain ones would lose counts.
@@ -167,7 +341,7 @@ if [[ -f "$PREFIX/.complete" ]]; then
 fi
 
 progress_init build-php 5
-log "building PHP $PHP_VERSION (ZTS + embed) once into $PREFIX; later runs reuse it"
+log "building PHP $PHP_VERSION (ZTS + embed, php8.2 $DEB_VERSION) once into $PREFIX; later runs reuse it"
 progress_step "build dependencies (Debian packages)"
 
 BUILD_DEPS=(build-essential bison re2c pkg-config autoconf libxml2-dev dpkg-dev xz-utils
@@ -193,29 +367,25 @@ else
   log "build dependencies present"
 fi
 
-progress_step "PHP $PHP_VERSION source (Debian's php8.2 source package)"
-WORK="$CACHE_ROOT/src"
+progress_step "PHP $PHP_VERSION source (Debian's php8.2 $DEB_VERSION source package)"
 mkdir -p "$WORK"
 TARBALL="$WORK/php8.2_$PHP_VERSION.orig.tar.xz"
-if [[ ! -f "$TARBALL" ]] || ! echo "$ORIG_SHA256  $TARBALL" | sha256sum -c --quiet - >/dev/null 2>&1; then
-  # Derive a deb-src entry from the machine's own apt sources (no mirror address in the repo).
-  if ! apt-get source --download-only --print-uris "php8.2=$DEB_VERSION" >/dev/null 2>&1; then
-    [[ $(id -u) -eq 0 ]] || { log "need a deb-src entry for bookworm; run as root once"; exit 1; }
-    srcfile=/etc/apt/sources.list.d/ferrophp-src.sources
-    if [[ -f /etc/apt/sources.list.d/debian.sources ]]; then
-      sed -e 's/^Types:.*/Types: deb-src/' /etc/apt/sources.list.d/debian.sources >"$srcfile"
-    elif [[ -f /etc/apt/sources.list ]]; then
-      grep -E '^deb ' /etc/apt/sources.list | sed 's/^deb /deb-src /' \
-        >/etc/apt/sources.list.d/ferrophp-src.list
-    fi
-    log "added deb-src entries, updating apt lists"
-    apt-get update -qq >&2
-  fi
+# What the tarball must hash to: the apt sources' signed index says (apt checks its
+# download against it too), and a release checked by hand must agree with it.
+EXPECTED_SHA256=$(index_sha256 "$DEB_VERSION")
+KNOWN_SHA256=${KNOWN_ORIG_SHA256[$PHP_VERSION]:-}
+if [[ -n $KNOWN_SHA256 && -n $EXPECTED_SHA256 && $KNOWN_SHA256 != "$EXPECTED_SHA256" ]]; then
+  log "the apt sources' index gives php8.2_$PHP_VERSION.orig.tar.xz the SHA-256 $EXPECTED_SHA256, not the known $KNOWN_SHA256: refusing to build it"
+  exit 1
+fi
+EXPECTED_SHA256=${EXPECTED_SHA256:-$KNOWN_SHA256}
+[[ -n $EXPECTED_SHA256 ]] || { log "no SHA-256 known for php8.2_$PHP_VERSION.orig.tar.xz (the apt sources do not list php8.2 $DEB_VERSION)"; exit 1; }
+tarball_verified() { echo "$EXPECTED_SHA256  $TARBALL" | sha256sum -c --quiet - >/dev/null 2>&1; }
+if [[ ! -f "$TARBALL" ]] || ! tarball_verified; then
   # apt's own lines (Get:, Fetched, a warning about its sandbox user) go to a log.
   (cd "$WORK" && apt-get source --download-only "php8.2=$DEB_VERSION" >"$WORK/apt-source.log" 2>&1) \
-    || { cat "$WORK/apt-source.log" >&2; log "apt-get source failed (log: $WORK/apt-source.log)"; exit 1; }
-  echo "$ORIG_SHA256  $TARBALL" | sha256sum -c --quiet - >&2 || {
-    log "checksum mismatch for $TARBALL"; rm -f "$TARBALL"; exit 1; }
+    || { cat "$WORK/apt-source.log" >&2; log "apt-get source php8.2=$DEB_VERSION failed (log: $WORK/apt-source.log)"; exit 1; }
+  tarball_verified || { log "checksum mismatch for $TARBALL (expected $EXPECTED_SHA256)"; rm -f "$TARBALL"; exit 1; }
 fi
 
 SRC="$WORK/php-$PHP_VERSION-$KEY"
@@ -230,9 +400,11 @@ rm -rf "$SRC"
 mkdir -p "$SRC"
 tar -xJf "$TARBALL" -C "$SRC" --strip-components=1
 cd "$SRC"
+# Exactly as written (no fuzz): a patch whose context moved in a new PHP release fails
+# here, loudly, instead of landing somewhere else.
 for patch_file in "$PATCH_DIR"/*.patch; do
-  patch -p1 --quiet --forward <"$patch_file" >"$SRC/patch.log" 2>&1 \
-    || { cat "$SRC/patch.log" >&2; log "patch failed: $patch_file"; exit 1; }
+  patch -p1 --quiet --forward --fuzz=0 <"$patch_file" >"$SRC/patch.log" 2>&1 \
+    || { cat "$SRC/patch.log" >&2; log "$(basename "$patch_file") does not apply to PHP $PHP_VERSION: update it (scripts/php-patches/)"; exit 1; }
 done
 # The per-thread dtoa freelist (0002) is only sound without dtoa's private memory pool.
 grep -q 'define Omit_Private_Memory' Zend/zend_strtod_int.h \

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# PHP's own phpt suites, run by PHP's own run-tests.php from the PHP 8.2.32 source, once
+# PHP's own phpt suites, run by PHP's own run-tests.php from the built PHP's source, once
 # with the PHP build's `bin/php` as the executable under test and once with ferrophp
 # (called directly, and through a link named `php`), then compared test by test.
 # ferrophp is meant to be that same CLI: any test whose result differs is listed, and the
@@ -37,7 +37,8 @@ FERROPHP=$(realpath "$FERROPHP")
 PHP_PREFIX=$(scripts/build-php.sh)
 PHP=$PHP_PREFIX/bin/php
 CACHE_ROOT=${FERROPHP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ferrophp}
-TARBALL=$CACHE_ROOT/src/php8.2_8.2.32.orig.tar.xz
+PHP_VERSION=$("$PHP_PREFIX/bin/php-config" --version)
+TARBALL=$CACHE_ROOT/src/php8.2_$PHP_VERSION.orig.tar.xz
 [[ -f $TARBALL ]] || { log "no $TARBALL (scripts/build-php.sh downloads it)"; exit 1; }
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/phpt-compare.XXXXXX")
@@ -83,7 +84,7 @@ done
 summary() {
   cut -f2 "$1" | sort | uniq -c | awk '{printf "%s %s  ", $2, $1}'
 }
-echo "phpt results (${SUITES[*]}), PHP 8.2.32 run-tests.php -j$JOBS --offline:"
+echo "phpt results (${SUITES[*]}), PHP $PHP_VERSION run-tests.php -j$JOBS --offline:"
 for run in "${RUNS[@]}"; do
   printf '  %-9s %s\n' "$run" "$(summary "$WORK/$run.all.results")"
 done

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds the standalone release: dist/ferrophp-<version>-linux-x86_64.tar.gz, a tree that
-# runs from any directory (rpath $ORIGIN/lib) on a stock Debian 12 (debootstrap minbase):
+# Builds the standalone release: dist/ferrophp-<version>-php<PHP version>-linux-x86_64.tar.gz
+# (ferrophp-0.1.0-php8.2.32-linux-x86_64.tar.gz), a tree that runs from any directory
+# (rpath $ORIGIN/lib) on a stock Debian 12 (debootstrap minbase):
 #
 #   ferrophp                 the binary, with PHP (libphp.a) linked in; its debug info
 #                            is dist/<name>.debug, beside the tarball
@@ -51,7 +52,9 @@ for tool in patchelf; do
 done
 
 VERSION=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
-NAME="ferrophp-$VERSION-linux-x86_64"
+# The PHP inside is part of the name: a security release of PHP is a new release.
+PHP_VERSION=$("$PHP_PREFIX/bin/php-config" --version)
+NAME="ferrophp-$VERSION-php$PHP_VERSION-linux-x86_64"
 DIST="$PWD/dist"
 TREE="$DIST/$NAME"
 
@@ -62,6 +65,11 @@ PHP_CONFIG="$PHP_PREFIX/bin/php-config" FERROPHP_PHP_LINK=static CARGO_TARGET_DI
   cargo build --release --bin ferrophp >&2
 progress_step "the tree: PHP's files, PECL extensions, the libraries a base system lacks"
 
+# Releases made before (another PHP, or the name without it) leave: dist/ holds one
+# release, the one the Dockerfile's prebuilt path unpacks.
+for old in "$DIST"/ferrophp-*-linux-x86_64 "$DIST"/ferrophp-*-linux-x86_64.tar.gz "$DIST"/ferrophp-*-linux-x86_64.debug; do
+  [[ -e $old && $(basename "$old") != "$NAME"* ]] && rm -rf "$old"
+done
 rm -rf "$TREE"
 mkdir -p "$TREE"/{lib,bin,conf.d}
 # The debug info (PHP's included: ~80 of the binary's ~115 MB) goes beside the tarball,
@@ -74,7 +82,7 @@ cp -a "$PHP_PREFIX/lib/php" "$TREE/lib/php"
 cp -a "$PHP_PREFIX/include" "$TREE/include"
 
 # php.ini: PHP's own production defaults (from the same source tarball as the build).
-SRC_TARBALL=$(ls "$(dirname "$PHP_PREFIX")"/src/php8.2_*.orig.tar.xz | head -1)
+SRC_TARBALL="$(dirname "$PHP_PREFIX")/src/php8.2_$PHP_VERSION.orig.tar.xz"
 tar -xJOf "$SRC_TARBALL" --wildcards '*/php.ini-production' >"$TREE/php.ini"
 cat >>"$TREE/php.ini" <<'INI'
 
@@ -128,9 +136,9 @@ for so in "$TREE"/lib/*.so*; do
 done
 
 cat >"$TREE/README.md" <<EOF
-# ferrophp $VERSION (linux x86_64)
+# ferrophp $VERSION (linux x86_64), PHP $PHP_VERSION
 
-A PHP application server embedding ZTS PHP 8.2. This tree runs from any directory on
+A PHP application server embedding ZTS PHP $PHP_VERSION. This tree runs from any directory on
 Debian 12 (x86_64); the libraries it needs beyond a base system are in \`lib/\`
 (\`lib/SYSTEM-LIBRARIES.txt\` lists the ones it takes from the system).
 

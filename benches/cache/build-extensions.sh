@@ -10,7 +10,7 @@
 # PHP prefix and the source package versions. Prints that directory on stdout.
 set -euo pipefail
 
-PHP_PREFIX="${1:-$(ls -d "$HOME"/.cache/ferrophp/php-8.2.32-zts-* | head -1)}"
+PHP_PREFIX="${1:-$("$(dirname "${BASH_SOURCE[0]}")/../../scripts/build-php.sh")}"
 PHPIZE="$PHP_PREFIX/bin/phpize"
 PHP_CONFIG="$PHP_PREFIX/bin/php-config"
 SRC="$HOME/.cache/ferrophp/ext-src"

@@ -203,7 +203,10 @@ fn frankenphp_threads_json() -> String {
                 .unwrap_or(("", ""));
             serde_json::json!({
                 "Index": i,
-                "Name": if t.is_worker { format!("worker-{}", t.pool) } else { "regular".into() },
+                "Name": match t.kind {
+                    worker::PoolKind::Classic => "regular".into(),
+                    worker::PoolKind::Worker => format!("worker-{}", t.pool),
+                },
                 // FrankenPHP's state names for ours.
                 "State": match t.state {
                     ThreadState::Idle | ThreadState::Busy => "ready",

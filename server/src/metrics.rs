@@ -19,6 +19,8 @@ use ferrophp_metrics::{global, Kind, Op, SeriesId, TagBuf};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use worker::PoolKind;
+
 use crate::mode::Mode;
 
 /// The request-latency distribution, one series per status class.
@@ -69,9 +71,8 @@ const MODES: [Mode; 3] = [Mode::Static, Mode::Classic, Mode::Worker];
 
 /// Requests by mode and status class (1xx..5xx).
 static REQUESTS: [[AtomicU64; 5]; 3] = [const { [const { AtomicU64::new(0) }; 5] }; 3];
-/// Requests waiting for a PHP thread right now, per pool (classic first, then the
-/// workers in order, as `worker::observe::pools()` lists them; pools past the last slot
-/// share it).
+/// Requests waiting for a PHP thread right now, per pool, at the pool's
+/// `worker::PoolId` (pools past the last slot share it).
 static QUEUE_DEPTHS: [AtomicI64; 64] = [const { AtomicI64::new(0) }; 64];
 /// PHP requests that got a thread, and their total wait for it, in microseconds.
 static QUEUE_WAITS: AtomicU64 = AtomicU64::new(0);
@@ -107,9 +108,9 @@ pub(crate) fn thread_wait_timed_out() {
 pub(crate) struct Queued(&'static AtomicI64);
 
 impl Queued {
-    /// `pool`: 0 for classic, 1 + the worker's index.
-    pub(crate) fn enter(pool: usize) -> Queued {
-        let depth = &QUEUE_DEPTHS[pool.min(QUEUE_DEPTHS.len() - 1)];
+    /// A request starts waiting for a permit of the pool `pool` (`Engine::pool_id`).
+    pub(crate) fn enter(pool: worker::PoolId) -> Queued {
+        let depth = &QUEUE_DEPTHS[pool.index().min(QUEUE_DEPTHS.len() - 1)];
         depth.fetch_add(1, Ordering::Relaxed);
         Queued(depth)
     }
@@ -121,13 +122,13 @@ impl Drop for Queued {
     }
 }
 
-/// Requests of pool `i` (`pool`, as `worker::observe::pools()` lists it) waiting for a
-/// thread now: for a permit on the HTTP side, or in the pool's queue.
-pub(crate) fn queue_depth(i: usize, pool: Option<&worker::observe::PoolInfo>) -> u64 {
-    QUEUE_DEPTHS[i.min(QUEUE_DEPTHS.len() - 1)]
+/// Requests of `pool` waiting for a thread now: for a permit on the HTTP side, or in the
+/// pool's queue.
+pub(crate) fn queue_depth(pool: &worker::observe::PoolInfo) -> u64 {
+    QUEUE_DEPTHS[pool.id.index().min(QUEUE_DEPTHS.len() - 1)]
         .load(Ordering::Relaxed)
         .max(0) as u64
-        + pool.map_or(0, |p| p.queued)
+        + pool.queued
 }
 
 /// Prometheus label value escaping (backslash, quote, newline).
@@ -185,9 +186,9 @@ impl Scrape {
         }
     }
 
-    /// Requests of pool `i` waiting for a thread.
-    fn queue_depth(&self, i: usize) -> u64 {
-        queue_depth(i, self.pools.get(i))
+    /// The pools of one kind.
+    fn pools_of(&self, kind: PoolKind) -> impl Iterator<Item = &worker::observe::PoolInfo> {
+        self.pools.iter().filter(move |p| p.kind == kind)
     }
 }
 
@@ -228,17 +229,16 @@ impl Samples<'_> {
         let _ = writeln!(self.out, "}} {value}");
     }
 
-    /// One sample per worker pool, labelled `worker`; `value` gets the pool's index
-    /// among all pools.
-    fn per_worker<T: Display>(
+    /// One sample per pool of `kind`, labelled with the kind's name (`worker="..."`, as
+    /// FrankenPHP labels its worker metrics) and the pool's.
+    fn per_pool<T: Display>(
         &mut self,
         scrape: &Scrape,
-        value: impl Fn(usize, &worker::observe::PoolInfo) -> T,
+        kind: PoolKind,
+        value: impl Fn(&worker::observe::PoolInfo) -> T,
     ) {
-        for (i, pool) in scrape.pools.iter().enumerate() {
-            if pool.is_worker {
-                self.labelled(&[("worker", &pool.name)], value(i, pool));
-            }
+        for pool in scrape.pools_of(kind) {
+            self.labelled(&[(kind.as_str(), &pool.name)], value(pool));
         }
     }
 
@@ -269,8 +269,8 @@ static REQUEST_FAMILIES: &[Family] = &[
         kind: "gauge",
         help: "Requests waiting for a free PHP thread, by pool.",
         samples: |s, o| {
-            for (i, pool) in s.pools.iter().enumerate() {
-                o.labelled(&[("pool", &pool.name)], s.queue_depth(i));
+            for pool in &s.pools {
+                o.labelled(&[("pool", &pool.name)], queue_depth(pool));
             }
         },
     },
@@ -278,7 +278,7 @@ static REQUEST_FAMILIES: &[Family] = &[
         name: "frankenphp_queue_depth",
         kind: "gauge",
         help: "Classic requests waiting for a free PHP thread (FrankenPHP name).",
-        samples: |s, o| o.value(s.queue_depth(0)),
+        samples: |s, o| o.value(s.pools_of(PoolKind::Classic).map(queue_depth).sum::<u64>()),
     },
     Family {
         name: "ferrophp_queue_wait_seconds",
@@ -362,7 +362,10 @@ static RUNTIME_FAMILIES: &[Family] = &[
         // As FrankenPHP counts them: a running worker script always occupies its thread,
         // busy or not (ferrophp_php_threads has the real split).
         samples: |s, o| {
-            let busy = |p: &worker::observe::PoolInfo| if p.is_worker { p.threads } else { p.busy };
+            let busy = |p: &worker::observe::PoolInfo| match p.kind {
+                PoolKind::Classic => p.busy,
+                PoolKind::Worker => p.threads,
+            };
             o.value(s.pools.iter().map(busy).sum::<u64>());
         },
     },
@@ -370,73 +373,73 @@ static RUNTIME_FAMILIES: &[Family] = &[
         name: "ferrophp_worker_boots_total",
         kind: "counter",
         help: "Worker script boots (each thread's first boot and every reboot).",
-        samples: |s, o| o.per_worker(s, |_, p| p.boots),
+        samples: |s, o| o.per_pool(s, PoolKind::Worker, |p| p.boots),
     },
     Family {
         name: "ferrophp_worker_restarts_total",
         kind: "counter",
         help: "Worker script restarts (admin, SIGUSR1, --watch, cache pressure), per thread.",
-        samples: |s, o| o.per_worker(s, |_, p| p.restarts),
+        samples: |s, o| o.per_pool(s, PoolKind::Worker, |p| p.restarts),
     },
     Family {
         name: "ferrophp_worker_memory_restarts_total",
         kind: "counter",
         help: "Worker script restarts by the memory guard (--worker-memory-growth); also in ferrophp_worker_restarts_total.",
-        samples: |s, o| o.per_worker(s, |_, p| p.memory_restarts),
+        samples: |s, o| o.per_pool(s, PoolKind::Worker, |p| p.memory_restarts),
     },
     Family {
         name: "ferrophp_worker_crashes_total",
         kind: "counter",
         help: "Worker scripts that ended by themselves (exit, fatal error).",
-        samples: |s, o| o.per_worker(s, |_, p| p.crashes),
+        samples: |s, o| o.per_pool(s, PoolKind::Worker, |p| p.crashes),
     },
     Family {
         name: "frankenphp_total_workers",
         kind: "gauge",
         help: "Worker threads (FrankenPHP name).",
-        samples: |s, o| o.per_worker(s, |_, p| p.threads),
+        samples: |s, o| o.per_pool(s, PoolKind::Worker, |p| p.threads),
     },
     Family {
         name: "frankenphp_worker_queue_depth",
         kind: "gauge",
         help: "Requests waiting for a thread of the worker (FrankenPHP name).",
-        samples: |s, o| o.per_worker(s, |i, _| s.queue_depth(i)),
+        samples: |s, o| o.per_pool(s, PoolKind::Worker, queue_depth),
     },
     Family {
         name: "frankenphp_busy_workers",
         kind: "gauge",
         help: "Worker threads running a request (FrankenPHP name).",
-        samples: |s, o| o.per_worker(s, |_, p| p.busy),
+        samples: |s, o| o.per_pool(s, PoolKind::Worker, |p| p.busy),
     },
     Family {
         name: "frankenphp_ready_workers",
         kind: "gauge",
         help: "Worker threads in their request loop (FrankenPHP name).",
-        samples: |s, o| o.per_worker(s, |_, p| p.ready),
+        samples: |s, o| o.per_pool(s, PoolKind::Worker, |p| p.ready),
     },
     Family {
         name: "frankenphp_worker_request_count",
         kind: "counter",
         help: "Requests served by the worker (FrankenPHP name).",
-        samples: |s, o| o.per_worker(s, |_, p| p.requests),
+        samples: |s, o| o.per_pool(s, PoolKind::Worker, |p| p.requests),
     },
     Family {
         name: "frankenphp_worker_request_time",
         kind: "counter",
         help: "Seconds spent serving the worker's requests (FrankenPHP name).",
-        samples: |s, o| o.per_worker(s, |_, p| p.request_seconds),
+        samples: |s, o| o.per_pool(s, PoolKind::Worker, |p| p.request_seconds),
     },
     Family {
         name: "frankenphp_worker_crashes",
         kind: "counter",
         help: "Worker scripts that ended by themselves (FrankenPHP name).",
-        samples: |s, o| o.per_worker(s, |_, p| p.crashes),
+        samples: |s, o| o.per_pool(s, PoolKind::Worker, |p| p.crashes),
     },
     Family {
         name: "frankenphp_worker_restarts",
         kind: "counter",
         help: "Worker script restarts (FrankenPHP name).",
-        samples: |s, o| o.per_worker(s, |_, p| p.restarts),
+        samples: |s, o| o.per_pool(s, PoolKind::Worker, |p| p.restarts),
     },
     Family {
         name: "ferrophp_php_thread_memory_bytes",
@@ -521,8 +524,8 @@ static RUNTIME_FAMILIES: &[Family] = &[
     Family {
         name: "ferrophp_slow_requests_total",
         kind: "counter",
-        help: "Slow-log entries: requests that ran longer than --slowlog-ms.",
-        samples: |s, o| o.value(s.deadlines.slow_requests),
+        help: "Requests that ran longer than --slowlog-ms or --slow-request-ms, each counted once when it ended (the slow requests of /status).",
+        samples: |s, o| o.value(s.pools.iter().map(|p| p.slow_requests).sum::<u64>()),
     },
     Family {
         name: "ferrophp_session_sweeps_total",

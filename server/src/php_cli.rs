@@ -21,20 +21,44 @@ pub struct Args {
     _php_args: Vec<OsString>,
 }
 
-/// ferrophp's own first arguments: anything else makes ferrophp the `php` command.
-const OWN_COMMANDS: &[&str] = &[
-    "serve",
-    "php-cli",
-    "help",
-    "-h",
-    "--help",
-    "-V",
-    "--version",
-];
+/// Whether `arg`, as the first argument, is one of ferrophp's own (anything else makes
+/// ferrophp the `php` command): read from `cli`, ferrophp's own command line, so a
+/// subcommand added there is never run as a PHP script. Its subcommands by name, alias
+/// or flag form, and its own flags (`-h`/`--help`, `-V`/`--version`), including what clap
+/// adds when it builds the command (the `help` subcommand, the help and version flags).
+pub fn is_own_first_argument(mut cli: clap::Command, arg: &str) -> bool {
+    cli.build();
+    let short = |c: Option<char>| {
+        c.is_some_and(|c| arg.strip_prefix('-') == Some(c.encode_utf8(&mut [0; 4])))
+    };
+    let long = |l: Option<&str>| l.is_some_and(|l| arg.strip_prefix("--") == Some(l));
+    let subcommand = cli.get_subcommands().any(|sub| {
+        sub.get_name() == arg
+            || sub.get_all_aliases().any(|alias| alias == arg)
+            || short(sub.get_short_flag())
+            || sub.get_all_short_flag_aliases().any(|c| short(Some(c)))
+            || long(sub.get_long_flag())
+            || sub.get_all_long_flag_aliases().any(|l| long(Some(l)))
+    });
+    let flag = cli.get_arguments().filter(|a| !a.is_positional()).any(|a| {
+        short(a.get_short())
+            || a.get_all_short_aliases()
+                .unwrap_or_default()
+                .into_iter()
+                .any(|c| short(Some(c)))
+            || long(a.get_long())
+            || a.get_all_aliases()
+                .unwrap_or_default()
+                .into_iter()
+                .any(|l| long(Some(l)))
+    });
+    subcommand || flag
+}
 
 /// If this invocation of the binary is the `php` command, runs it and returns its exit
-/// status; `None` leaves the command line to ferrophp's own parser.
-pub fn run_if_php(argv: &[OsString]) -> Option<i32> {
+/// status; `None` leaves the command line to ferrophp's own parser, `cli` (built only
+/// when the first argument has to be told apart from php's).
+pub fn run_if_php(argv: &[OsString], cli: impl FnOnce() -> clap::Command) -> Option<i32> {
     let program = argv.first()?;
     let called_php = Path::new(program)
         .file_name()
@@ -45,7 +69,7 @@ pub fn run_if_php(argv: &[OsString]) -> Option<i32> {
     } else {
         match argv.get(1).and_then(|a| a.to_str()) {
             Some("php-cli") => &argv[2..],
-            Some(own) if OWN_COMMANDS.contains(&own) => return None,
+            Some(first) if is_own_first_argument(cli(), first) => return None,
             // `ferrophp` alone at a terminal prints ferrophp's help; with a pipe or a file
             // on stdin it is `php` reading its script there, as PHPUnit runs
             // `PHP_BINARY` for a test in a separate process.
@@ -196,6 +220,41 @@ mod tests {
 
     fn os(args: &[&str]) -> Vec<OsString> {
         args.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn own_first_arguments_come_from_the_command_line_definition() {
+        let cli = || {
+            clap::Command::new("ferrophp")
+                .version("1")
+                .subcommand(clap::Command::new("serve"))
+                .subcommand(
+                    clap::Command::new("deploy")
+                        .alias("ship")
+                        .long_flag("deploy"),
+                )
+        };
+        for own in [
+            "serve",
+            "deploy",
+            "ship",
+            "--deploy",
+            "help",
+            "-h",
+            "--help",
+            "-V",
+            "--version",
+        ] {
+            assert!(is_own_first_argument(cli(), own), "{own}");
+        }
+        for php in ["-r", "-v", "script.php", "--ship", "-", "--", "-d", "Serve"] {
+            assert!(!is_own_first_argument(cli(), php), "{php}");
+        }
+        // Without subcommands or a version, clap adds neither `help` nor `-V`.
+        let bare = || clap::Command::new("x").disable_help_flag(true);
+        for php in ["help", "-V", "-h"] {
+            assert!(!is_own_first_argument(bare(), php), "{php}");
+        }
     }
 
     #[test]

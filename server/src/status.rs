@@ -14,17 +14,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde_json::{json, Map, Value};
 use worker::observe::{PoolInfo, ThreadInfo, ThreadState};
 
-/// What the status page knows of each pool from the configuration, in the order
-/// `worker::observe::pools()` lists them (classic first).
-pub(crate) struct PoolSetup {
-    /// `static` (a fixed number of threads) or `dynamic` (autoscaling).
-    pub manager: &'static str,
-    /// Requests the pool takes in before the 503s start (its permits).
-    pub listen_queue_len: u64,
-}
-
+/// What the status page knows beyond the pools' own counters.
 pub(crate) struct StatusSetup {
-    pub pools: Vec<PoolSetup>,
+    /// When the server started.
     pub started: SystemTime,
 }
 
@@ -43,15 +35,14 @@ fn fpm_date(t: SystemTime) -> String {
     }
 }
 
-/// One section's fields in php-fpm's order.
-fn pool_fields(
-    name: &str,
-    setup: &[&PoolSetup],
-    pools: &[(usize, &PoolInfo)],
-    started: SystemTime,
-) -> Vec<(&'static str, Value)> {
-    let sum = |f: &dyn Fn(&PoolInfo) -> u64| pools.iter().map(|(_, p)| f(p)).sum::<u64>();
-    let manager = if setup.iter().any(|s| s.manager == "dynamic") {
+/// One section's fields in php-fpm's order, over `pools` (one pool, or all of them).
+fn pool_fields(name: &str, pools: &[&PoolInfo], started: SystemTime) -> Vec<(&'static str, Value)> {
+    let sum = |f: &dyn Fn(&PoolInfo) -> u64| pools.iter().map(|p| f(p)).sum::<u64>();
+    // php-fpm's `static` (a fixed number of processes) or `dynamic` (autoscaling).
+    let manager = if pools
+        .iter()
+        .any(|p| p.size.max_threads > p.size.min_threads)
+    {
         "dynamic"
     } else {
         "static"
@@ -66,17 +57,12 @@ fn pool_fields(
             json!(unix_secs(now).saturating_sub(unix_secs(started))),
         ),
         ("accepted conn", json!(sum(&|p| p.requests + p.busy))),
-        (
-            "listen queue",
-            json!(pools
-                .iter()
-                .map(|(i, p)| crate::metrics::queue_depth(*i, Some(p)))
-                .sum::<u64>()),
-        ),
+        ("listen queue", json!(sum(&crate::metrics::queue_depth))),
         ("max listen queue", json!(sum(&|p| p.max_queued))),
         (
             "listen queue len",
-            json!(setup.iter().map(|s| s.listen_queue_len).sum::<u64>()),
+            // The requests each pool takes in before the 503s start (its permits).
+            json!(sum(&|p| p.size.max_in_flight as u64)),
         ),
         (
             "idle processes",
@@ -168,39 +154,30 @@ pub(crate) fn render(query: &str, setup: &StatusSetup) -> Result<(&'static str, 
         }
     }
     let infos = worker::observe::pools();
-    let all: Vec<(usize, &PoolInfo)> = infos.iter().enumerate().collect();
-    let setup_of = |i: usize| setup.pools.get(i);
-    let selected: Vec<(usize, &PoolInfo)> = match &pool {
+    let selected: Vec<&PoolInfo> = match &pool {
         Some(name) => {
-            let found: Vec<_> = all
-                .iter()
-                .filter(|(_, p)| &p.name == name)
-                .copied()
-                .collect();
+            let found: Vec<_> = infos.iter().filter(|p| &p.name == name).collect();
             if found.is_empty() {
                 return Err(format!("no pool {name:?}"));
             }
             found
         }
-        None => all.clone(),
+        None => infos.iter().collect(),
     };
-    let setups = |pools: &[(usize, &PoolInfo)]| -> Vec<&PoolSetup> {
-        pools.iter().filter_map(|(i, _)| setup_of(*i)).collect()
-    };
-    let head_name = match (&pool, selected.as_slice()) {
-        (_, [(_, only)]) => only.name.clone(),
+    let head_name = match selected.as_slice() {
+        [only] => only.name.clone(),
         _ => "all".to_owned(),
     };
-    let head = pool_fields(&head_name, &setups(&selected), &selected, setup.started);
+    let head = pool_fields(&head_name, &selected, setup.started);
     let sections: Vec<Vec<(&'static str, Value)>> = if selected.len() > 1 {
         selected
             .iter()
-            .map(|&(i, p)| pool_fields(&p.name, &setups(&[(i, p)]), &[(i, p)], setup.started))
+            .map(|&p| pool_fields(&p.name, &[p], setup.started))
             .collect()
     } else {
         Vec::new()
     };
-    let names: Vec<&str> = selected.iter().map(|(_, p)| p.name.as_str()).collect();
+    let names: Vec<&str> = selected.iter().map(|p| p.name.as_str()).collect();
     let threads: Vec<ThreadInfo> = if full {
         worker::observe::threads()
             .into_iter()

@@ -952,6 +952,70 @@ fn slow_requests_get_one_entry_with_their_stack() {
     assert_eq!(metric(&server, "ferrophp_slow_requests_total"), logged);
 }
 
+/// One count of slow requests for both views: a request past `--slowlog-ms` (its stack
+/// in the slow log), past `--slow-request-ms` (a warning when it ends), or past both is
+/// counted once, and `/metrics` (`ferrophp_slow_requests_total`) and php-fpm's `/status`
+/// page (`slow requests`, text and JSON) say the same number; a fast request adds none.
+#[test]
+fn slow_requests_count_once_in_metrics_and_in_status() {
+    for (flags, entries) in [
+        (&["--slowlog-ms", "500"][..], 1),
+        (&["--slow-request-ms", "500"][..], 0),
+        (&["--slowlog-ms", "500", "--slow-request-ms", "300"][..], 1),
+    ] {
+        let mut args = vec![
+            "--threads",
+            "1",
+            "--log-format",
+            "json",
+            "--admin",
+            "127.0.0.1:0",
+        ];
+        args.extend_from_slice(flags);
+        let server = Server::start(&root(), &args);
+        let views = || {
+            let text = admin_get(&server, "/status");
+            let json: serde_json::Value =
+                serde_json::from_str(&admin_get(&server, "/status?json")).unwrap();
+            (
+                metric(&server, "ferrophp_slow_requests_total"),
+                text,
+                json["slow requests"].as_u64().unwrap(),
+            )
+        };
+        let (metric_before, text_before, json_before) = views();
+        assert_eq!((metric_before, json_before), (0, 0), "{flags:?}");
+        assert!(
+            text_before.contains("slow requests:        0\n"),
+            "{text_before}"
+        );
+
+        let uri = "/run.php?kind=sleep&seconds=1";
+        let r = server.get(uri);
+        assert_eq!(r.status, 200, "{flags:?}: {:?}", r.text());
+        // The one PHP thread takes this request only once it has counted the one before
+        // (a request is counted when it ends, which may be just after its response).
+        assert_eq!(server.get("/run.php?kind=hello").status, 200);
+        let slow_log = || {
+            server
+                .stderr()
+                .lines()
+                .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+                .filter(|v| v["target"] == "slowlog" && v["uri"] == uri)
+                .count()
+        };
+        wait_until(Duration::from_secs(5), || slow_log() >= entries);
+        assert_eq!(slow_log(), entries, "{flags:?}");
+        let (metric_after, text_after, json_after) = views();
+        assert_eq!(metric_after, 1, "{flags:?}: /metrics");
+        assert_eq!(json_after, 1, "{flags:?}: /status?json");
+        assert!(
+            text_after.contains("slow requests:        1\n"),
+            "{flags:?}: /status\n{text_after}"
+        );
+    }
+}
+
 /// Our signals reach PHP threads at any time (the slow log's, a kick that raced the end
 /// of a request): a wait whose request is not past its deadline must still last as long
 /// as it was asked to. Both signals are sent to the serving thread every 10 ms while it

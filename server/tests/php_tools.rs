@@ -148,9 +148,10 @@ fn composer_install_autoload_show_diagnose_same_as_build_php() {
     assert!(get("composer install --no-progress")
         .stderr
         .contains("Installing ferrophp-test/util (2.0.1): Extracting archive"));
-    assert!(get("composer dump-autoload -o")
-        .stdout
-        .contains("post-autoload-dump under cli 8.2.32"));
+    assert!(get("composer dump-autoload -o").stdout.contains(&format!(
+        "post-autoload-dump under cli {}",
+        worker::PHP_VERSION
+    )));
     assert!(get("composer show")
         .stdout
         .contains("ferrophp-test/greeter 1.2.3"));

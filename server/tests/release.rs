@@ -1,4 +1,4 @@
-//! The standalone release (issue 14): `dist/ferrophp-<version>-linux-x86_64.tar.gz`, made
+//! The standalone release (issue 14): `dist/ferrophp-<version>-php<PHP>-linux-x86_64.tar.gz`, made
 //! by `scripts/release.sh` (scripts/test.sh runs it before the suite), unpacked into a
 //! fresh directory, moved once more, and run from there with no LD_LIBRARY_PATH, no PHP
 //! environment and nothing loaded from the build cache: php.ini and conf.d next to the
@@ -26,9 +26,13 @@ fn repo() -> PathBuf {
         .unwrap()
 }
 
+/// `dist/ferrophp-<version>-php<PHP version>-linux-x86_64.tar.gz`: the PHP inside is in
+/// the name (the developer build's version, which the release build shares).
 fn tarball() -> PathBuf {
-    let version = env!("CARGO_PKG_VERSION");
-    let path = repo().join(format!("dist/ferrophp-{version}-linux-x86_64.tar.gz"));
+    let (version, php) = (env!("CARGO_PKG_VERSION"), worker::PHP_VERSION);
+    let path = repo().join(format!(
+        "dist/ferrophp-{version}-php{php}-linux-x86_64.tar.gz"
+    ));
     assert!(
         path.is_file(),
         "{} is missing: run scripts/release.sh (scripts/test.sh does)",
@@ -535,6 +539,16 @@ fn bin_php_links_to_ferrophp_and_is_php() {
         std::fs::read_link(&php).unwrap(),
         Path::new("../ferrophp"),
         "a relative link, which moves with the tree"
+    );
+    // The release's name, its ferrophp and its php say the same PHP.
+    let banner = run(clean(&mut Command::new(tree.root.join("ferrophp"))).arg("--version"));
+    assert_eq!(
+        String::from_utf8_lossy(&banner.stdout),
+        format!(
+            "ferrophp {} (PHP {})\n",
+            env!("CARGO_PKG_VERSION"),
+            worker::PHP_VERSION
+        )
     );
     let ours = run(Command::new(&php).arg("-v"));
     let theirs = run(Command::new(Path::new(&build_cache_prefix()).join("bin/php")).arg("-v"));

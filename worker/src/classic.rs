@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use crate::observe::Slot;
+use crate::observe::{PoolKind, Slot};
 use crate::pool::{Exit, Pool, Role};
 use crate::queue::{Next, OnClose};
 use crate::sapi;
@@ -18,6 +18,7 @@ pub(crate) struct Classic;
 pub(crate) type ClassicPool = Pool<Classic>;
 
 impl Role for Classic {
+    const KIND: PoolKind = PoolKind::Classic;
     const PREFIX: &'static str = "php";
     const DRAIN_ON_STOP: bool = true;
 

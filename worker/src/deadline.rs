@@ -142,15 +142,12 @@ pub struct DeadlineStats {
     pub threads_retired: u64,
     /// Retired threads still stuck now.
     pub threads_stuck: u64,
-    /// Slow-log entries written.
-    pub slow_requests: u64,
 }
 
 static TIMED_OUT_TIME_LIMIT: AtomicU64 = AtomicU64::new(0);
 static TIMED_OUT_REQUEST: AtomicU64 = AtomicU64::new(0);
 static RETIRED: AtomicU64 = AtomicU64::new(0);
 static STUCK: AtomicUsize = AtomicUsize::new(0);
-static SLOW: AtomicU64 = AtomicU64::new(0);
 
 /// The deadline counters so far (process-wide).
 pub fn stats() -> DeadlineStats {
@@ -159,7 +156,6 @@ pub fn stats() -> DeadlineStats {
         timed_out_request_timeout: TIMED_OUT_REQUEST.load(Ordering::Relaxed),
         threads_retired: RETIRED.load(Ordering::Relaxed),
         threads_stuck: STUCK.load(Ordering::Relaxed) as u64,
-        slow_requests: SLOW.load(Ordering::Relaxed),
     }
 }
 
@@ -587,8 +583,9 @@ fn slow_entry(watch: &Watch, s: &sys::ferrophp_slow_snapshot) -> SlowEntry {
     }
 }
 
+/// Writes one entry. The request is counted slow when it ends, in its pool
+/// (`observe.rs`), with the requests past `--slow-request-ms`: one count for both.
 fn log_slow(entry: &SlowEntry) {
-    SLOW.fetch_add(1, Ordering::Relaxed);
     match settings().and_then(|s| s.slow_sink.as_ref()) {
         Some(sink) => sink(entry),
         None => tracing::warn!(

@@ -70,6 +70,7 @@ pub use deadline::{
     stats as deadline_stats, DeadlineConfig, DeadlineStats, ReplaceHook, SlowEntry, SlowFrame,
     SlowSink, DEFAULT_RETIRE_GRACE,
 };
+pub use observe::{PoolId, PoolKind};
 pub use queue::{Placement, Ticket, STALLED_AFTER};
 pub use request::{
     env_list, BufferSink, CgiRequest, Disconnected, EnvList, RequestTarget, ResponseHead,
@@ -78,9 +79,6 @@ pub use request::{
 pub use sapi::{LogTarget, SapiName};
 pub use spawn::DEFAULT_PHP_STACK_SIZE;
 pub use worker_mode::{MemoryGrowth, WorkerConfig};
-
-/// Requests in flight per thread a pool may run: see [`Engine::max_in_flight`].
-const IN_FLIGHT_PER_THREAD: usize = 3;
 
 /// Smaller stacks than this would not even start PHP reliably.
 pub const MIN_PHP_STACK_SIZE: usize = 2 * 1024 * 1024;
@@ -209,34 +207,45 @@ static STARTED: AtomicBool = AtomicBool::new(false);
 /// Restarts and observes the worker scripts of a running engine.
 #[derive(Clone)]
 pub struct EngineControl {
-    workers: Vec<std::sync::Arc<worker_mode::WorkerPool>>,
+    pools: Vec<EnginePool>,
 }
 
 impl EngineControl {
+    /// The worker pools with their index in [`EngineConfig::workers`].
+    fn workers(&self) -> impl Iterator<Item = (usize, &std::sync::Arc<worker_mode::WorkerPool>)> {
+        self.pools.iter().filter_map(|pool| match pool {
+            EnginePool::Worker { index, pool } => Some((*index, pool)),
+            EnginePool::Classic(_) => None,
+        })
+    }
+
     /// Rolling restart of every worker: each thread is replaced, one at a time, by a new
     /// one that boots the script again, and only once the new one serves does an old one
     /// drain (after its current request). No request is dropped and each pool keeps its
     /// ready threads throughout. Returns at once; the roll goes on in the background.
     pub fn restart_workers(&self) {
-        for pool in &self.workers {
+        for (_, pool) in self.workers() {
             pool.restart(None);
         }
     }
 
     /// [`EngineControl::restart_workers`] with each worker's script at a new path (one
-    /// per worker, in order: a new release's), that release's document root beside (see
-    /// [`WorkerConfig::document_root`]). A pool whose new threads never serve (the new
-    /// script fails to boot) stops its roll and keeps the old threads and script.
+    /// per worker, in the order of [`EngineConfig::workers`]: a new release's), that
+    /// release's document root beside (see [`WorkerConfig::document_root`]). A pool whose
+    /// new threads never serve (the new script fails to boot) stops its roll and keeps
+    /// the old threads and script.
     pub fn restart_workers_at(
         &self,
         scripts: &[std::path::PathBuf],
         document_root: Option<std::sync::Arc<str>>,
     ) {
-        for (pool, script) in self.workers.iter().zip(scripts) {
-            pool.restart(Some(worker_mode::Release {
-                script: script.clone(),
-                document_root: document_root.clone(),
-            }));
+        for (index, pool) in self.workers() {
+            if let Some(script) = scripts.get(index) {
+                pool.restart(Some(worker_mode::Release {
+                    script: script.clone(),
+                    document_root: document_root.clone(),
+                }));
+            }
         }
     }
 
@@ -247,13 +256,20 @@ impl EngineControl {
         sapi::forget_resolved_paths();
     }
 
-    /// Requests served so far by each worker.
+    /// Requests served so far by each worker, in the order of [`EngineConfig::workers`].
     pub fn worker_requests_served(&self) -> Vec<u64> {
-        self.workers.iter().map(|p| p.requests_served()).collect()
+        let mut served: Vec<(usize, u64)> = self
+            .workers()
+            .map(|(index, pool)| (index, pool.requests_served()))
+            .collect();
+        served.sort_unstable_by_key(|&(index, _)| index);
+        served.into_iter().map(|(_, n)| n).collect()
     }
 }
 
-/// Which PHP threads run a request.
+/// Which PHP threads run a request: the server's name for one of the engine's pools, by
+/// what the pool is, never by where it sits in the engine's list (a pool's place among
+/// the process's pools is its [`PoolId`]: [`Engine::pool_id`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Target {
     /// The classic pool: each request runs its script from scratch.
@@ -263,140 +279,162 @@ pub enum Target {
 }
 
 impl Target {
-    /// The pool's position in `observe::pools()` (and the server's per-pool metrics):
-    /// the classic pool first, then the workers in order.
-    pub fn pool_index(self) -> usize {
+    /// The kind of the pool it names.
+    pub fn kind(self) -> PoolKind {
         match self {
-            Target::Classic => 0,
-            Target::Worker(i) => i + 1,
+            Target::Classic => PoolKind::Classic,
+            Target::Worker(_) => PoolKind::Worker,
         }
     }
 }
 
-/// The running PHP engine and its threads. Dropping it shuts PHP down cleanly.
+/// One pool of a running engine: its threads, by kind. The engine keeps a list of them,
+/// in the order they started; a new kind of PHP thread is one more variant here, one in
+/// [`PoolSpec`] and one in [`PoolKind`].
+#[derive(Clone)]
+enum EnginePool {
+    /// The classic pool.
+    Classic(std::sync::Arc<classic::ClassicPool>),
+    /// The threads of the worker script at `index` of [`EngineConfig::workers`].
+    Worker {
+        index: usize,
+        pool: std::sync::Arc<worker_mode::WorkerPool>,
+    },
+}
+
+impl EnginePool {
+    /// The name the server gives this pool.
+    fn target(&self) -> Target {
+        match self {
+            EnginePool::Classic(_) => Target::Classic,
+            EnginePool::Worker { index, .. } => Target::Worker(*index),
+        }
+    }
+
+    fn queue(&self) -> &queue::JobQueue {
+        match self {
+            EnginePool::Classic(pool) => &pool.queue,
+            EnginePool::Worker { pool, .. } => &pool.queue,
+        }
+    }
+
+    fn scaling(&self) -> &scale::Scaling {
+        match self {
+            EnginePool::Classic(pool) => &pool.scaling,
+            EnginePool::Worker { pool, .. } => &pool.scaling,
+        }
+    }
+
+    fn id(&self) -> PoolId {
+        match self {
+            EnginePool::Classic(pool) => pool.stats.id,
+            EnginePool::Worker { pool, .. } => pool.stats.id,
+        }
+    }
+
+    /// Stops its threads (as its role says: classic threads finish the queued jobs,
+    /// worker threads their current request) and waits for them.
+    fn stop(&self) {
+        match self {
+            EnginePool::Classic(pool) => pool.stop(),
+            EnginePool::Worker { pool, .. } => pool.stop(),
+        }
+    }
+}
+
+/// A pool the configuration asks for, as [`Engine::start`] starts it.
+enum PoolSpec {
+    /// The classic pool, with its floor and ceiling.
+    Classic(scale::Scaling),
+    /// The worker script at `index` of [`EngineConfig::workers`].
+    Worker { index: usize, config: WorkerConfig },
+}
+
+impl EngineConfig {
+    /// The pools to start, in order: the classic pool, then each worker script.
+    fn pool_specs(&self) -> Vec<PoolSpec> {
+        let threads = self.threads.max(1);
+        let classic = PoolSpec::Classic(scale::Scaling {
+            min: threads,
+            max: self.max_threads.max(threads),
+            max_idle: self.max_idle_time,
+        });
+        let workers = self
+            .workers
+            .iter()
+            .enumerate()
+            .map(|(index, config)| PoolSpec::Worker {
+                index,
+                config: config.clone(),
+            });
+        std::iter::once(classic).chain(workers).collect()
+    }
+
+    /// What PHP's start-up needs of the configuration.
+    fn module_settings(&self) -> sapi::ModuleSettings {
+        sapi::ModuleSettings {
+            ini_entries: self.ini.iter().map(|(k, v)| format!("{k}={v}\n")).collect(),
+            php_ini: self.php_ini.clone(),
+            no_php_ini: self.no_php_ini,
+            ini_defaults: self.ini_defaults.clone(),
+            log_target: self.log_target,
+            sapi_name: self.sapi_name,
+        }
+    }
+}
+
+/// Starts one pool, on the engine's main thread after PHP's start-up, and waits until
+/// its floor of threads serves (a worker script's threads have reached their loop).
+fn start_pool(spec: PoolSpec, max_idle: std::time::Duration) -> Result<EnginePool, String> {
+    match spec {
+        PoolSpec::Classic(scaling) => {
+            pool::Pool::start(classic::Classic, "classic".into(), scaling)
+                .map(EnginePool::Classic)
+                .map_err(|e| format!("cannot spawn PHP threads: {e}"))
+        }
+        PoolSpec::Worker { index, config } => {
+            worker_mode::start(config, max_idle).map(|pool| EnginePool::Worker { index, pool })
+        }
+    }
+}
+
+/// The running PHP engine and its pools of threads. Dropping it shuts PHP down cleanly.
 pub struct Engine {
-    classic: std::sync::Arc<classic::ClassicPool>,
-    workers: Vec<std::sync::Arc<worker_mode::WorkerPool>>,
+    /// Every pool, in the order they started.
+    pools: Vec<EnginePool>,
     stop: Option<std::sync::mpsc::Sender<()>>,
     main: Option<JoinHandle<()>>,
 }
 
-type Ready = Result<
-    (
-        std::sync::Arc<classic::ClassicPool>,
-        Vec<std::sync::Arc<worker_mode::WorkerPool>>,
-    ),
-    String,
->;
+/// What the engine's main thread reports once its pools started, or why they did not.
+type Ready = Result<Vec<EnginePool>, String>;
 
 impl Engine {
-    /// Starts PHP on a dedicated main thread, spawns the PHP threads, and boots the worker
-    /// scripts (waiting until each worker thread has reached its request loop).
+    /// Starts PHP on a dedicated main thread and each configured pool on it (the classic
+    /// pool, then each worker script, waiting until each worker thread has reached its
+    /// request loop), then the deadline watchdog.
     pub fn start(config: EngineConfig) -> Result<Engine, EngineError> {
         if STARTED.swap(true, Ordering::SeqCst) {
             return Err(EngineError::AlreadyStarted);
         }
-        let settings = sapi::ModuleSettings {
-            ini_entries: config
-                .ini
-                .iter()
-                .map(|(k, v)| format!("{k}={v}\n"))
-                .collect(),
-            php_ini: config.php_ini.clone(),
-            no_php_ini: config.no_php_ini,
-            ini_defaults: config.ini_defaults.clone(),
-            log_target: config.log_target,
-            sapi_name: config.sapi_name,
-        };
-        let threads = config.threads.max(1);
-        // Before the first PHP thread (php-main) is spawned; the engine starts once.
-        spawn::set_php_stack_size(config.php_stack_size.max(MIN_PHP_STACK_SIZE));
-        deadline::configure(
-            config.deadlines,
-            config.hooks.slow_log.clone(),
-            config.hooks.replace_process.clone(),
-        );
-        let classic_scaling = scale::Scaling {
-            min: threads,
-            max: config.max_threads.max(threads),
-            max_idle: config.max_idle_time,
-        };
+        prepare_process(&config);
+        let settings = config.module_settings();
+        let specs = config.pool_specs();
         let max_idle = config.max_idle_time;
-        let worker_configs = config.workers.clone();
         let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Ready>();
         let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
         let main = std::thread::Builder::new()
             .name("php-main".into())
             .stack_size(spawn::php_stack_size())
-            .spawn(move || {
-                let module = match sapi::engine_startup(&settings) {
-                    Ok(module) => module,
-                    Err(e) => {
-                        let _ = ready_tx.send(Err(e));
-                        return;
-                    }
-                };
-                let stats = observe::PoolStats::register("classic".into(), false);
-                let pool = match pool::Pool::start(classic::Classic, stats, classic_scaling) {
-                    Ok(pool) => pool,
-                    Err(e) => {
-                        let _ = ready_tx.send(Err(format!("cannot spawn PHP threads: {e}")));
-                        sapi::engine_shutdown(module);
-                        return;
-                    }
-                };
-                let mut workers = Vec::new();
-                let mut failure = None;
-                for config in worker_configs {
-                    match worker_mode::start(config, max_idle) {
-                        Ok(w) => workers.push(w),
-                        Err(e) => {
-                            failure = Some(e);
-                            break;
-                        }
-                    }
-                }
-                match failure {
-                    None => {
-                        let pools = workers.clone();
-                        let _ = ready_tx.send(Ok((pool.clone(), workers)));
-                        // Park until the Engine is dropped or shut down.
-                        let _ = stop_rx.recv();
-                        for p in &pools {
-                            p.stop();
-                        }
-                    }
-                    Some(e) => {
-                        for p in &workers {
-                            p.stop();
-                        }
-                        let _ = ready_tx.send(Err(e));
-                    }
-                }
-                pool.stop();
-                drop(pool);
-                let stuck = deadline::stuck_threads();
-                if stuck > 0 {
-                    // They may come back into PHP at any moment: shutting it down under
-                    // them could crash the process on its way out. The module is left
-                    // as it is (PHP keeps pointing at it until the process exits).
-                    tracing::warn!(
-                        "{stuck} retired PHP threads are still stuck: exiting without PHP's shutdown"
-                    );
-                    let _left_running = module;
-                } else {
-                    sapi::engine_shutdown(module);
-                }
-            })
+            .spawn(move || php_main(&settings, specs, max_idle, &ready_tx, &stop_rx))
             .map_err(|e| EngineError::Startup(e.to_string()))?;
         match ready_rx.recv() {
-            Ok(Ok((classic, workers))) => {
+            Ok(Ok(pools)) => {
                 if let Err(e) = deadline::start_watchdog() {
                     tracing::error!("cannot start the deadline watchdog: {e}");
                 }
                 Ok(Engine {
-                    classic,
-                    workers,
+                    pools,
                     stop: Some(stop_tx),
                     main: Some(main),
                 })
@@ -471,11 +509,21 @@ impl Engine {
         job.is_some()
     }
 
+    /// The pool `target` names.
+    fn pool(&self, target: Target) -> Option<&EnginePool> {
+        self.pools.iter().find(|pool| pool.target() == target)
+    }
+
     fn queue(&self, target: Target) -> Result<&queue::JobQueue, EngineStopped> {
-        match target {
-            Target::Classic => Ok(&self.classic.queue),
-            Target::Worker(i) => Ok(&self.workers.get(i).ok_or(EngineStopped)?.queue),
-        }
+        self.pool(target)
+            .map(EnginePool::queue)
+            .ok_or(EngineStopped)
+    }
+
+    /// The place of `target`'s pool among the process's pools (`observe::pools()`, the
+    /// server's per-pool gauges); None when the engine has no such pool.
+    pub fn pool_id(&self, target: Target) -> Option<PoolId> {
+        self.pool(target).map(EnginePool::id)
     }
 
     /// Runs a script and waits for it to end. Not for use on an async runtime thread.
@@ -489,7 +537,7 @@ impl Engine {
     /// the admin endpoint, the file watcher) without owning the engine.
     pub fn control(&self) -> EngineControl {
         EngineControl {
-            workers: self.workers.clone(),
+            pools: self.pools.clone(),
         }
     }
 
@@ -500,21 +548,16 @@ impl Engine {
 
     /// The most threads `target`'s pool may run (its ceiling when it autoscales).
     pub fn max_threads(&self, target: Target) -> usize {
-        match target {
-            Target::Classic => self.classic.scaling.max,
-            Target::Worker(i) => self.workers.get(i).map_or(0, |w| w.scaling.max),
-        }
+        self.pool(target).map_or(0, |pool| pool.scaling().max)
     }
 
     /// How many requests the HTTP side should let be in `target`'s pool at once: three
-    /// per thread its ceiling allows, so each thread has one request running and about two
-    /// queued behind it. A thread that finishes then takes its next request without
-    /// sleeping, which saves a wake-up (a futex call and a context switch) per request
-    /// under load. The queued ones still give up at their deadline ([`Engine::withdraw`]).
-    /// Measured on worker hello (A/B, 2 cores, 32 connections, 4 threads): 1 -> 2 per
-    /// thread +14% req/s and -20% CPU per request, 2 -> 3 about +5%, 3 -> 4 nothing.
+    /// per thread its ceiling allows (`scale.rs` says why), so a thread that finishes
+    /// takes its next request without sleeping. The queued ones still give up at their
+    /// deadline ([`Engine::withdraw`]).
     pub fn max_in_flight(&self, target: Target) -> usize {
-        self.max_threads(target) * IN_FLIGHT_PER_THREAD
+        self.pool(target)
+            .map_or(0, |pool| pool.scaling().max_in_flight())
     }
 
     /// The ini files PHP's start-up looked for and read (what `php --ini` prints).
@@ -528,14 +571,83 @@ impl Engine {
     }
 
     fn stop_and_join(&mut self) {
-        // The stop signal wakes the main thread, which stops the workers, drains and joins
-        // the classic pool, and shuts PHP down.
-        self.workers.clear();
+        // The stop signal wakes the main thread, which stops every pool (the classic pool
+        // drains its queue) and shuts PHP down.
+        self.pools.clear();
         self.stop = None;
         if let Some(main) = self.main.take() {
             let _ = main.join();
         }
         deadline::stop_watchdog();
+    }
+}
+
+/// What the process needs before the first PHP thread exists: their stack size, the
+/// deadlines and slow log (whose threshold also counts slow requests).
+fn prepare_process(config: &EngineConfig) {
+    spawn::set_php_stack_size(config.php_stack_size.max(MIN_PHP_STACK_SIZE));
+    deadline::configure(
+        config.deadlines,
+        config.hooks.slow_log.clone(),
+        config.hooks.replace_process.clone(),
+    );
+    observe::set_slowlog_threshold(config.deadlines.slowlog);
+}
+
+/// The engine's main thread: PHP's start-up, then each pool in order; reports to `ready`
+/// and parks until the engine stops (`stop` closes); then stops the pools, the last
+/// started first, and shuts PHP down. A pool that fails to start stops the ones before
+/// it, and PHP shuts down again.
+fn php_main(
+    settings: &sapi::ModuleSettings,
+    specs: Vec<PoolSpec>,
+    max_idle: std::time::Duration,
+    ready: &std::sync::mpsc::Sender<Ready>,
+    stop: &std::sync::mpsc::Receiver<()>,
+) {
+    let module = match sapi::engine_startup(settings) {
+        Ok(module) => module,
+        Err(e) => {
+            let _ = ready.send(Err(e));
+            return;
+        }
+    };
+    let mut pools = Vec::with_capacity(specs.len());
+    let mut failure = None;
+    for spec in specs {
+        match start_pool(spec, max_idle) {
+            Ok(pool) => pools.push(pool),
+            Err(e) => {
+                failure = Some(e);
+                break;
+            }
+        }
+    }
+    match failure {
+        None => {
+            let _ = ready.send(Ok(pools.clone()));
+            // Parked until the Engine is dropped or shut down.
+            let _ = stop.recv();
+        }
+        Some(e) => {
+            let _ = ready.send(Err(e));
+        }
+    }
+    for pool in pools.iter().rev() {
+        pool.stop();
+    }
+    drop(pools);
+    let stuck = deadline::stuck_threads();
+    if stuck > 0 {
+        // They may come back into PHP at any moment: shutting it down under them could
+        // crash the process on its way out. The module is left as it is (PHP keeps
+        // pointing at it until the process exits).
+        tracing::warn!(
+            "{stuck} retired PHP threads are still stuck: exiting without PHP's shutdown"
+        );
+        let _left_running = module;
+    } else {
+        sapi::engine_shutdown(module);
     }
 }
 

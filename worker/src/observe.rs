@@ -32,15 +32,66 @@ pub(crate) fn php_memory_usage(real: bool) -> usize {
 use crate::thread_state::StateCell;
 pub use crate::thread_state::ThreadState;
 
-/// Counters of one pool of PHP threads: the classic pool or one worker script.
+/// What a pool's threads do. Each pool of the engine has one kind, and the operator's
+/// views (`/metrics`, `/threads`, `/status`) match on it rather than on a flag, so a new
+/// kind of pool is a compile error wherever a view has to decide how to show it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PoolKind {
+    /// Classic threads: each request runs its script from scratch, as under php-fpm.
+    Classic,
+    /// A worker script's threads: the script boots once per thread and serves requests
+    /// in a loop.
+    Worker,
+}
+
+impl PoolKind {
+    /// `"classic"` or `"worker"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PoolKind::Classic => "classic",
+            PoolKind::Worker => "worker",
+        }
+    }
+}
+
+/// A pool's place among the process's pools: the order they were registered in, which is
+/// the order [`pools`] lists them. It never changes for the pool's life, and nothing
+/// else about a pool follows from it (ask its [`PoolKind`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PoolId(usize);
+
+impl PoolId {
+    /// The position in [`pools`], from 0.
+    pub fn index(self) -> usize {
+        self.0
+    }
+}
+
+/// How many threads a pool may run and how many requests it takes in, fixed when it
+/// starts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PoolSize {
+    /// The floor: threads started with the pool and never retired for idling.
+    pub min_threads: usize,
+    /// The ceiling (`min_threads` when the pool does not autoscale).
+    pub max_threads: usize,
+    /// Requests the HTTP side lets into the pool at once (`Engine::max_in_flight`).
+    pub max_in_flight: usize,
+}
+
+/// Counters of one pool of PHP threads: the classic pool or one worker script's.
 #[derive(Debug)]
 pub struct PoolStats {
-    /// `"classic"` or the worker script's path.
+    /// Its place among the process's pools.
+    pub id: PoolId,
+    /// `"classic"` or the worker's name (its script's path unless named).
     pub name: String,
     /// The same, shared with each thread's state machine (for its log lines).
     label: Arc<str>,
-    /// A worker script's pool (else the classic pool).
-    pub is_worker: bool,
+    /// What its threads do.
+    pub kind: PoolKind,
+    /// Its floor, ceiling and admission.
+    pub size: PoolSize,
     threads: AtomicI64,
     busy: AtomicI64,
     /// Worker threads that have reached `ferrophp_handle_request` in their current run.
@@ -65,12 +116,16 @@ pub struct PoolStats {
 }
 
 /// A copy of [`PoolStats`] at one moment.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct PoolInfo {
+    /// Its place among the process's pools ([`PoolStats::id`]).
+    pub id: PoolId,
     /// `"classic"` or the worker's name ([`PoolStats::name`]).
     pub name: String,
-    /// A worker script's pool (else the classic pool).
-    pub is_worker: bool,
+    /// What its threads do.
+    pub kind: PoolKind,
+    /// Its floor, ceiling and admission.
+    pub size: PoolSize,
     /// PHP threads alive now.
     pub threads: u64,
     /// Threads running a request now.
@@ -101,7 +156,8 @@ pub struct PoolInfo {
     /// Times the autoscaler found requests waiting and the pool at its ceiling (php-fpm's
     /// "max children reached"; a pool that does not scale never tries).
     pub max_children_reached: u64,
-    /// Requests that ran longer than the slow-request threshold (0 when none is set).
+    /// Requests that ran longer than `--slowlog-ms` or `--slow-request-ms`, each counted
+    /// once (see [`set_slow_request_threshold`]).
     pub slow_requests: u64,
 }
 
@@ -109,12 +165,16 @@ static POOLS: Mutex<Vec<Arc<PoolStats>>> = Mutex::new(Vec::new());
 static THREADS: Mutex<Vec<Arc<Slot>>> = Mutex::new(Vec::new());
 
 impl PoolStats {
-    /// Registers a pool (once, when it starts).
-    pub(crate) fn register(name: String, is_worker: bool) -> Arc<PoolStats> {
+    /// Registers a pool (once, when it starts); it is listed after the pools registered
+    /// before it.
+    pub(crate) fn register(name: String, kind: PoolKind, size: PoolSize) -> Arc<PoolStats> {
+        let mut pools = POOLS.lock().unwrap();
         let stats = Arc::new(PoolStats {
+            id: PoolId(pools.len()),
             label: Arc::from(name.as_str()),
             name,
-            is_worker,
+            kind,
+            size,
             threads: AtomicI64::new(0),
             busy: AtomicI64::new(0),
             ready: AtomicI64::new(0),
@@ -131,7 +191,7 @@ impl PoolStats {
             max_children_reached: AtomicU64::new(0),
             slow: AtomicU64::new(0),
         });
-        POOLS.lock().unwrap().push(stats.clone());
+        pools.push(stats.clone());
         stats
     }
 
@@ -176,8 +236,10 @@ impl PoolStats {
     pub fn info(&self) -> PoolInfo {
         let g = |a: &AtomicI64| a.load(Ordering::Relaxed).max(0) as u64;
         PoolInfo {
+            id: self.id,
             name: self.name.clone(),
-            is_worker: self.is_worker,
+            kind: self.kind,
+            size: self.size,
             threads: g(&self.threads),
             busy: g(&self.busy),
             ready: g(&self.ready),
@@ -242,8 +304,11 @@ impl std::ops::Deref for SlotGuard {
 impl Drop for SlotGuard {
     fn drop(&mut self) {
         self.0.set_ready(false);
+        // The pool's count changes under the list's lock, after the list: a view of the
+        // list that did not change around a read of the count agrees with that count.
+        let mut threads = THREADS.lock().unwrap();
+        threads.retain(|s| !Arc::ptr_eq(s, &self.0));
         self.0.pool.threads.fetch_sub(1, Ordering::Relaxed);
-        THREADS.lock().unwrap().retain(|s| !Arc::ptr_eq(s, &self.0));
     }
 }
 
@@ -253,8 +318,11 @@ pub(crate) fn enter(slot: &Arc<Slot>) -> SlotGuard {
     // SAFETY: gettid has no arguments and cannot fail.
     slot.tid
         .store(unsafe { libc::gettid() } as i64, Ordering::Relaxed);
+    // As in the guard's drop: the list first, the count under the same lock.
+    let mut threads = THREADS.lock().unwrap();
+    threads.push(slot.clone());
     slot.pool.threads.fetch_add(1, Ordering::Relaxed);
-    THREADS.lock().unwrap().push(slot.clone());
+    drop(threads);
     SlotGuard(slot.clone())
 }
 
@@ -340,9 +408,15 @@ impl Slot {
         // The request line stays, as the last request's (php-fpm's status shows it).
         self.running.store(false, Ordering::Relaxed);
         self.last_micros.store(micros, Ordering::Relaxed);
-        let slow = SLOW_REQUEST_MICROS.load(Ordering::Relaxed);
-        if slow > 0 && micros >= slow {
+        let warn_after = SLOW_REQUEST_MICROS.load(Ordering::Relaxed);
+        let logged_after = SLOWLOG_MICROS.load(Ordering::Relaxed);
+        let past = |threshold: u64| threshold > 0 && micros >= threshold;
+        if past(warn_after) || past(logged_after) {
+            // Once per request, whichever threshold it passed: the one count `/status`
+            // and `/metrics` both show.
             self.pool.slow.fetch_add(1, Ordering::Relaxed);
+        }
+        if past(warn_after) {
             tracing::warn!(
                 thread = %self.name,
                 pool = %self.pool.name,
@@ -370,15 +444,30 @@ impl Slot {
     }
 }
 
-/// Requests longer than this (microseconds) count as slow; 0: none does.
+/// Requests longer than this (microseconds) are slow and logged as such when they end
+/// (`--slow-request-ms`); 0: off.
 static SLOW_REQUEST_MICROS: AtomicU64 = AtomicU64::new(0);
+/// Requests longer than this (microseconds) got a slow-log entry with their stack
+/// (`--slowlog-ms`, written by `deadline.rs` while they run), so they are slow too; 0: off.
+static SLOWLOG_MICROS: AtomicU64 = AtomicU64::new(0);
+
+fn micros_or_off(threshold: Option<std::time::Duration>) -> u64 {
+    threshold.map_or(0, |t| t.as_micros().max(1) as u64)
+}
 
 /// Sets the slow-request threshold (`--slow-request-ms`; None: off).
+///
+/// A request is counted slow (`PoolInfo::slow_requests`: php-fpm's "slow requests" on
+/// `/status`, `ferrophp_slow_requests_total` on `/metrics`) once, when it ends, if it ran
+/// past this threshold or the slow log's (`DeadlineConfig::slowlog`), whichever it passed.
 pub fn set_slow_request_threshold(threshold: Option<std::time::Duration>) {
-    SLOW_REQUEST_MICROS.store(
-        threshold.map_or(0, |t| t.as_micros().max(1) as u64),
-        Ordering::Relaxed,
-    );
+    SLOW_REQUEST_MICROS.store(micros_or_off(threshold), Ordering::Relaxed);
+}
+
+/// The slow log's threshold, for the count (see [`set_slow_request_threshold`]); set by
+/// `Engine::start`.
+pub(crate) fn set_slowlog_threshold(threshold: Option<std::time::Duration>) {
+    SLOWLOG_MICROS.store(micros_or_off(threshold), Ordering::Relaxed);
 }
 
 /// One PHP thread in the admin `/threads` and `/status?full` views.
@@ -406,8 +495,8 @@ pub struct ThreadInfo {
     pub memory_bytes: u64,
     /// Unix time (ms) the running request started, or the thread became idle.
     pub since_unix_ms: u64,
-    /// A worker script's thread (else a classic one).
-    pub is_worker: bool,
+    /// What its pool's threads do.
+    pub kind: PoolKind,
 }
 
 /// Every PHP thread alive now.
@@ -438,13 +527,13 @@ pub fn threads() -> Vec<ThreadInfo> {
                 requests: s.requests.load(Ordering::Relaxed),
                 memory_bytes: s.memory.load(Ordering::Relaxed),
                 since_unix_ms: s.since_ms.load(Ordering::Relaxed),
-                is_worker: s.pool.is_worker,
+                kind: s.pool.kind,
             }
         })
         .collect()
 }
 
-/// Every pool registered so far (classic first, then the workers in start order).
+/// Every pool registered so far, in the order they started (each at its [`PoolId`]).
 pub fn pools() -> Vec<PoolInfo> {
     POOLS.lock().unwrap().iter().map(|p| p.info()).collect()
 }

@@ -21,7 +21,7 @@ use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::observe::{PoolStats, Slot};
+use crate::observe::{PoolKind, PoolStats, Slot};
 use crate::queue::JobQueue;
 use crate::scale::{self, Grow, Grown, Scaling};
 use crate::thread_state::ThreadState;
@@ -42,6 +42,8 @@ pub(crate) enum Exit {
 
 /// What the threads of a pool do.
 pub(crate) trait Role: Send + Sync + Sized + 'static {
+    /// The kind the operator's views show for the pool.
+    const KIND: PoolKind;
     /// Thread names are this plus an index.
     const PREFIX: &'static str;
     /// True: a stop lets the threads finish the queued jobs (classic). False: each
@@ -112,18 +114,16 @@ enum RollStep {
 }
 
 impl<R: Role> Pool<R> {
-    /// Creates the pool and spawns its floor of threads (and the autoscaler's watcher if
-    /// it may grow). Does not wait for them to boot: see [`Pool::wait_booted`].
-    pub(crate) fn start(
-        role: R,
-        stats: Arc<PoolStats>,
-        scaling: Scaling,
-    ) -> std::io::Result<Arc<Self>> {
+    /// Creates the pool, lists it for the operator's views under `name` (after the
+    /// pools started before it), and spawns its floor of threads (and the autoscaler's
+    /// watcher if it may grow). Does not wait for them to boot: see [`Pool::wait_booted`].
+    pub(crate) fn start(role: R, name: String, scaling: Scaling) -> std::io::Result<Arc<Self>> {
         let scaling = Scaling {
             min: scaling.min.max(1),
             max: scaling.max.max(scaling.min.max(1)),
             ..scaling
         };
+        let stats = PoolStats::register(name, R::KIND, scaling.size());
         let pool = Arc::new_cyclic(|me| Pool {
             me: me.clone(),
             role,

@@ -429,11 +429,15 @@ impl JobQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::observe::{PoolKind, PoolSize};
     use crate::request::{BufferSink, ScriptRequest};
     use std::sync::mpsc;
 
     fn queue() -> JobQueue {
-        JobQueue::new(PoolStats::register("queue-test".into(), false), usize::MAX)
+        JobQueue::new(
+            PoolStats::register("queue-test".into(), PoolKind::Classic, PoolSize::default()),
+            usize::MAX,
+        )
     }
 
     /// A job whose script name says which it is.
@@ -546,7 +550,7 @@ mod tests {
     fn while_the_running_threads_compute_a_job_waits_for_them_instead_of_waking_another() {
         // One CPU's worth of running threads, and jobs never stall.
         let q = Arc::new(JobQueue::with_stall(
-            PoolStats::register("queue-test".into(), false),
+            PoolStats::register("queue-test".into(), PoolKind::Classic, PoolSize::default()),
             1,
             Duration::from_secs(3600),
         ));
@@ -576,7 +580,7 @@ mod tests {
     #[test]
     fn a_job_held_past_the_stall_time_no_longer_holds_the_queue_back() {
         let q = Arc::new(JobQueue::with_stall(
-            PoolStats::register("queue-test".into(), false),
+            PoolStats::register("queue-test".into(), PoolKind::Classic, PoolSize::default()),
             1,
             Duration::from_millis(20),
         ));

@@ -43,7 +43,30 @@ pub(crate) struct Scaling {
     pub(crate) max_idle: Duration,
 }
 
+/// Requests in flight per thread a pool may run: see [`Scaling::max_in_flight`].
+const IN_FLIGHT_PER_THREAD: usize = 3;
+
 impl Scaling {
+    /// How many requests the HTTP side should let be in the pool at once: three per
+    /// thread its ceiling allows, so each thread has one request running and about two
+    /// queued behind it. A thread that finishes then takes its next request without
+    /// sleeping, which saves a wake-up (a futex call and a context switch) per request
+    /// under load. The queued ones still give up at their deadline (`Engine::withdraw`).
+    /// Measured on worker hello (A/B, 2 cores, 32 connections, 4 threads): 1 -> 2 per
+    /// thread +14% req/s and -20% CPU per request, 2 -> 3 about +5%, 3 -> 4 nothing.
+    pub(crate) fn max_in_flight(&self) -> usize {
+        self.max * IN_FLIGHT_PER_THREAD
+    }
+
+    /// What the operator's views show of it.
+    pub(crate) fn size(&self) -> crate::observe::PoolSize {
+        crate::observe::PoolSize {
+            min_threads: self.min,
+            max_threads: self.max,
+            max_in_flight: self.max_in_flight(),
+        }
+    }
+
     /// True when the pool may grow.
     pub(crate) fn scales(&self) -> bool {
         self.max > self.min

@@ -172,7 +172,10 @@ impl PhpRunner {
                 declared_length,
             });
         }
-        let _queued = crate::metrics::Queued::enter(target.pool_index());
+        let _queued = self
+            .engine
+            .pool_id(target)
+            .map(crate::metrics::Queued::enter);
         let waiting = Instant::now();
         match tokio::time::timeout(self.max_wait, semaphore.clone().acquire_owned()).await {
             Ok(Ok(permit)) => {

@@ -104,11 +104,6 @@ pub(super) async fn build(
         // Named by the path as configured, which a deploy does not change.
         worker.name = Some(configured.script.display().to_string());
     }
-    // (floor, ceiling) of each worker pool, for the admin status page.
-    let worker_pools: Vec<(usize, usize)> = worker_configs
-        .iter()
-        .map(|w| (w.threads, w.max_threads))
-        .collect();
     let worker_count = worker_configs.len();
     crate::metrics::configure(config.metrics);
     worker::observe::set_slow_request_threshold(config.slow_request);
@@ -200,7 +195,9 @@ pub(super) async fn build(
             addr,
             control.clone(),
             sites.clone(),
-            status_setup(config, &worker_pools, &engine),
+            crate::status::StatusSetup {
+                started: std::time::SystemTime::now(),
+            },
         )
         .await?;
     }
@@ -248,30 +245,6 @@ pub(super) async fn build(
         remove_at_exit,
     };
     Ok((app, at_exit))
-}
-
-/// What `/status` reports of each pool's configuration (classic first, then the workers,
-/// the order `worker::observe::pools()` lists them).
-fn status_setup(
-    config: &ServeConfig,
-    workers: &[(usize, usize)],
-    engine: &Engine,
-) -> crate::status::StatusSetup {
-    let manager = |floor: usize, ceiling: usize| if ceiling > floor { "dynamic" } else { "static" };
-    let mut pools = vec![crate::status::PoolSetup {
-        manager: manager(config.threads, config.max_threads),
-        listen_queue_len: engine.max_in_flight(worker::Target::Classic) as u64,
-    }];
-    for (i, &(floor, ceiling)) in workers.iter().enumerate() {
-        pools.push(crate::status::PoolSetup {
-            manager: manager(floor, ceiling),
-            listen_queue_len: engine.max_in_flight(worker::Target::Worker(i)) as u64,
-        });
-    }
-    crate::status::StatusSetup {
-        pools,
-        started: std::time::SystemTime::now(),
-    }
 }
 
 /// The configured workers, each with the server's environment under its own (a kernel

@@ -56,6 +56,17 @@ impl Server {
         Self::launch(Command::new(bin), root, args, envs, STARTUP_TIMEOUT)
     }
 
+    /// As [`Server::start_with_env`], from `cmd`: the `ferrophp` binary (or what runs it)
+    /// with whatever the test set up on it (a seccomp filter installed before exec, say).
+    pub fn start_command(
+        cmd: Command,
+        root: &Path,
+        args: &[&str],
+        envs: &[(&str, &str)],
+    ) -> Server {
+        Self::launch(cmd, root, args, envs, STARTUP_TIMEOUT)
+    }
+
     /// As [`Server::start_with_env`], run by valgrind's memcheck with PHP's allocator off
     /// (every emalloc its own checked block). Errors go to `log` as they happen (so a
     /// server killed at the end still reports them): see [`valgrind_errors`].

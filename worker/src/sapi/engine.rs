@@ -121,10 +121,16 @@ pub(crate) fn attach_thread() {
     // rest of the process (each starts as a copy); no pointer is involved. On failure
     // (a seccomp filter, say) the thread keeps sharing them, as before.
     if unsafe { libc::unshare(libc::CLONE_FS) } != 0 {
-        tracing::warn!(
-            "unshare(CLONE_FS) failed ({}): umask() in one request affects the others",
-            std::io::Error::last_os_error()
-        );
+        let why = std::io::Error::last_os_error();
+        // Every PHP thread fails alike (a container's seccomp profile refuses the call
+        // without CAP_SYS_ADMIN): one line says it for all of them.
+        static WARNED: std::sync::Once = std::sync::Once::new();
+        WARNED.call_once(|| {
+            tracing::warn!(
+                "unshare(CLONE_FS) failed ({why}): umask() in one request affects the others \
+                 (said once for all PHP threads)"
+            );
+        });
     }
     // SAFETY: the engine is started (threads are spawned after engine_startup) and this
     // thread has no context yet; ts_resource_ex(0, NULL) allocates one for it. The locale

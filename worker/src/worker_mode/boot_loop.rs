@@ -11,13 +11,14 @@ use bumpalo::Bump;
 
 use super::handle_request::{WorkerThread, CURRENT};
 use super::{RunEnd, Worker, WorkerConfig, WorkerPool};
-use crate::observe::Slot;
+use crate::observe::{PoolKind, Slot};
 use crate::pool::{Exit, Role};
 use crate::request::{Disconnected, ResponseHead, ResponseSink, ScriptRequest};
 use crate::sapi;
 use crate::thread_state::ThreadState;
 
 impl Role for Worker {
+    const KIND: PoolKind = PoolKind::Worker;
     const PREFIX: &'static str = "php-worker";
     const DRAIN_ON_STOP: bool = false;
 

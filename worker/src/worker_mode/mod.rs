@@ -36,7 +36,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::observe;
 use crate::pool::Pool;
 use crate::request::EnvList;
 use crate::scale::Scaling;
@@ -108,7 +107,6 @@ pub(crate) fn start(config: WorkerConfig, max_idle: Duration) -> Result<Arc<Work
         .name
         .clone()
         .unwrap_or_else(|| config.script.display().to_string());
-    let stats = observe::PoolStats::register(name, true);
     let role = Worker {
         env: crate::request::env_list(&config.env),
         script: std::sync::Mutex::new(Scripts {
@@ -125,7 +123,7 @@ pub(crate) fn start(config: WorkerConfig, max_idle: Duration) -> Result<Arc<Work
         requests_served: AtomicU64::new(0),
         restarts: AtomicU64::new(0),
     };
-    let pool = Pool::start(role, stats, scaling)
+    let pool = Pool::start(role, name, scaling)
         .map_err(|e| format!("cannot spawn a worker thread: {e}"))?;
     if let Err(why) = pool.wait_booted() {
         pool.stop();
