@@ -111,6 +111,7 @@ pub(super) async fn build(
         .collect();
     let worker_count = worker_configs.len();
     crate::metrics::configure(config.metrics);
+    crate::metrics::set_instance(&config.instance);
     worker::observe::set_slow_request_threshold(config.slow_request);
     // Before PHP starts: requests may be traced from the first one on.
     crate::traces::configure();
