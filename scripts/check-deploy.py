@@ -164,7 +164,7 @@ def main():
                 if sessions != swarm_sessions:
                     fail(f"{source}: session settings {sessions} differ from stack.yml's {swarm_sessions}")
                 want = merged["sessions"]["redisUrl"] or "tcp://shop-ferrophp-redis:6379"
-                if f"session.save_path={want}?" not in env["FERROPHP_INI"]:
+                if f'session.save_path="{want}?' not in env["FERROPHP_INI"]:
                     fail(f"{source}: save_path is not {want}: {env['FERROPHP_INI']}")
                 has_redis = any(o["metadata"]["name"] == "shop-ferrophp-redis" for o in objects)
                 if has_redis == bool(merged["sessions"]["redisUrl"]):

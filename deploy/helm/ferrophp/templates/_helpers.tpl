@@ -46,7 +46,7 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- $pairs = append $pairs "extension=igbinary" -}}
 {{- $pairs = append $pairs "extension=redis" -}}
 {{- $pairs = append $pairs "session.save_handler=redis" -}}
-{{- $pairs = append $pairs (printf "session.save_path=%s?timeout=%v&read_timeout=%v" (include "ferrophp.redisUrl" .) $s.timeoutSeconds $s.timeoutSeconds) -}}
+{{- $pairs = append $pairs (printf "session.save_path=\"%s?timeout=%v&read_timeout=%v\"" (include "ferrophp.redisUrl" .) $s.timeoutSeconds $s.timeoutSeconds) -}}
 {{- $pairs = append $pairs "redis.session.locking_enabled=1" -}}
 {{- $pairs = append $pairs (printf "redis.session.lock_expire=%v" $s.lockExpireSeconds) -}}
 {{- $pairs = append $pairs (printf "redis.session.lock_wait_time=%v" $s.lockWaitMicros) -}}
