@@ -87,7 +87,13 @@ fn the_dashboard_queries_only_metrics_the_server_exports() {
     let worker = format!("{},1", root.join("worker.php").display());
     let server = Server::start(
         &root,
-        &["--admin", "127.0.0.1:0", "--worker", &worker, "--no-access-log"],
+        &[
+            "--admin",
+            "127.0.0.1:0",
+            "--worker",
+            &worker,
+            "--no-access-log",
+        ],
     );
     for path in ["/classic.php?v=1", "/worker.php?v=1"] {
         let r = client().get(server.url(path)).send().unwrap();
@@ -105,8 +111,8 @@ fn the_dashboard_queries_only_metrics_the_server_exports() {
         .filter_map(|l| l.strip_prefix("# TYPE "))
         .filter_map(|l| l.split_whitespace().next())
         .collect();
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../deploy/grafana/ferrophp-dashboard.json");
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/grafana/ferrophp-dashboard.json");
     let dashboard: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let mut used = BTreeSet::new();
@@ -137,5 +143,8 @@ fn the_dashboard_queries_only_metrics_the_server_exports() {
         missing.is_empty(),
         "the dashboard queries metrics the server does not export: {missing:?}\n{text}"
     );
-    println!("dashboard: {queries} queries over {} metrics, all exported", used.len());
+    println!(
+        "dashboard: {queries} queries over {} metrics, all exported",
+        used.len()
+    );
 }

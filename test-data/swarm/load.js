@@ -54,6 +54,9 @@ if (sessions > 0) {
 
 export const options = {
   scenarios,
+  // A user keeps its session cookie across iterations (k6 empties the jar after each
+  // one by default).
+  noCookiesReset: true,
   summaryTrendStats: ['count', 'min', 'med', 'p(99)', 'max'],
 };
 
