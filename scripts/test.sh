@@ -12,6 +12,9 @@ python3 -c "import ddsketch, google.protobuf" 2>/dev/null || python3 -m pip inst
 python3 -c "import opentelemetry.proto.collector.trace.v1.trace_service_pb2" 2>/dev/null || python3 -m pip install --quiet opentelemetry-proto
 # jobs/tests/cron.rs compares cron next-fire times with croniter.
 python3 -c "import croniter" 2>/dev/null || python3 -m pip install --quiet croniter
+# scripts/check-deploy.py (server/tests/deploy_files.rs): Helm's engine and the Kubernetes schemas.
+python3 -c "import helm_python, kubernetes_validate, yaml" 2>/dev/null ||
+  python3 -m pip install --quiet helm-python-sdk==0.2.2 kubernetes-validate==1.37.0 pyyaml
 cargo build --workspace --all-targets
 # The release tarball that server/tests/release.rs unpacks and runs.
 FERROPHP_RELEASE_PHP=default scripts/release.sh >/dev/null

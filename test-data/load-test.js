@@ -3,6 +3,7 @@
 //
 //   TARGET_URL=http://127.0.0.1:8080/echo.php k6 run test-data/load-test.js
 //   (VUS and DURATION override the defaults of 100 VUs for 30 s.)
+// test-data/swarm/load.js imports the request (payload, params) to send the same one.
 import http from 'k6/http';
 import { check } from 'k6';
 
@@ -16,9 +17,9 @@ export const options = {
 };
 
 const url = __ENV.TARGET_URL || 'http://127.0.0.1:8080/echo.php';
-const payload = 'foo\n'.repeat(1000);
+export const payload = 'foo\n'.repeat(1000);
 const cookie = Array.from({ length: 40 }, (_, i) => `cookie${i}=${'v'.repeat(32)}${i}`).join('; ');
-const params = {
+export const params = {
   headers: {
     'Accept': 'text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8',
     'Accept-Encoding': 'gzip, deflate, br',

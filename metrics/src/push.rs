@@ -24,6 +24,8 @@ pub struct Pusher {
     prev: HashMap<u32, Value>,
     queue: VecDeque<Vec<u8>>,
     capacity: usize,
+    /// `key:value` tags added to every series (the instance's name).
+    common_tags: Vec<(String, String)>,
 }
 
 impl Pusher {
@@ -33,7 +35,15 @@ impl Pusher {
             prev: HashMap::new(),
             queue: VecDeque::new(),
             capacity: capacity.max(1),
+            common_tags: Vec::new(),
         }
+    }
+
+    /// Adds `key:value` to the tags of every series pushed (a series' own tag of the same
+    /// key wins): what a scraper would add as a target label, such as `instance`.
+    pub fn with_tag(mut self, key: &str, value: &str) -> Pusher {
+        self.common_tags.push((key.to_owned(), value.to_owned()));
+        self
     }
 
     /// The payload for the interval ending now: every series that changed since the
@@ -43,12 +53,19 @@ impl Pusher {
         let snap = registry.snapshot();
         let mut series = Vec::new();
         for s in snap.series {
-            let tags = s
+            let mut tags: Vec<(&str, &str)> = s
                 .meta
                 .tags
                 .iter()
-                .map(|(k, v)| format!("{k}:{v}"))
+                .map(|(k, v)| (k.as_str(), v.as_str()))
                 .collect();
+            for (k, v) in &self.common_tags {
+                if !tags.iter().any(|(own, _)| own == k) {
+                    tags.push((k, v));
+                }
+            }
+            tags.sort_unstable_by_key(|(k, _)| *k);
+            let tags = tags.iter().map(|(k, v)| format!("{k}:{v}")).collect();
             let prev = self.prev.get(&s.id);
             let item = match (&s.value, prev) {
                 (Value::Distribution(now), prev) => {
@@ -160,5 +177,31 @@ mod tests {
         p.collect(&r, 4, 10);
         assert_eq!(p.queued(), 2);
         assert!(PAYLOADS_DROPPED.load(Ordering::Relaxed) > before);
+    }
+
+    #[test]
+    fn common_tags_join_each_series_in_key_order() {
+        let r = Registry::new(Config::default());
+        let mut own = TagBuf::new();
+        own.push(b"code", b"2xx");
+        own.push(b"zone", b"b");
+        r.record(b"hits", &own, Op::Add(1.0)).unwrap();
+        let mut clash = TagBuf::new();
+        clash.push(b"instance", b"own");
+        r.record(b"other", &clash, Op::Add(1.0)).unwrap();
+        let mut p = Pusher::new(1).with_tag("instance", "app-2");
+        p.collect(&r, 1, 10);
+        let payload = Payload::decode(p.front().unwrap()).unwrap();
+        let tags = |name: &str| {
+            payload
+                .series
+                .iter()
+                .find(|s| s.name == name)
+                .unwrap()
+                .tags
+                .clone()
+        };
+        assert_eq!(tags("hits"), ["code:2xx", "instance:app-2", "zone:b"]);
+        assert_eq!(tags("other"), ["instance:own"], "a series' own tag wins");
     }
 }

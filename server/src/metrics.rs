@@ -63,6 +63,9 @@ pub(crate) fn record_request(status: u16, elapsed: Duration) {
 #[derive(Debug, Clone)]
 pub struct MetricsPush {
     pub url: String,
+    /// Sent as the `instance` tag of every series: a collector that is pushed to has no
+    /// scrape target to take the instance from.
+    pub instance: String,
     pub interval: Duration,
     pub buffer: usize,
 }
@@ -601,6 +604,34 @@ fn render_certificates(out: &mut String, snapshot: &crate::tls::AcmeSnapshot, no
     }
 }
 
+/// This instance's name among several (`--instance`, else the host name).
+static INSTANCE: OnceLock<String> = OnceLock::new();
+
+/// Names this instance in `ferrophp_instance_info`; the first call wins.
+pub(crate) fn set_instance(name: &str) {
+    let _ = INSTANCE.set(name.to_owned());
+}
+
+/// `ferrophp_instance_info`: the instance's name and version, one series of value 1.
+/// The name is a label of its own rather than `instance` on every series: Prometheus sets
+/// `instance` itself when it scrapes (the target's address, or what relabelling makes of
+/// it), and an exposed `instance` would be renamed `exported_instance` or, with
+/// `honor_labels`, replace it; `name` joins the two (docs/operating.md).
+fn render_instance(out: &mut String) {
+    header(
+        out,
+        "ferrophp_instance_info",
+        "gauge",
+        "This instance: its name (--instance, else the host name) and version.",
+    );
+    let _ = writeln!(
+        out,
+        "ferrophp_instance_info{{name=\"{}\",version=\"{}\"}} 1",
+        label(INSTANCE.get().map_or("", String::as_str)),
+        env!("CARGO_PKG_VERSION"),
+    );
+}
+
 /// `GET /metrics`: every series merged across threads, the server's and runtime's own
 /// metrics, the trace exporter's and push mode's counters; every family with its
 /// `# HELP` and `# TYPE`.
@@ -615,6 +646,7 @@ pub(crate) fn render() -> String {
     if let Some(manager) = CERTIFICATES.get() {
         render_certificates(&mut out, &manager.snapshot(), SystemTime::now());
     }
+    render_instance(&mut out);
     crate::traces::render(&mut out);
     let _ = write!(
         out,
@@ -642,7 +674,7 @@ pub(crate) fn render() -> String {
 pub(crate) fn spawn_push(push: MetricsPush) -> PushHandle {
     let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
     let task = tokio::spawn(async move {
-        let mut pusher = Pusher::new(push.buffer);
+        let mut pusher = Pusher::new(push.buffer).with_tag("instance", &push.instance);
         let mut ticker = tokio::time::interval(push.interval);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         ticker.tick().await;

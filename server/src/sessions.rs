@@ -132,17 +132,20 @@ fn remove_dead_instances_dirs() {
 /// What PHP will use, read back from PHP (php.ini may have set it).
 #[derive(Debug, Clone)]
 pub(crate) struct Effective {
+    /// `session.save_handler`: only `files` leaves anything to sweep.
+    pub handler: String,
     pub save_path: PathBuf,
     /// Subdirectory levels (`N;` prefix of save_path).
     pub depth: usize,
     pub max_lifetime: Duration,
 }
 
-/// Parses `ini_get` output of the probe script: save_path, then gc_maxlifetime.
+/// Parses `ini_get` output of the probe script: save_path, gc_maxlifetime, save_handler.
 pub(crate) fn parse_probe(out: &str) -> Option<Effective> {
     let mut lines = out.lines();
     let save_path = lines.next()?.trim();
     let max_lifetime: u64 = lines.next()?.trim().parse().ok()?;
+    let handler = lines.next()?.trim().to_owned();
     // "N;MODE;/path" or "N;/path" or "/path".
     let parts: Vec<&str> = save_path.split(';').collect();
     let path = parts.last()?.trim();
@@ -157,6 +160,7 @@ pub(crate) fn parse_probe(out: &str) -> Option<Effective> {
         PathBuf::from(path)
     };
     Some(Effective {
+        handler,
         save_path: path,
         depth,
         max_lifetime: Duration::from_secs(max_lifetime),
@@ -165,7 +169,8 @@ pub(crate) fn parse_probe(out: &str) -> Option<Effective> {
 
 /// The probe script asked of PHP once at start-up.
 pub(crate) const PROBE: &str = "<?php echo ini_get('session.save_path'), \"\\n\", \
-                         ini_get('session.gc_maxlifetime'), \"\\n\";";
+                         ini_get('session.gc_maxlifetime'), \"\\n\", \
+                         ini_get('session.save_handler'), \"\\n\";";
 
 /// Deletes `sess_*` files under `dir` (down `depth` levels of subdirectories) not
 /// modified for `max_lifetime` (PHP's files handler judges by mtime too). Returns the
@@ -255,11 +260,13 @@ mod tests {
 
     #[test]
     fn probe_output_with_depth() {
-        let e = parse_probe("2;/var/s\n1440\n").unwrap();
+        let e = parse_probe("2;/var/s\n1440\nfiles\n").unwrap();
         assert_eq!(e.save_path, PathBuf::from("/var/s"));
         assert_eq!(e.depth, 2);
         assert_eq!(e.max_lifetime, Duration::from_secs(1440));
-        let e = parse_probe("/x\n60\n").unwrap();
+        assert_eq!(e.handler, "files");
+        let e = parse_probe("/x\n60\nredis\n").unwrap();
         assert_eq!((e.depth, e.save_path), (0, PathBuf::from("/x")));
+        assert_eq!(e.handler, "redis");
     }
 }

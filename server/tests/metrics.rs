@@ -300,12 +300,17 @@ fn push_mode_delivers_one_payload_per_interval_that_ddsketch_decodes() {
             &receiver.url(),
             "--metrics-push-interval-ms",
             &INTERVAL_MS.to_string(),
+            "--instance",
+            "push-test-1",
         ],
     );
     let started = Instant::now();
     load(&server, N);
-    let key = |mode: &str| format!("app_value[\"mode:{mode}\"]");
-    let counter = |mode: &str| format!("app_requests_total[\"mode:{mode}\"]");
+    // Every pushed series carries the instance's name (a collector has no scrape target
+    // to take it from), among the series' own tags in key order.
+    let key = |mode: &str| format!("app_value[\"instance:push-test-1\",\"mode:{mode}\"]");
+    let counter =
+        |mode: &str| format!("app_requests_total[\"instance:push-test-1\",\"mode:{mode}\"]");
     let done = wait_until(Duration::from_secs(15), || {
         let t = receiver.totals();
         ["classic", "worker"]
@@ -379,7 +384,9 @@ fn shutdown_pushes_what_the_last_partial_interval_recorded() {
         server.wait_exit(Duration::from_secs(20)).is_some(),
         "no exit"
     );
-    let key = |mode: &str| format!("app_value[\"mode:{mode}\"]");
+    // Without --instance the instance is the host name.
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    let key = |mode: &str| format!("app_value[\"instance:{}\",\"mode:{mode}\"]", host.trim());
     let done = wait_until(Duration::from_secs(10), || {
         let t = receiver.totals();
         ["classic", "worker"]
@@ -494,4 +501,39 @@ fn invalid_calls_throw_and_the_series_cap_drops_and_counts() {
     assert!(text.contains("type: TypeError\n"), "{text}");
     assert!(text.contains("series_count=3 dropped=3\n"), "{text}");
     assert!(text.contains("unknown=NULL\n"), "{text}");
+}
+
+#[test]
+fn the_scrape_names_the_instance_once_and_leaves_the_instance_label_to_prometheus() {
+    let named = Server::start(
+        &app(),
+        &[
+            "--threads",
+            "1",
+            "--admin",
+            "127.0.0.1:0",
+            "--instance",
+            "app-3",
+        ],
+    );
+    let text = scrape(named.admin_addr().expect("admin address"));
+    let info = format!(
+        "ferrophp_instance_info{{name=\"app-3\",version=\"{}\"}}",
+        env!("CARGO_PKG_VERSION")
+    );
+    assert_eq!(samples(&text).get(&info), Some(&1.0), "{text}");
+    assert!(text.contains("# TYPE ferrophp_instance_info gauge"));
+    // Prometheus adds `instance` itself when it scrapes: no series may bring its own.
+    assert!(
+        !text.lines().any(|l| l.contains("instance=\"")),
+        "an exposed instance label: {text}"
+    );
+    drop(named);
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    let default = Server::start(&app(), &["--threads", "1", "--admin", "127.0.0.1:0"]);
+    let text = scrape(default.admin_addr().expect("admin address"));
+    assert!(
+        text.contains(&format!("ferrophp_instance_info{{name=\"{}\"", host.trim())),
+        "{text}"
+    );
 }

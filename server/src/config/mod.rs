@@ -86,6 +86,8 @@ pub struct ServeConfig {
     pub metrics: ferrophp_metrics::Config,
     /// Push mode, if a collector URL is set.
     pub metrics_push: Option<MetricsPush>,
+    /// This instance's name among several (`--instance`, else the host name).
+    pub instance: String,
     /// Text or JSON log lines.
     pub log_format: crate::logging::LogFormat,
     /// Who collects expired sessions: the background sweep or PHP.
@@ -146,7 +148,8 @@ impl ServeConfig {
         let env = php_env(&args, &mut file)?;
         let ini = php_ini_settings(&args, &mut file)?;
         let workers = workers(&mut args, &mut file)?;
-        let (metrics, metrics_push) = metrics(&mut args, &mut file)?;
+        let instance = instance_name(&mut args, &mut file)?;
+        let (metrics, metrics_push) = metrics(&mut args, &mut file, &instance)?;
         let limits = http_limits(&args, &file)?;
         let deadlines = deadlines(&args, &file)?;
         let listen = args
@@ -199,6 +202,7 @@ impl ServeConfig {
             sendfile_dir: args.sendfile_dir.or(file.sendfile_dir),
             metrics,
             metrics_push,
+            instance,
             log_format: args.log_format.or(file.log_format).unwrap_or_default(),
             session_gc: args.session_gc.or(file.session_gc).unwrap_or_default(),
             session_gc_interval: millis_or(
@@ -335,10 +339,26 @@ fn workers(args: &mut ServeArgs, file: &mut FileConfig) -> Result<Vec<WorkerSpec
     Ok(workers)
 }
 
+/// `--instance`, else the host name (a container's, which orchestrators set per replica:
+/// `hostname:` in deploy/swarm/stack.yml, the pod name on Kubernetes).
+fn instance_name(args: &mut ServeArgs, file: &mut FileConfig) -> Result<String, String> {
+    let name = match args.instance.take().or(file.instance.take()) {
+        Some(name) => name,
+        None => std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .map(|h| h.trim().to_owned())
+            .unwrap_or_default(),
+    };
+    if name.chars().any(char::is_control) {
+        return Err(format!("instance name {name:?} has control characters"));
+    }
+    Ok(name)
+}
+
 /// The metrics registry's settings, and push mode if a collector URL is set.
 fn metrics(
     args: &mut ServeArgs,
     file: &mut FileConfig,
+    instance: &str,
 ) -> Result<(ferrophp_metrics::Config, Option<MetricsPush>), String> {
     let mut metrics = ferrophp_metrics::Config::default();
     if let Some(a) = args
@@ -378,6 +398,7 @@ fn metrics(
     let buffer = args.metrics_push_buffer.or(file.metrics_push_buffer);
     let push = MetricsPush {
         url,
+        instance: instance.to_owned(),
         interval,
         buffer: buffer.unwrap_or(60).max(1),
     };

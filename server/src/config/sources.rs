@@ -180,6 +180,11 @@ pub struct ServeArgs {
     /// counted) beyond it [default: 60]
     #[arg(long, env = "FERROPHP_METRICS_PUSH_BUFFER", value_name = "N")]
     pub metrics_push_buffer: Option<usize>,
+    /// This instance's name among several serving one application: the `name` of
+    /// `ferrophp_instance_info` on `/metrics` and an `instance` tag on every pushed
+    /// series (a scraper adds its own `instance` label) [default: the host name]
+    #[arg(long, env = "FERROPHP_INSTANCE", value_name = "NAME")]
+    pub instance: Option<String>,
     // --- operating: log format and sessions (see docs/operating.md) ---
     /// Log format: text, or json (one object per line, access log fields as JSON fields)
     /// [default: text]
@@ -329,6 +334,7 @@ pub struct FileConfig {
     pub(super) metrics_push_url: Option<String>,
     pub(super) metrics_push_interval_ms: Option<u64>,
     pub(super) metrics_push_buffer: Option<usize>,
+    pub(super) instance: Option<String>,
     pub(super) log_format: Option<crate::logging::LogFormat>,
     pub(super) session_gc: Option<crate::sessions::GcMode>,
     pub(super) session_gc_interval_ms: Option<u64>,

@@ -106,6 +106,7 @@ pub(super) async fn build(
     }
     let worker_count = worker_configs.len();
     crate::metrics::configure(config.metrics);
+    crate::metrics::set_instance(&config.instance);
     worker::observe::set_slow_request_threshold(config.slow_request);
     // Before PHP starts: requests may be traced from the first one on.
     crate::traces::configure();
@@ -204,9 +205,15 @@ pub(super) async fn build(
     let metrics_push = config.metrics_push.clone().map(crate::metrics::spawn_push);
     if config.session_gc == sessions::GcMode::Background {
         match session_settings(&engine).await {
-            Some(effective) => {
+            Some(effective) if effective.handler == "files" => {
                 sessions::spawn_sweeper(Arc::new(effective), config.session_gc_interval)
             }
+            // Redis, memcached, a database: the store expires sessions itself (phpredis
+            // sets each key's TTL to gc_maxlifetime); there are no files to sweep.
+            Some(effective) => tracing::info!(
+                save_handler = %effective.handler,
+                "sessions are not files: no background sweep"
+            ),
             None => {
                 tracing::warn!("could not read the session settings from PHP: no session sweep")
             }
