@@ -54,8 +54,9 @@ pub struct AcmeArgs {
         requires = "acme_eab_kid"
     )]
     pub acme_eab_hmac_key: Option<String>,
-    /// Directory for state kept across restarts (certificates and ACME account under
-    /// certs/) [default: $XDG_DATA_HOME/ferrophp, else ~/.local/share/ferrophp]
+    /// Directory for state kept across restarts: certificates and the ACME account
+    /// under certs/, the job queue under jobs/, the Mercure hub's durable history under
+    /// mercure/ [default: $XDG_DATA_HOME/ferrophp, else ~/.local/share/ferrophp]
     #[arg(long, env = "FERROPHP_DATA_DIR", value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
 }
@@ -80,6 +81,7 @@ pub(super) fn auto_https(
     args: &mut AcmeArgs,
     file: &mut FileConfig,
     static_tls: Option<&(PathBuf, PathBuf)>,
+    data_dir: Option<&std::path::Path>,
 ) -> Result<Option<AutoHttps>, String> {
     let domains = if args.domains.is_empty() {
         file.domains.take().unwrap_or_default()
@@ -143,12 +145,9 @@ pub(super) fn auto_https(
         (None, None) => None,
         _ => return Err("External Account Binding needs both a key id and an HMAC key".into()),
     };
-    let data_dir = args
-        .data_dir
-        .take()
-        .or(file.data_dir.take())
-        .or_else(default_data_dir)
-        .ok_or("no data directory: set --data-dir (FERROPHP_DATA_DIR)")?;
+    let data_dir = data_dir
+        .ok_or("no data directory: set --data-dir (FERROPHP_DATA_DIR)")?
+        .to_path_buf();
     Ok(Some(AutoHttps {
         http_listen: args
             .http_listen
@@ -172,6 +171,18 @@ pub(super) fn auto_https(
             timing: tls::Timing::default(),
         },
     }))
+}
+
+/// The directory for state kept across restarts, shared by everything that keeps some
+/// (certificates under `certs/`, the job queue under `jobs/`, the Mercure hub's durable
+/// history under `mercure/`): `--data-dir`, else the file's `data_dir`, else
+/// `$XDG_DATA_HOME/ferrophp`, else `$HOME/.local/share/ferrophp`; `None` when none of
+/// them is set (only an error for a feature that needs one).
+pub(super) fn data_dir(args: &mut AcmeArgs, file: &mut FileConfig) -> Option<PathBuf> {
+    args.data_dir
+        .take()
+        .or(file.data_dir.take())
+        .or_else(default_data_dir)
 }
 
 /// `$XDG_DATA_HOME/ferrophp`, else `$HOME/.local/share/ferrophp`.

@@ -36,6 +36,9 @@ pub struct ServeConfig {
     /// Automatic HTTPS (`--domain`): certificates from an ACME CA; `listen` is then the
     /// HTTPS address.
     pub auto_https: Option<AutoHttps>,
+    /// Where state kept across restarts lives (`--data-dir`): `certs/`, `jobs/`,
+    /// `mercure/`. `None` when neither it nor a home directory is known.
+    pub data_dir: Option<PathBuf>,
     /// The largest request body accepted, in bytes (413 beyond).
     pub max_body_size: u64,
     /// How long a request may wait for a PHP thread before its 503.
@@ -144,7 +147,9 @@ impl ServeConfig {
         let root = document_root(args.root.take().or(file.root.take()))?;
         let php = php_threads(&args, &file)?;
         let tls = tls_pair(&mut args, &mut file)?;
-        let auto_https = acme::auto_https(&mut args.acme, &mut file, tls.as_ref())?;
+        let data_dir = acme::data_dir(&mut args.acme, &mut file);
+        let auto_https =
+            acme::auto_https(&mut args.acme, &mut file, tls.as_ref(), data_dir.as_deref())?;
         let env = php_env(&args, &mut file)?;
         let ini = php_ini_settings(&args, &mut file)?;
         let workers = workers(&mut args, &mut file)?;
@@ -174,6 +179,7 @@ impl ServeConfig {
             php_stack_size: php.php_stack_size,
             tls,
             auto_https,
+            data_dir,
             max_body_size: limits.max_body_size,
             max_wait: limits.max_wait,
             header_timeout: limits.header_timeout,
