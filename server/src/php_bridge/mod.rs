@@ -14,14 +14,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use http::{HeaderName, HeaderValue, Request, Response, StatusCode};
-use hyper::body::Incoming;
-use worker::{CgiRequest, Engine, Placement, ScriptRequest, ServerName, Target, STALLED_AFTER};
 use tokio::sync::{oneshot, OwnedSemaphorePermit, Semaphore};
+use worker::{CgiRequest, Engine, Placement, ScriptRequest, ServerName, Target, STALLED_AFTER};
 
-use crate::body::{self, ResponseBody};
+use crate::body::{self, BodyErrorKind, RequestBody, ResponseBody};
 use crate::peer::{strip_port, Connection};
 use crate::sendfile::{RequestFacts, Sendfile};
-use request_body::{BodyFailure, BodyState};
+use request_body::BodyState;
 pub(crate) use response::OnStall;
 use response::{build_response, HttpSink, Reply, ReplyBody};
 
@@ -106,7 +105,7 @@ impl PhpRunner {
     /// Runs `script` for `req` on `target`'s pool; PHP's response, streamed.
     pub(crate) async fn run(
         &self,
-        req: Request<Incoming>,
+        req: Request<RequestBody>,
         conn: &Connection,
         script: Script,
         target: Target,
@@ -123,7 +122,7 @@ impl PhpRunner {
     /// router itself (a static file or nothing), which the caller then answers.
     pub(crate) async fn run_with_router(
         &self,
-        req: Request<Incoming>,
+        req: Request<RequestBody>,
         conn: &Connection,
         script: Script,
         target: Target,
@@ -195,7 +194,7 @@ impl PhpRunner {
     /// router, the trace; and what the reply needs later.
     fn build_script_request(
         &self,
-        req: Request<Incoming>,
+        req: Request<RequestBody>,
         conn: &Connection,
         script: Script,
         router: Option<PathBuf>,
@@ -343,8 +342,8 @@ async fn into_response(
     if let ReplyBody::Declined = reply.body {
         return None;
     }
-    Some(match body_state.get() {
-        BodyFailure::None => {
+    Some(match body_state.failure() {
+        None => {
             let response = build_response(reply, body_state);
             if let Some((sendfile, request)) = sendfile {
                 if let Some(file) = sendfile.intercept(&response, &request).await {
@@ -353,11 +352,13 @@ async fn into_response(
             }
             response
         }
-        BodyFailure::TooLarge => {
+        Some(BodyErrorKind::TooLarge) => {
             body::text_response(StatusCode::PAYLOAD_TOO_LARGE, "Payload Too Large")
         }
-        BodyFailure::Broken => body::text_response(StatusCode::BAD_REQUEST, "Bad Request"),
-        BodyFailure::TimedOut => {
+        Some(BodyErrorKind::Reset | BodyErrorKind::Malformed) => {
+            body::text_response(StatusCode::BAD_REQUEST, "Bad Request")
+        }
+        Some(BodyErrorKind::Stalled) => {
             body::text_response(StatusCode::REQUEST_TIMEOUT, "Request Timeout")
         }
     })
