@@ -1,6 +1,7 @@
 //! Request path → what serves it: a static file, a PHP script (with `PATH_INFO` split off),
 //! a redirect to the slash-terminated directory URL, or an error. Owns the path security
-//! rules: strict percent-decoding, no dot segments, no encoded separators, no dotfiles, no
+//! rules: strict percent-decoding, no dot segments, no encoded separators, no dotfiles or
+//! dot-directories among the segments that name files (PATH_INFO is no file), no
 //! PHP source or include files served as static content, no file reached through a
 //! symlink that leaves the document root or lands on a dotfile, only files whose real name
 //! ends in `.php` executed, and never a script inside a no-PHP directory (uploads). The
@@ -182,19 +183,21 @@ impl Router {
         // names and PATH_INFO be taken as slices of `uri` below.
         let segments: Vec<&str> = uri.split('/').filter(|s| !s.is_empty()).collect();
 
-        let hidden = segments
+        // The dotfile rule applies to the segments that name files: those up to the
+        // script, or all of them when no script takes the path. What follows a script is
+        // PATH_INFO, the script's to interpret (`/caldav.php/.well-known/caldav`), as
+        // nginx's `fastcgi_split_path_info` hands it over.
+        let named_files = segments
             .iter()
             .enumerate()
-            .any(|(i, s)| s.starts_with('.') && !(i == 0 && *s == ".well-known"));
-        if hidden {
-            return Route::NotFound;
-        }
+            .position(|(i, s)| s.starts_with('.') && !(i == 0 && *s == ".well-known"))
+            .unwrap_or(segments.len());
 
         // 1. The first existing `.php` file along the path is the script, the rest is
         //    PATH_INFO.
         let mut fs_path = self.root.clone();
         let mut end = 0;
-        for seg in &segments {
+        for seg in &segments[..named_files] {
             fs_path.push(seg);
             end += 1 + seg.len();
             if !has_extension(seg, "php") {
@@ -208,6 +211,9 @@ impl Router {
                 // Nothing below a missing or special file can exist.
                 _ => break,
             }
+        }
+        if named_files < segments.len() {
+            return Route::NotFound;
         }
 
         // 2./3. The full path. `uri` keeps its trailing slash, so a regular file requested
@@ -403,6 +409,8 @@ mod tests {
             ".env",
             ".git/config",
             ".well-known/acme.txt",
+            ".hidden/x.php",
+            "dir/.env",
             "README.inc",
             "SHOUT.INC",
             "page.phtml",
@@ -530,6 +538,46 @@ mod tests {
             f.router.route("/.well-known/acme.txt"),
             Route::Static(f.root().join(".well-known/acme.txt"))
         );
+    }
+
+    #[test]
+    fn path_info_after_a_script_may_start_with_a_dot() {
+        // RFC 6764 discovery through the script (DAViCal's `caldav.php`), handed to it as
+        // nginx's `fastcgi_split_path_info` does: the dot segments are PATH_INFO, no file.
+        let f = fixture();
+        assert_eq!(
+            f.router.route("/app.php/.well-known/caldav"),
+            f.php("app.php", "/app.php", "/.well-known/caldav", "")
+        );
+        assert_eq!(
+            f.router.route("/sub/index.php/.git/config"),
+            f.php("sub/index.php", "/sub/index.php", "/.git/config", "")
+        );
+        assert_eq!(
+            f.router.route("/Upper.PHP/%2Ehidden/"),
+            f.php("Upper.PHP", "/Upper.PHP", "/.hidden/", "")
+        );
+        // The segments that name files still may not: a dotfile, a dot-directory on the
+        // way to a script (with or without PATH_INFO), a linked one, and a directory
+        // named like a script is no script to take PATH_INFO.
+        let r = f.root();
+        symlink(r.join(".hidden/x.php"), r.join("linked.php")).unwrap();
+        for p in [
+            "/.git/config",
+            "/dir/.env",
+            "/.htaccess",
+            "/sub/.htaccess",
+            "/.hidden/x.php",
+            "/.hidden/x.php/info",
+            "/sub/.hidden/x.php",
+            "/linked.php",
+            "/linked.php/.well-known/caldav",
+            "/dir.php/.env",
+            "/missing.php/.well-known/caldav",
+            "/.well-known/.hidden",
+        ] {
+            assert_eq!(f.router.route(p), Route::NotFound, "{p}");
+        }
     }
 
     #[test]
