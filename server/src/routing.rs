@@ -51,12 +51,13 @@ struct RouteCache {
 /// Beyond this many cached paths (a scan of random URLs), start over rather than grow.
 const ROUTE_CACHE_MAX_ENTRIES: usize = 16 * 1024;
 
-/// What serves a request path; see [`Router::route`].
+/// What serves a request path; see [`Router::route`]. Its paths and names are shared:
+/// a cached decision is handed to each request for the same path without a copy.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Route {
     /// An existing regular file inside the root that is not PHP: serve it statically.
     /// The path is canonical (symlinks resolved).
-    Static(PathBuf),
+    Static(Arc<Path>),
     /// Run a PHP script. `script_filename` is the absolute canonical path of the .php file,
     /// `script_name` its URL path ("/blog/index.php"), `path_info` the decoded remainder
     /// after the script ("/foo/bar" or ""). `document_uri` is what nginx + php-fpm give
@@ -64,13 +65,13 @@ pub enum Route {
     /// `$uri`): the script's URL path.
     Php {
         /// SCRIPT_FILENAME.
-        script_filename: PathBuf,
+        script_filename: Arc<Path>,
         /// SCRIPT_NAME.
-        script_name: String,
+        script_name: Arc<str>,
         /// PATH_INFO.
-        path_info: String,
+        path_info: Arc<str>,
         /// DOCUMENT_URI.
-        document_uri: String,
+        document_uri: Arc<str>,
     },
     /// A directory requested without trailing slash that has an index: redirect to
     /// path + "/" (keeping the query string is the caller's job).
@@ -266,11 +267,12 @@ impl Router {
         {
             return Route::Forbidden;
         }
+        let script_name: Arc<str> = script_name.into();
         Route::Php {
-            script_filename,
-            script_name: script_name.to_owned(),
-            path_info: path_info.to_owned(),
-            document_uri: script_name.to_owned(),
+            script_filename: script_filename.into(),
+            document_uri: script_name.clone(),
+            script_name,
+            path_info: path_info.into(),
         }
     }
 
@@ -281,7 +283,7 @@ impl Router {
         match self.contained(file) {
             // The target name matters too: a harmless-looking symlink to a .php file would
             // otherwise publish its source.
-            Some(canonical) if !never_static(&canonical) => Route::Static(canonical),
+            Some(canonical) if !never_static(&canonical) => Route::Static(canonical.into()),
             _ => Route::NotFound,
         }
     }
@@ -443,7 +445,7 @@ mod tests {
         /// always the script's URL path).
         fn php(&self, script: &str, name: &str, info: &str, _uri: &str) -> Route {
             Route::Php {
-                script_filename: self.root().join(script),
+                script_filename: self.root().join(script).into(),
                 script_name: name.into(),
                 path_info: info.into(),
                 document_uri: name.into(),
@@ -536,7 +538,7 @@ mod tests {
         }
         assert_eq!(
             f.router.route("/.well-known/acme.txt"),
-            Route::Static(f.root().join(".well-known/acme.txt"))
+            Route::Static(f.root().join(".well-known/acme.txt").into())
         );
     }
 
@@ -581,6 +583,42 @@ mod tests {
     }
 
     #[test]
+    fn a_cached_decision_is_shared_with_each_request_not_copied() {
+        let f = fixture();
+        let router = Router::new(f.root())
+            .unwrap()
+            .with_cache(Duration::from_secs(60));
+        let (
+            Route::Php {
+                script_filename: a_file,
+                script_name: a_name,
+                path_info: a_info,
+                document_uri: a_uri,
+            },
+            Route::Php {
+                script_filename: b_file,
+                script_name: b_name,
+                path_info: b_info,
+                document_uri: b_uri,
+            },
+        ) = (router.route("/app.php/x"), router.route("/app.php/x"))
+        else {
+            panic!("not a script");
+        };
+        assert!(Arc::ptr_eq(&a_file, &b_file));
+        assert!(Arc::ptr_eq(&a_name, &b_name));
+        assert!(Arc::ptr_eq(&a_info, &b_info));
+        assert!(Arc::ptr_eq(&a_uri, &b_uri) && Arc::ptr_eq(&a_uri, &a_name));
+        let (Route::Static(a), Route::Static(b)) = (
+            router.route("/assets/style.css"),
+            router.route("/assets/style.css"),
+        ) else {
+            panic!("not a file");
+        };
+        assert!(Arc::ptr_eq(&a, &b));
+    }
+
+    #[test]
     fn php_sources_and_includes_are_never_static() {
         let f = fixture();
         for p in ["/README.inc", "/SHOUT.INC", "/page.phtml", "/lib.phar"] {
@@ -593,7 +631,7 @@ mod tests {
     #[test]
     fn static_files_and_percent_decoding() {
         let f = fixture();
-        let css = Route::Static(f.root().join("assets/style.css"));
+        let css = Route::Static(f.root().join("assets/style.css").into());
         assert_eq!(f.router.route("/assets/style.css"), css);
         assert_eq!(f.router.route("/%61ssets/style%2Ecss"), css);
         assert_eq!(f.router.route("//assets///style.css"), css);
@@ -614,7 +652,7 @@ mod tests {
         assert_eq!(f.router.route("/outdir/evil.php"), Route::NotFound);
         assert_eq!(
             f.router.route("/link.css"),
-            Route::Static(f.root().join("assets/style.css"))
+            Route::Static(f.root().join("assets/style.css").into())
         );
     }
 
@@ -649,7 +687,7 @@ mod tests {
         // A directory named like a script is walked through, not executed.
         assert_eq!(
             f.router.route("/dir.php/file.txt"),
-            Route::Static(f.root().join("dir.php/file.txt"))
+            Route::Static(f.root().join("dir.php/file.txt").into())
         );
         // A .php segment that does not exist is not a script: front controller.
         assert_eq!(f.router.route("/missing.php/x"), f.front("/missing.php/x"));
@@ -694,7 +732,7 @@ mod tests {
         }
         assert_eq!(
             router.route("/uploads/a.txt"),
-            Route::Static(r.join("uploads/a.txt"))
+            Route::Static(r.join("uploads/a.txt").into())
         );
         assert_eq!(
             router.route("/app.php"),
@@ -730,7 +768,7 @@ mod tests {
         );
         assert_eq!(
             f.router.route("/docs/"),
-            Route::Static(f.root().join("docs/index.html"))
+            Route::Static(f.root().join("docs/index.html").into())
         );
         assert_eq!(
             f.router.route("/"),

@@ -9,7 +9,7 @@ mod request_body;
 mod response;
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -70,14 +70,14 @@ impl PoolPermits {
     }
 }
 
-/// The script and the URL parts routing decided.
+/// The script and the URL parts routing decided (shared with its cached decision).
 pub(crate) struct Script {
     /// The document root it was routed in (the release it runs from).
     pub document_root: Arc<str>,
-    pub filename: PathBuf,
-    pub script_name: String,
-    pub path_info: String,
-    pub document_uri: String,
+    pub filename: Arc<Path>,
+    pub script_name: Arc<str>,
+    pub path_info: Arc<str>,
+    pub document_uri: Arc<str>,
 }
 
 /// A request let into its pool ([`PhpRunner::admit`]).
@@ -275,7 +275,7 @@ impl PhpRunner {
             document_uri: script.document_uri,
             env: self.env.clone(),
         };
-        let mut request = ScriptRequest::new(script.filename, Box::new(sink));
+        let mut request = ScriptRequest::shared(script.filename, Box::new(sink));
         request.cgi = Some(cgi);
         request
     }

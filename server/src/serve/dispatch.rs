@@ -109,10 +109,10 @@ async fn dispatch(
             Some(i) => {
                 let script = Script {
                     document_root: site.document_root.clone(),
-                    filename: site.workers.script(i).to_path_buf(),
-                    script_name: String::new(),
-                    path_info: String::new(),
-                    document_uri: req.uri().path().to_owned(),
+                    filename: site.workers.script(i).clone(),
+                    script_name: no_name(),
+                    path_info: no_name(),
+                    document_uri: req.uri().path().into(),
                 };
                 *mode = Mode::Worker;
                 app.php.run(req, conn, script, Target::Worker(i)).await
@@ -160,7 +160,7 @@ async fn dev_dispatch(
                         route = Route::Php {
                             script_filename,
                             script_name,
-                            path_info: path[dir.len()..].to_owned(),
+                            path_info: path[dir.len()..].into(),
                             document_uri,
                         };
                         break 'up;
@@ -202,10 +202,11 @@ async fn dev_dispatch(
                 script_name: format!(
                     "/{}",
                     router.file_name().unwrap_or_default().to_string_lossy()
-                ),
-                filename: router.clone(),
-                path_info: String::new(),
-                document_uri: path,
+                )
+                .into(),
+                filename: router.as_path().into(),
+                path_info: no_name(),
+                document_uri: path.into(),
             };
             *mode = Mode::Classic;
             let served = app
@@ -230,6 +231,13 @@ async fn dev_dispatch(
         .run_with_router(req, conn, script, Target::Classic, router)
         .await
         .unwrap_or_else(|| body::text_response(StatusCode::NOT_FOUND, "Not Found"))
+}
+
+/// An empty `SCRIPT_NAME` or `PATH_INFO`, shared (an `Arc<str>` of nothing would still be
+/// an allocation per request).
+fn no_name() -> std::sync::Arc<str> {
+    static EMPTY: std::sync::LazyLock<std::sync::Arc<str>> = std::sync::LazyLock::new(|| "".into());
+    EMPTY.clone()
 }
 
 /// The answer to a route that runs no PHP.
