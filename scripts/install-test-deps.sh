@@ -10,7 +10,8 @@
 # (perf: scripts/count-allocs.sh, count-handoffs.sh and profile-hot-path.sh), iproute2
 # (ss: deadlines.rs checks no connection to the database outlives a cut query), the
 # Debian-packaged apps of server/tests/debian_apps.rs: phpMyAdmin, Roundcube (on
-# PostgreSQL, with Dovecot for IMAP) and PostfixAdmin. The comparison harness
+# PostgreSQL, with Dovecot for IMAP) and PostfixAdmin, and DAViCal (a CalDAV server,
+# server/tests/caldav.rs, on PostgreSQL). The comparison harness
 # (benches/src/compare) serves WordPress, MediaWiki and a Symfony app (FrameworkBundle +
 # TwigBundle + php-twig) with php-fpm too, which needs Debian's extension packages for
 # them (mysqli, pdo_sqlite, mbstring, intl). php-cli and php-parser (nikic/PHP-Parser)
@@ -33,7 +34,7 @@ PACKAGES=(nginx php8.2-fpm php8.2-xml php8.2-mysql php8.2-sqlite3 php8.2-mbstrin
   composer php-laravel-framework docker-compose
   mariadb-server mariadb-client postgresql wordpress wordpress-theme-twentytwentyone adminer
   redis-server locales openssl linux-perf iproute2
-  phpmyadmin roundcube-core roundcube-pgsql dovecot-imapd postfixadmin
+  phpmyadmin roundcube-core roundcube-pgsql dovecot-imapd postfixadmin davical
   phpunit phpab pkg-php-tools dpkg-dev php-league-commonmark php-twig php-embed pebble
   php-nyholm-psr7 php-shellcommand php-symfony-finder php-symfony-yaml
   php-symfony-phpunit-bridge php-psr-container php-cli php-parser)

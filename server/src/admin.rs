@@ -1,4 +1,6 @@
-//! The admin listener: a separate address (never the public one) for operators.
+//! The admin listener: a separate address (never the public one) for operators. Its
+//! endpoints are its table of routes (`routes.rs`, [`admin_routes`]); any other request
+//! gets 404.
 //!
 //! - `POST /workers/restart`: a reload (what SIGHUP does): the document root and worker
 //!   scripts are resolved again (a deploy switched `current`) and every worker rolls
@@ -23,13 +25,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use http::{Method, Request, Response, StatusCode};
-use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 use worker::EngineControl;
 
-use crate::body::{self, ResponseBody};
+use crate::body::{self, BodyError, BodyErrorKind, RequestBody, ResponseBody};
+use crate::routes::{self, PathMatch, RouteFuture, Routes};
 use crate::site::Sites;
 
 /// Set when the server starts its graceful drain: `/readyz` answers 503 from then on.
@@ -50,7 +52,12 @@ pub(crate) async fn serve(
     sites: Arc<Sites>,
     status: crate::status::StatusSetup,
 ) -> Result<SocketAddr, String> {
-    let status = Arc::new(status);
+    let state = Arc::new(Admin {
+        engine,
+        sites,
+        status,
+        routes: admin_routes(),
+    });
     let listener = TcpListener::bind(addr)
         .await
         .map_err(|e| format!("cannot listen on {addr} (admin): {e}"))?;
@@ -63,14 +70,12 @@ pub(crate) async fn serve(
             let Ok((stream, _)) = listener.accept().await else {
                 continue;
             };
-            let engine = engine.clone();
-            let sites = sites.clone();
-            let status = status.clone();
-            let service = service_fn(move |req| {
-                let engine = engine.clone();
-                let sites = sites.clone();
-                let status = status.clone();
-                async move { Ok::<_, Infallible>(handle(&engine, &sites, &status, req).await) }
+            let state = state.clone();
+            let service = service_fn(move |req: Request<hyper::body::Incoming>| {
+                let state = state.clone();
+                let req =
+                    req.map(|b| RequestBody::new(b, |e| BodyError::new(BodyErrorKind::Reset, e)));
+                async move { Ok::<_, Infallible>(handle(&state, req).await) }
             });
             tokio::spawn(async move {
                 let _ = hyper::server::conn::http1::Builder::new()
@@ -82,65 +87,100 @@ pub(crate) async fn serve(
     Ok(local)
 }
 
-async fn handle(
-    engine: &EngineControl,
-    sites: &Arc<Sites>,
-    status: &crate::status::StatusSetup,
-    req: Request<Incoming>,
-) -> Response<ResponseBody> {
-    match (req.method(), req.uri().path()) {
-        (&Method::GET, "/status") => {
-            match crate::status::render(req.uri().query().unwrap_or(""), status) {
-                Ok((content_type, body)) => ok_response(content_type, body),
-                Err(why) => body::text_response(StatusCode::NOT_FOUND, &why),
-            }
-        }
-        (&Method::POST, "/workers/restart") => {
-            tracing::info!("admin: restarting workers, resolving the document root again");
-            let sites = sites.clone();
-            let reloaded = tokio::task::spawn_blocking(move || sites.reload())
-                .await
-                .unwrap_or_else(|e| Err(e.to_string()));
-            let answer = match &reloaded {
-                Ok(r) => body::text_response(
-                    StatusCode::OK,
-                    &format!("restarting workers; document root {}", r.root.display()),
-                ),
-                Err(e) => body::text_response(
-                    StatusCode::CONFLICT,
-                    &format!("reload refused, still serving the previous release: {e}"),
-                ),
-            };
-            crate::site::log_reload("admin", reloaded);
-            answer
-        }
-        (&Method::GET, "/readyz") => {
-            if DRAINING.load(Ordering::Relaxed) {
+/// What the admin endpoints work with.
+struct Admin {
+    engine: EngineControl,
+    sites: Arc<Sites>,
+    status: crate::status::StatusSetup,
+    routes: Routes<Admin>,
+}
+
+async fn handle(admin: &Admin, req: Request<RequestBody>) -> Response<ResponseBody> {
+    match admin.routes.find(&req) {
+        Some(route) => route.answer(admin, req).await,
+        None => body::text_response(StatusCode::NOT_FOUND, "Not Found"),
+    }
+}
+
+/// The admin listener's endpoints (see the module docs).
+fn admin_routes() -> Routes<Admin> {
+    let mut table = Routes::<Admin>::default();
+    table
+        .add(PathMatch::Exact("/status"), &[Method::GET], |admin, req| {
+            routes::ready(
+                match crate::status::render(req.uri().query().unwrap_or(""), &admin.status) {
+                    Ok((content_type, body)) => ok_response(content_type, body),
+                    Err(why) => body::text_response(StatusCode::NOT_FOUND, &why),
+                },
+            )
+        })
+        .add(
+            PathMatch::Exact("/workers/restart"),
+            &[Method::POST],
+            restart_workers,
+        )
+        .add(PathMatch::Exact("/readyz"), &[Method::GET], |_, _| {
+            routes::ready(if DRAINING.load(Ordering::Relaxed) {
                 body::text_response(StatusCode::SERVICE_UNAVAILABLE, "draining")
             } else {
                 body::text_response(StatusCode::OK, "ready")
-            }
-        }
-        (&Method::GET, "/health" | "/healthz") => {
-            let served: Vec<String> = engine
-                .worker_requests_served()
-                .iter()
-                .map(u64::to_string)
-                .collect();
-            let json = format!(
-                r#"{{"status":"ok","worker_requests":[{}]}}"#,
-                served.join(",")
-            );
-            json_response(json)
-        }
-        (&Method::GET, "/threads") => json_response(threads_json()),
-        (&Method::GET, "/frankenphp/threads") => json_response(frankenphp_threads_json()),
-        (&Method::GET, "/metrics") => ok_response(
-            "text/plain; version=0.0.4; charset=utf-8",
-            crate::metrics::render(),
-        ),
-        _ => body::text_response(StatusCode::NOT_FOUND, "Not Found"),
-    }
+            })
+        })
+        .add(PathMatch::Exact("/health"), &[Method::GET], health)
+        .add(PathMatch::Exact("/healthz"), &[Method::GET], health)
+        .add(PathMatch::Exact("/threads"), &[Method::GET], |_, _| {
+            routes::ready(json_response(threads_json()))
+        })
+        .add(
+            PathMatch::Exact("/frankenphp/threads"),
+            &[Method::GET],
+            |_, _| routes::ready(json_response(frankenphp_threads_json())),
+        )
+        .add(PathMatch::Exact("/metrics"), &[Method::GET], |_, _| {
+            routes::ready(ok_response(
+                "text/plain; version=0.0.4; charset=utf-8",
+                crate::metrics::render(),
+            ))
+        });
+    table
+}
+
+/// `POST /workers/restart`: a reload, off the runtime (it resolves paths on disk).
+fn restart_workers(admin: &Admin, _: Request<RequestBody>) -> RouteFuture<'_> {
+    Box::pin(async move {
+        tracing::info!("admin: restarting workers, resolving the document root again");
+        let sites = admin.sites.clone();
+        let reloaded = tokio::task::spawn_blocking(move || sites.reload())
+            .await
+            .unwrap_or_else(|e| Err(e.to_string()));
+        let answer = match &reloaded {
+            Ok(r) => body::text_response(
+                StatusCode::OK,
+                &format!("restarting workers; document root {}", r.root.display()),
+            ),
+            Err(e) => body::text_response(
+                StatusCode::CONFLICT,
+                &format!("reload refused, still serving the previous release: {e}"),
+            ),
+        };
+        crate::site::log_reload("admin", reloaded);
+        answer
+    })
+}
+
+/// `GET /health`, `GET /healthz`: liveness, with each worker's requests served.
+fn health(admin: &Admin, _: Request<RequestBody>) -> RouteFuture<'_> {
+    let served: Vec<String> = admin
+        .engine
+        .worker_requests_served()
+        .iter()
+        .map(u64::to_string)
+        .collect();
+    let json = format!(
+        r#"{{"status":"ok","worker_requests":[{}]}}"#,
+        served.join(",")
+    );
+    routes::ready(json_response(json))
 }
 
 fn json_response(json: String) -> Response<ResponseBody> {

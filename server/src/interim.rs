@@ -1,231 +1,36 @@
-//! Informational (1xx) responses, which hyper 1's server cannot send on its own:
-//! `headers_send(103)` (103 Early Hints) from a PHP script, over HTTP/1.1 and HTTP/2.
-//! A request's [`Hints`] says where its 1xx responses go.
-//!
-//! HTTP/1.1:
-//! Every connection's I/O is wrapped in an [`InterimIo`] that shares an [`Interim`] queue
-//! with the connection's requests. A script's sink serializes the 1xx head into the queue
-//! and wakes the connection task; the wrapper writes queued bytes from `poll_flush`, which
-//! hyper's dispatcher calls on every turn and only with its own write buffer empty (so the
-//! hint leaves while the script is still running, between two responses), or just before
-//! the bytes hyper writes next when those start a new response (so a hint always precedes
-//! its final head); see [`InterimIo`]. HTTP/1.0 clients do not expect 1xx responses and
-//! get none.
-//!
-//! HTTP/2: the socket carries hyper's framing, so the head goes to hyper instead, as a
-//! `Response<()>` for the `InformationalSender` our patched hyper puts in each request
-//! (`third_party/patches/`); hyper's stream task writes it as a HEADERS frame before the
-//! final response's.
+//! Informational (1xx) responses before the final one: `headers_send(103)` (103 Early
+//! Hints) from a PHP script. A request carries its protocol's [`Hints`] in its
+//! extensions, put there by the protocol that read it (`serve/connection/interim.rs` for
+//! HTTP/1.1 and HTTP/2); whoever answers the request sends 1xx heads through it without
+//! knowing which protocol carries them.
 
-use std::io;
-use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
+use std::sync::Arc;
 
-use futures_util::task::AtomicWaker;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use worker::ResponseHead;
+
+/// One protocol's way of sending a 1xx response ahead of a request's final response.
+pub(crate) trait SendInformational: Send + Sync {
+    /// Sends the 1xx response `status` with `headers` (valid fields only); one that can
+    /// no longer be sent (the final response has gone) is dropped, as a hint may be.
+    fn send_informational(&self, status: http::StatusCode, headers: &http::HeaderMap);
+}
 
 /// Where one request's 1xx responses go.
 #[derive(Clone)]
-pub(crate) enum Hints {
-    /// HTTP/1.1: serialized into the connection's queue.
-    Http1(Arc<Interim>),
-    /// HTTP/2: handed to hyper's stream (`serve/connection.rs` wraps hyper's sender in
-    /// this closure).
-    Http2(Arc<dyn Fn(http::Response<()>) + Send + Sync>),
-}
+pub(crate) struct Hints(Arc<dyn SendInformational>);
 
 impl Hints {
-    /// Sends `head` on its way; one that cannot be sent any more (the final response has
-    /// gone) or has no valid status is dropped, as a hint may be.
+    pub(crate) fn new(protocol: Arc<dyn SendInformational>) -> Hints {
+        Hints(protocol)
+    }
+
+    /// Sends `head` on its way; one without a 1xx status is dropped.
     pub(crate) fn send(&self, head: &ResponseHead) {
-        match self {
-            Hints::Http1(interim) => interim.send(head),
-            Hints::Http2(send) => {
-                let Ok(status) = http::StatusCode::from_u16(head.status) else {
-                    return;
-                };
-                let mut response = http::Response::new(());
-                *response.status_mut() = status;
-                *response.headers_mut() = head.headers.clone();
-                send(response);
-            }
+        let Ok(status) = http::StatusCode::from_u16(head.status) else {
+            return;
+        };
+        if status.is_informational() {
+            self.0.send_informational(status, &head.headers);
         }
-    }
-}
-
-/// The 1xx responses waiting to be written on one connection. The common case (nothing
-/// queued) costs the connection an atomic load and a waker registration per poll.
-#[derive(Default)]
-pub(crate) struct Interim {
-    pending: Mutex<Vec<u8>>,
-    /// Set with bytes in `pending`; cleared, under its lock, once they are written.
-    has_pending: AtomicBool,
-    /// The connection task, woken to write what was queued.
-    waker: AtomicWaker,
-}
-
-impl Interim {
-    /// Queues `head` as an HTTP/1.1 informational response and wakes the connection.
-    pub(crate) fn send(&self, head: &ResponseHead) {
-        let mut bytes = Vec::with_capacity(128);
-        let reason = http::StatusCode::from_u16(head.status)
-            .ok()
-            .and_then(|s| s.canonical_reason())
-            .unwrap_or("Informational");
-        bytes.extend_from_slice(format!("HTTP/1.1 {} {reason}\r\n", head.status).as_bytes());
-        // Valid fields only: the worker dropped the others when it made the head.
-        for (name, value) in &head.headers {
-            bytes.extend_from_slice(name.as_str().as_bytes());
-            bytes.extend_from_slice(b": ");
-            bytes.extend_from_slice(value.as_bytes());
-            bytes.extend_from_slice(b"\r\n");
-        }
-        bytes.extend_from_slice(b"\r\n");
-        {
-            let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-            pending.extend_from_slice(&bytes);
-            self.has_pending.store(true, Ordering::Release);
-        }
-        self.waker.wake();
-    }
-}
-
-/// A connection's I/O with the [`Interim`] queue in front of its writes.
-///
-/// hyper calls `poll_flush` on its I/O only once its own write buffer is empty, so queued
-/// bytes written from `poll_flush` can never land inside a response. From `poll_write`
-/// they are written first only while `clean` (no hyper bytes since hyper's last flush):
-/// what hyper writes then starts a new response, whose 1xx must precede it. Otherwise (a
-/// previous response's tail still in hyper's buffer, possible when hyper dispatched the
-/// next request before flushing) their order cannot be told, and the hint is dropped.
-pub(crate) struct InterimIo<T> {
-    inner: T,
-    interim: Arc<Interim>,
-    clean: bool,
-}
-
-impl<T> InterimIo<T> {
-    pub(crate) fn new(inner: T, interim: Arc<Interim>) -> Self {
-        InterimIo {
-            inner,
-            interim,
-            clean: true,
-        }
-    }
-}
-
-impl<T: AsyncWrite + Unpin> InterimIo<T> {
-    /// Writes the queued bytes; Ready(Ok) once none are left.
-    fn drain(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        // Register before looking, so a send after the look wakes this task.
-        self.interim.waker.register(cx.waker());
-        if !self.interim.has_pending.load(Ordering::Acquire) {
-            return Poll::Ready(Ok(()));
-        }
-        let mut pending = self
-            .interim
-            .pending
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        while !pending.is_empty() {
-            match Pin::new(&mut self.inner).poll_write(cx, &pending) {
-                Poll::Ready(Ok(0)) => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
-                Poll::Ready(Ok(n)) => {
-                    pending.drain(..n);
-                }
-                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
-                Poll::Pending => return Poll::Pending,
-            }
-        }
-        self.interim.has_pending.store(false, Ordering::Release);
-        Poll::Ready(Ok(()))
-    }
-
-    /// Before hyper's own bytes: queued bytes go first when that order is known.
-    fn before_hyper_write(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        if self.clean {
-            return self.drain(cx);
-        }
-        self.interim.waker.register(cx.waker());
-        if self.interim.has_pending.load(Ordering::Acquire) {
-            let mut pending = self
-                .interim
-                .pending
-                .lock()
-                .unwrap_or_else(|e| e.into_inner());
-            pending.clear();
-            self.interim.has_pending.store(false, Ordering::Release);
-        }
-        Poll::Ready(Ok(()))
-    }
-}
-
-impl<T: AsyncRead + Unpin> AsyncRead for InterimIo<T> {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        self.interim.waker.register(cx.waker());
-        Pin::new(&mut self.inner).poll_read(cx, buf)
-    }
-}
-
-impl<T: AsyncWrite + Unpin> AsyncWrite for InterimIo<T> {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        match self.before_hyper_write(cx) {
-            Poll::Ready(Ok(())) => {
-                let written = Pin::new(&mut self.inner).poll_write(cx, buf);
-                if matches!(written, Poll::Ready(Ok(n)) if n > 0) {
-                    self.clean = false;
-                }
-                written
-            }
-            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
-            Poll::Pending => Poll::Pending,
-        }
-    }
-
-    fn poll_write_vectored(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        match self.before_hyper_write(cx) {
-            Poll::Ready(Ok(())) => {
-                let written = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
-                if matches!(written, Poll::Ready(Ok(n)) if n > 0) {
-                    self.clean = false;
-                }
-                written
-            }
-            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
-            Poll::Pending => Poll::Pending,
-        }
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.inner.is_write_vectored()
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        // hyper's buffer is empty whenever it flushes its I/O.
-        self.clean = true;
-        match self.drain(cx) {
-            Poll::Ready(Ok(())) => Pin::new(&mut self.inner).poll_flush(cx),
-            other => other,
-        }
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        // A hint with no response to follow is of no use.
-        Pin::new(&mut self.inner).poll_shutdown(cx)
     }
 }

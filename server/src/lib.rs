@@ -1,10 +1,10 @@
 //! The ferrophp server as a library: every module of the `ferrophp` binary, which is only
 //! its command line (`main.rs`). Public are the subcommands' entry points the binary calls
-//! (`serve`, `php_cli`, `supervise`, with `config` for their arguments), [`tls`] (the
-//! automatic HTTPS core, which `config` names and `server/tests/acme.rs` drives against a
-//! real ACME CA) and, hidden from the docs, [`fuzzing`]: what the fuzz targets (`fuzz/`)
-//! and their stable replay (`server/tests/fuzz_replay.rs`) exercise. Everything else
-//! stays crate-private.
+//! (`serve`, `php_cli`, `supervise`, with `config` for their arguments and `sockets` for
+//! the listening sockets a supervisor passes down), [`tls`] (the automatic HTTPS core,
+//! which `config` names and `server/tests/acme.rs` drives against a real ACME CA) and,
+//! hidden from the docs, [`fuzzing`]: what the fuzz targets (`fuzz/`) and their stable
+//! replay (`server/tests/fuzz_replay.rs`) exercise. Everything else stays crate-private.
 
 #![deny(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -24,11 +24,13 @@ mod mode;
 mod peer;
 mod php_bridge;
 pub mod php_cli;
+mod routes;
 mod routing;
 mod sendfile;
 pub mod serve;
 mod sessions;
 mod site;
+pub mod sockets;
 mod static_cache;
 mod static_files;
 mod status;
@@ -39,13 +41,15 @@ mod workers;
 
 /// What the process does before any thread exists and before the command line is read:
 /// caps malloc arenas, prepares the environment of a release tree, and takes the
-/// listening socket a `--supervise` parent passed down (it is removed from the
-/// environment). Must run first in `main`, while the process has one thread.
-pub fn prepare_process() -> Result<Option<std::net::TcpListener>, String> {
+/// listening sockets (and readiness pipe) a `--supervise` parent passed down (they are
+/// removed from the environment). Must run first in `main`, while the process has one
+/// thread.
+pub fn prepare_process() -> Result<sockets::InheritedSockets, String> {
     cap_malloc_arenas();
     // It may set PHP_INI_SCAN_DIR for a release tree.
     worker::layout::prepare_process_env();
-    supervise::take_inherited_listener()
+    supervise::take_ready_pipe()?;
+    sockets::take_inherited()
 }
 
 /// Caps glibc's malloc arenas at one per CPU, unless the operator set `MALLOC_ARENA_MAX`.

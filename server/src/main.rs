@@ -62,7 +62,7 @@ fn main() {
     let code = match cli.command {
         Command::PhpCli(_) => unreachable!("php_cli::run_if_php runs php-cli"),
         // A supervised child (it holds the inherited socket) never supervises again.
-        Command::Serve(args) if args.supervise && inherited.is_none() => supervise::run(*args),
+        Command::Serve(args) if args.supervise && inherited.is_empty() => supervise::run(*args),
         Command::Serve(args) => serve::run(*args, inherited),
     };
     std::process::exit(code);

@@ -1,6 +1,7 @@
 //! Request path → what serves it: a static file, a PHP script (with `PATH_INFO` split off),
 //! a redirect to the slash-terminated directory URL, or an error. Owns the path security
-//! rules: strict percent-decoding, no dot segments, no encoded separators, no dotfiles, no
+//! rules: strict percent-decoding, no dot segments, no encoded separators, no dotfiles or
+//! dot-directories among the segments that name files (PATH_INFO is no file), no
 //! PHP source or include files served as static content, no file reached through a
 //! symlink that leaves the document root or lands on a dotfile, only files whose real name
 //! ends in `.php` executed, and never a script inside a no-PHP directory (uploads). The
@@ -50,12 +51,13 @@ struct RouteCache {
 /// Beyond this many cached paths (a scan of random URLs), start over rather than grow.
 const ROUTE_CACHE_MAX_ENTRIES: usize = 16 * 1024;
 
-/// What serves a request path; see [`Router::route`].
+/// What serves a request path; see [`Router::route`]. Its paths and names are shared:
+/// a cached decision is handed to each request for the same path without a copy.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Route {
     /// An existing regular file inside the root that is not PHP: serve it statically.
     /// The path is canonical (symlinks resolved).
-    Static(PathBuf),
+    Static(Arc<Path>),
     /// Run a PHP script. `script_filename` is the absolute canonical path of the .php file,
     /// `script_name` its URL path ("/blog/index.php"), `path_info` the decoded remainder
     /// after the script ("/foo/bar" or ""). `document_uri` is what nginx + php-fpm give
@@ -63,13 +65,13 @@ pub enum Route {
     /// `$uri`): the script's URL path.
     Php {
         /// SCRIPT_FILENAME.
-        script_filename: PathBuf,
+        script_filename: Arc<Path>,
         /// SCRIPT_NAME.
-        script_name: String,
+        script_name: Arc<str>,
         /// PATH_INFO.
-        path_info: String,
+        path_info: Arc<str>,
         /// DOCUMENT_URI.
-        document_uri: String,
+        document_uri: Arc<str>,
     },
     /// A directory requested without trailing slash that has an index: redirect to
     /// path + "/" (keeping the query string is the caller's job).
@@ -182,19 +184,21 @@ impl Router {
         // names and PATH_INFO be taken as slices of `uri` below.
         let segments: Vec<&str> = uri.split('/').filter(|s| !s.is_empty()).collect();
 
-        let hidden = segments
+        // The dotfile rule applies to the segments that name files: those up to the
+        // script, or all of them when no script takes the path. What follows a script is
+        // PATH_INFO, the script's to interpret (`/caldav.php/.well-known/caldav`), as
+        // nginx's `fastcgi_split_path_info` hands it over.
+        let named_files = segments
             .iter()
             .enumerate()
-            .any(|(i, s)| s.starts_with('.') && !(i == 0 && *s == ".well-known"));
-        if hidden {
-            return Route::NotFound;
-        }
+            .position(|(i, s)| s.starts_with('.') && !(i == 0 && *s == ".well-known"))
+            .unwrap_or(segments.len());
 
         // 1. The first existing `.php` file along the path is the script, the rest is
         //    PATH_INFO.
         let mut fs_path = self.root.clone();
         let mut end = 0;
-        for seg in &segments {
+        for seg in &segments[..named_files] {
             fs_path.push(seg);
             end += 1 + seg.len();
             if !has_extension(seg, "php") {
@@ -208,6 +212,9 @@ impl Router {
                 // Nothing below a missing or special file can exist.
                 _ => break,
             }
+        }
+        if named_files < segments.len() {
+            return Route::NotFound;
         }
 
         // 2./3. The full path. `uri` keeps its trailing slash, so a regular file requested
@@ -260,11 +267,12 @@ impl Router {
         {
             return Route::Forbidden;
         }
+        let script_name: Arc<str> = script_name.into();
         Route::Php {
-            script_filename,
-            script_name: script_name.to_owned(),
-            path_info: path_info.to_owned(),
-            document_uri: script_name.to_owned(),
+            script_filename: script_filename.into(),
+            document_uri: script_name.clone(),
+            script_name,
+            path_info: path_info.into(),
         }
     }
 
@@ -275,7 +283,7 @@ impl Router {
         match self.contained(file) {
             // The target name matters too: a harmless-looking symlink to a .php file would
             // otherwise publish its source.
-            Some(canonical) if !never_static(&canonical) => Route::Static(canonical),
+            Some(canonical) if !never_static(&canonical) => Route::Static(canonical.into()),
             _ => Route::NotFound,
         }
     }
@@ -403,6 +411,8 @@ mod tests {
             ".env",
             ".git/config",
             ".well-known/acme.txt",
+            ".hidden/x.php",
+            "dir/.env",
             "README.inc",
             "SHOUT.INC",
             "page.phtml",
@@ -435,7 +445,7 @@ mod tests {
         /// always the script's URL path).
         fn php(&self, script: &str, name: &str, info: &str, _uri: &str) -> Route {
             Route::Php {
-                script_filename: self.root().join(script),
+                script_filename: self.root().join(script).into(),
                 script_name: name.into(),
                 path_info: info.into(),
                 document_uri: name.into(),
@@ -528,8 +538,84 @@ mod tests {
         }
         assert_eq!(
             f.router.route("/.well-known/acme.txt"),
-            Route::Static(f.root().join(".well-known/acme.txt"))
+            Route::Static(f.root().join(".well-known/acme.txt").into())
         );
+    }
+
+    #[test]
+    fn path_info_after_a_script_may_start_with_a_dot() {
+        // RFC 6764 discovery through the script (DAViCal's `caldav.php`), handed to it as
+        // nginx's `fastcgi_split_path_info` does: the dot segments are PATH_INFO, no file.
+        let f = fixture();
+        assert_eq!(
+            f.router.route("/app.php/.well-known/caldav"),
+            f.php("app.php", "/app.php", "/.well-known/caldav", "")
+        );
+        assert_eq!(
+            f.router.route("/sub/index.php/.git/config"),
+            f.php("sub/index.php", "/sub/index.php", "/.git/config", "")
+        );
+        assert_eq!(
+            f.router.route("/Upper.PHP/%2Ehidden/"),
+            f.php("Upper.PHP", "/Upper.PHP", "/.hidden/", "")
+        );
+        // The segments that name files still may not: a dotfile, a dot-directory on the
+        // way to a script (with or without PATH_INFO), a linked one, and a directory
+        // named like a script is no script to take PATH_INFO.
+        let r = f.root();
+        symlink(r.join(".hidden/x.php"), r.join("linked.php")).unwrap();
+        for p in [
+            "/.git/config",
+            "/dir/.env",
+            "/.htaccess",
+            "/sub/.htaccess",
+            "/.hidden/x.php",
+            "/.hidden/x.php/info",
+            "/sub/.hidden/x.php",
+            "/linked.php",
+            "/linked.php/.well-known/caldav",
+            "/dir.php/.env",
+            "/missing.php/.well-known/caldav",
+            "/.well-known/.hidden",
+        ] {
+            assert_eq!(f.router.route(p), Route::NotFound, "{p}");
+        }
+    }
+
+    #[test]
+    fn a_cached_decision_is_shared_with_each_request_not_copied() {
+        let f = fixture();
+        let router = Router::new(f.root())
+            .unwrap()
+            .with_cache(Duration::from_secs(60));
+        let (
+            Route::Php {
+                script_filename: a_file,
+                script_name: a_name,
+                path_info: a_info,
+                document_uri: a_uri,
+            },
+            Route::Php {
+                script_filename: b_file,
+                script_name: b_name,
+                path_info: b_info,
+                document_uri: b_uri,
+            },
+        ) = (router.route("/app.php/x"), router.route("/app.php/x"))
+        else {
+            panic!("not a script");
+        };
+        assert!(Arc::ptr_eq(&a_file, &b_file));
+        assert!(Arc::ptr_eq(&a_name, &b_name));
+        assert!(Arc::ptr_eq(&a_info, &b_info));
+        assert!(Arc::ptr_eq(&a_uri, &b_uri) && Arc::ptr_eq(&a_uri, &a_name));
+        let (Route::Static(a), Route::Static(b)) = (
+            router.route("/assets/style.css"),
+            router.route("/assets/style.css"),
+        ) else {
+            panic!("not a file");
+        };
+        assert!(Arc::ptr_eq(&a, &b));
     }
 
     #[test]
@@ -545,7 +631,7 @@ mod tests {
     #[test]
     fn static_files_and_percent_decoding() {
         let f = fixture();
-        let css = Route::Static(f.root().join("assets/style.css"));
+        let css = Route::Static(f.root().join("assets/style.css").into());
         assert_eq!(f.router.route("/assets/style.css"), css);
         assert_eq!(f.router.route("/%61ssets/style%2Ecss"), css);
         assert_eq!(f.router.route("//assets///style.css"), css);
@@ -566,7 +652,7 @@ mod tests {
         assert_eq!(f.router.route("/outdir/evil.php"), Route::NotFound);
         assert_eq!(
             f.router.route("/link.css"),
-            Route::Static(f.root().join("assets/style.css"))
+            Route::Static(f.root().join("assets/style.css").into())
         );
     }
 
@@ -601,7 +687,7 @@ mod tests {
         // A directory named like a script is walked through, not executed.
         assert_eq!(
             f.router.route("/dir.php/file.txt"),
-            Route::Static(f.root().join("dir.php/file.txt"))
+            Route::Static(f.root().join("dir.php/file.txt").into())
         );
         // A .php segment that does not exist is not a script: front controller.
         assert_eq!(f.router.route("/missing.php/x"), f.front("/missing.php/x"));
@@ -646,7 +732,7 @@ mod tests {
         }
         assert_eq!(
             router.route("/uploads/a.txt"),
-            Route::Static(r.join("uploads/a.txt"))
+            Route::Static(r.join("uploads/a.txt").into())
         );
         assert_eq!(
             router.route("/app.php"),
@@ -682,7 +768,7 @@ mod tests {
         );
         assert_eq!(
             f.router.route("/docs/"),
-            Route::Static(f.root().join("docs/index.html"))
+            Route::Static(f.root().join("docs/index.html").into())
         );
         assert_eq!(
             f.router.route("/"),

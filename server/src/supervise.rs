@@ -1,14 +1,15 @@
-//! `ferrophp serve --supervise`: a small parent process that owns the listening socket and
+//! `ferrophp serve --supervise`: a small parent process that owns the listening sockets and
 //! runs the real server as a child, restarting it when it dies.
 //!
 //! PHP runs inside the server process, so a segfault in an extension or a C stack
 //! overflow kills every request in flight and the process itself; nothing in-process can
-//! recover from that. The supervisor never loads PHP: it binds the listener once, passes
-//! the socket to each child (`FERROPHP_LISTEN_FD`, inherited across exec), and waits.
-//! Because the socket outlives the child, connections that arrive while a child is being
-//! replaced wait in the kernel's accept queue and are served by the next child instead of
-//! being refused; a client sees a delay (the restart backoff plus PHP's boot), never
-//! `ECONNREFUSED`.
+//! recover from that. The supervisor never loads PHP: it binds the server's listening
+//! sockets once (all of them, `sockets::specs`), passes them to each child
+//! (`FERROPHP_LISTEN_FD`, inherited across exec; the protocol is in `sockets.rs`), and
+//! waits. Because the sockets outlive the child, connections that arrive while a child
+//! is being replaced wait in the kernel's accept queue and are served by the next child
+//! instead of being refused; a client sees a delay (the restart backoff plus PHP's boot),
+//! never `ECONNREFUSED`.
 //!
 //! Restarts follow an exponential backoff (100 ms doubling up to 30 s; reset once a child
 //! has run for 30 s) so a server that crashes at boot does not spin. SIGTERM and SIGINT
@@ -20,14 +21,13 @@
 //!
 //! SIGHUP replaces the child with a new process (new code, php.ini, extensions, a fresh
 //! OPcache, the document root resolved again: a deploy) without a gap: the new child
-//! starts on the same socket while the old one keeps serving, tells the supervisor when
+//! starts on the same sockets while the old one keeps serving, tells the supervisor when
 //! it is ready (a byte on a pipe, `FERROPHP_READY_FD`: PHP started, workers booted, about
 //! to accept), and only then is the old one told to drain (SIGTERM: it stops accepting,
-//! finishes its requests within `--grace-ms`). Both accept from the one socket meanwhile,
+//! finishes its requests within `--grace-ms`). Both accept from the same sockets meanwhile,
 //! so no connection is refused or waits for a boot. A new child that exits or is not
 //! ready within [`READY_TIMEOUT`] is stopped and the old one goes on serving.
 
-use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, FromRawFd, RawFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::ExitStatus;
@@ -36,9 +36,8 @@ use std::time::{Duration, Instant};
 use tokio::signal::unix::{signal, SignalKind};
 
 use crate::config::{ServeArgs, ServeConfig};
+use crate::sockets;
 
-/// Environment variable naming the inherited listening socket in a supervised child.
-const LISTEN_FD_ENV: &str = "FERROPHP_LISTEN_FD";
 /// Environment variable naming the pipe a child replacing another writes to once ready.
 const READY_FD_ENV: &str = "FERROPHP_READY_FD";
 /// How long a new child may take to become ready before a replacement is given up.
@@ -49,9 +48,6 @@ const BACKOFF_BASE: Duration = Duration::from_millis(100);
 const BACKOFF_MAX: Duration = Duration::from_secs(30);
 /// A child that ran this long was healthy: its crash starts the backoff afresh.
 const HEALTHY_RUN: Duration = Duration::from_secs(30);
-/// Accept queue of the shared socket: it holds the connections that arrive while a
-/// child restarts (tokio's own default for `TcpListener::bind`).
-const BACKLOG: i32 = 1024;
 
 /// The delay before restart number `crashes` (1-based) of a run of crashes.
 pub fn backoff(crashes: u32) -> Duration {
@@ -59,41 +55,13 @@ pub fn backoff(crashes: u32) -> Duration {
     BACKOFF_BASE.saturating_mul(factor).min(BACKOFF_MAX)
 }
 
-/// In a supervised child: the listening socket the supervisor passed down, if any. Call
-/// before any thread exists: it removes the variable from the environment, so PHP's
-/// `$_SERVER` never shows it and no grandchild claims the socket.
-pub fn take_inherited_listener() -> Result<Option<std::net::TcpListener>, String> {
-    take_ready_pipe()?;
-    let Some(value) = std::env::var_os(LISTEN_FD_ENV) else {
-        return Ok(None);
-    };
-    std::env::remove_var(LISTEN_FD_ENV);
-    let fd: RawFd = value
-        .to_str()
-        .and_then(|v| v.parse().ok())
-        .filter(|fd| *fd > 2)
-        .ok_or_else(|| format!("{LISTEN_FD_ENV} is not a file descriptor: {value:?}"))?;
-    // SAFETY: only our supervisor sets the variable, to a listening TCP socket it passed
-    // to this process alone; the variable is gone, so nothing else in the process wraps
-    // the same descriptor. Anything else is given back unclosed below.
-    let listener = unsafe { std::net::TcpListener::from_raw_fd(fd) };
-    if !matches!(socket2::SockRef::from(&listener).is_listener(), Ok(true)) {
-        let _ = std::os::fd::IntoRawFd::into_raw_fd(listener);
-        return Err(format!("{LISTEN_FD_ENV}={fd} is not a listening socket"));
-    }
-    // Scripts that run commands (exec, proc_open) must not hand the socket on.
-    socket2::SockRef::from(&listener)
-        .set_cloexec(true)
-        .map_err(|e| e.to_string())?;
-    listener.set_nonblocking(true).map_err(|e| e.to_string())?;
-    Ok(Some(listener))
-}
-
 /// The write end of the readiness pipe, in a child started to replace another.
 static READY: std::sync::Mutex<Option<std::fs::File>> = std::sync::Mutex::new(None);
 
-/// Takes `FERROPHP_READY_FD` out of the environment (as the listener's variable).
-fn take_ready_pipe() -> Result<(), String> {
+/// In a child started to replace another: takes `FERROPHP_READY_FD` out of the
+/// environment (as `sockets::take_inherited` does the sockets' variable). Call before any
+/// thread exists.
+pub(crate) fn take_ready_pipe() -> Result<(), String> {
     let Some(value) = std::env::var_os(READY_FD_ENV) else {
         return Ok(());
     };
@@ -124,20 +92,23 @@ pub(crate) fn notify_ready() {
     }
 }
 
-/// `ferrophp serve --supervise`: binds the listener, runs and restarts the server as a
-/// child until a signal or a deliberate exit ends it; the exit status.
+/// `ferrophp serve --supervise`: binds the listening sockets, runs and restarts the
+/// server as a child until a signal or a deliberate exit ends it; the exit status.
 pub fn run(args: ServeArgs) -> i32 {
     let config = match ServeConfig::load_and_start_logging(args) {
         Ok(c) => c,
         Err(status) => return status,
     };
-    let listener = match bind(config.listen) {
-        Ok(l) => l,
-        Err(e) => {
-            tracing::error!("cannot listen on {}: {e}", config.listen);
-            return 1;
+    let mut listening = Vec::new();
+    for spec in sockets::specs(&config) {
+        match sockets::bind(&spec) {
+            Ok(socket) => listening.push(socket),
+            Err(e) => {
+                tracing::error!("cannot listen on {}: {e}", spec.addr);
+                return 1;
+            }
         }
-    };
+    }
     // One thread: the child is forked from it, and PR_SET_PDEATHSIG follows the thread
     // that forked, which must live as long as the supervisor.
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -150,16 +121,7 @@ pub fn run(args: ServeArgs) -> i32 {
             return 1;
         }
     };
-    runtime.block_on(supervise(listener))
-}
-
-fn bind(addr: SocketAddr) -> std::io::Result<socket2::Socket> {
-    use socket2::{Domain, Protocol, Socket, Type};
-    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
-    socket.set_reuse_address(true)?;
-    socket.bind(&addr.into())?;
-    socket.listen(BACKLOG)?;
-    Ok(socket)
+    runtime.block_on(supervise(listening))
 }
 
 /// How one child's life ended, as far as the supervisor is concerned.
@@ -178,8 +140,8 @@ struct Child {
 }
 
 impl Child {
-    fn start(fd: RawFd, ready: Option<RawFd>) -> std::io::Result<Child> {
-        let process = spawn_child(fd, ready)?;
+    fn start(fds: &[RawFd], ready: Option<RawFd>) -> std::io::Result<Child> {
+        let process = spawn_child(fds, ready)?;
         let pid = process.id().unwrap_or(0);
         Ok(Child {
             process,
@@ -197,7 +159,8 @@ struct Signals {
     usr1: tokio::signal::unix::Signal,
 }
 
-async fn supervise(listener: socket2::Socket) -> i32 {
+/// `listening`: the sockets every child serves, held open here for the supervisor's life.
+async fn supervise(listening: Vec<socket2::Socket>) -> i32 {
     let (Ok(term), Ok(int), Ok(hup), Ok(usr1)) = (
         signal(SignalKind::terminate()),
         signal(SignalKind::interrupt()),
@@ -213,12 +176,12 @@ async fn supervise(listener: socket2::Socket) -> i32 {
         hup,
         usr1,
     };
-    let fd = listener.as_raw_fd();
+    let fds: Vec<RawFd> = listening.iter().map(AsRawFd::as_raw_fd).collect();
     let mut crashes = 0u32;
     // Replaced children finishing their requests; waited for before the supervisor exits.
     let mut draining = tokio::task::JoinSet::new();
     loop {
-        let mut child = match Child::start(fd, None) {
+        let mut child = match Child::start(&fds, None) {
             Ok(child) => child,
             Err(e) => {
                 tracing::error!("cannot start the server: {e}");
@@ -246,7 +209,7 @@ async fn supervise(listener: socket2::Socket) -> i32 {
                     // once this one is done: the new process may predate its switch.
                     let mut again = true;
                     while again {
-                        let (replaced, more) = replace(&mut child, fd, &mut signals).await;
+                        let (replaced, more) = replace(&mut child, &fds, &mut signals).await;
                         again = more;
                         match replaced {
                             Replaced::Yes(old) => {
@@ -298,7 +261,7 @@ async fn supervise(listener: socket2::Socket) -> i32 {
             child.started.elapsed().as_secs_f64(),
             delay.as_millis()
         );
-        // Connections keep queueing on the socket meanwhile.
+        // Connections keep queueing on the sockets meanwhile.
         tokio::select! {
             _ = tokio::time::sleep(delay) => {}
             _ = signals.term.recv() => return 0,
@@ -322,7 +285,7 @@ enum Replaced {
 /// SIGHUP: starts a new child next to `current` and, once it is ready, makes it the
 /// current one and tells the old one to drain. Also says whether another SIGHUP came
 /// meanwhile.
-async fn replace(current: &mut Child, fd: RawFd, signals: &mut Signals) -> (Replaced, bool) {
+async fn replace(current: &mut Child, fds: &[RawFd], signals: &mut Signals) -> (Replaced, bool) {
     tracing::info!(target: "supervise", "SIGHUP: starting a new server next to pid {}", current.pid);
     let (mut ready, write) = match ready_pipe() {
         Ok(pair) => pair,
@@ -331,7 +294,7 @@ async fn replace(current: &mut Child, fd: RawFd, signals: &mut Signals) -> (Repl
             return (Replaced::No, false);
         }
     };
-    let started = Child::start(fd, Some(write.as_raw_fd()));
+    let started = Child::start(fds, Some(write.as_raw_fd()));
     // The child has its copy: ours must go, or the pipe never ends when the child dies.
     drop(write);
     let mut new = match started {
@@ -436,9 +399,9 @@ fn ready_pipe() -> std::io::Result<(tokio::net::unix::pipe::Receiver, std::os::f
 }
 
 /// Starts `ferrophp serve` with this process's own arguments minus `--supervise`, the
-/// listening socket inherited as `FERROPHP_LISTEN_FD` (and `ready`, the write end of a
-/// readiness pipe, as `FERROPHP_READY_FD`).
-fn spawn_child(fd: RawFd, ready: Option<RawFd>) -> std::io::Result<tokio::process::Child> {
+/// listening sockets `fds` inherited as `FERROPHP_LISTEN_FD` (`sockets.rs`), and `ready`,
+/// the write end of a readiness pipe, as `FERROPHP_READY_FD`.
+fn spawn_child(fds: &[RawFd], ready: Option<RawFd>) -> std::io::Result<tokio::process::Child> {
     let exe = std::env::current_exe()?;
     let args = std::env::args_os()
         .skip(1)
@@ -446,17 +409,19 @@ fn spawn_child(fd: RawFd, ready: Option<RawFd>) -> std::io::Result<tokio::proces
     let mut cmd = std::process::Command::new(exe);
     cmd.args(args)
         .env_remove("FERROPHP_SUPERVISE")
-        .env(LISTEN_FD_ENV, fd.to_string());
+        .env(sockets::LISTEN_FD_ENV, sockets::fd_list(fds));
     if let Some(ready) = ready {
         cmd.env(READY_FD_ENV, ready.to_string());
     }
     let parent = std::process::id();
+    let inherited: Vec<RawFd> = fds.iter().copied().chain(ready).collect();
     // SAFETY: runs in the forked child before exec and calls only async-signal-safe
-    // functions (fcntl, prctl, getppid) on plain integers.
+    // functions (fcntl, prctl, getppid) on plain integers, read from a list made before
+    // the fork (nothing is allocated in the child).
     unsafe {
         cmd.pre_exec(move || {
             // The supervisor's copies keep close-on-exec; only the child's are inherited.
-            for fd in std::iter::once(fd).chain(ready) {
+            for &fd in &inherited {
                 let flags = libc::fcntl(fd, libc::F_GETFD);
                 if flags < 0 || libc::fcntl(fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC) < 0 {
                     return Err(std::io::Error::last_os_error());

@@ -4,6 +4,7 @@
 //! included: `site.rs`.)
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use globset::{Glob, GlobMatcher, GlobSet, GlobSetBuilder};
@@ -107,7 +108,8 @@ impl WorkerSpec {
 
 /// Picks the worker for a request.
 pub(crate) struct WorkerRouter {
-    workers: Vec<(PathBuf, Option<GlobMatcher>)>,
+    /// Each worker's script (shared with the requests routed to it) and `match` pattern.
+    workers: Vec<(Arc<Path>, Option<GlobMatcher>)>,
 }
 
 impl WorkerRouter {
@@ -125,7 +127,7 @@ impl WorkerRouter {
                     ),
                     None => None,
                 };
-                Ok((script.clone(), matcher))
+                Ok((Arc::from(script.as_path()), matcher))
             })
             .collect::<Result<_, String>>()?;
         Ok(WorkerRouter { workers })
@@ -138,21 +140,25 @@ impl WorkerRouter {
             .position(|(_, m)| m.as_ref().is_some_and(|m| m.is_match(path)))
     }
 
-    pub(crate) fn script(&self, index: usize) -> &Path {
+    pub(crate) fn script(&self, index: usize) -> &Arc<Path> {
         &self.workers[index].0
     }
 
     /// Whether the workers' scripts are `scripts`, in order.
     pub(crate) fn same_scripts(&self, scripts: &[PathBuf]) -> bool {
         self.workers.len() == scripts.len()
-            && self.workers.iter().zip(scripts).all(|((s, _), o)| s == o)
+            && self
+                .workers
+                .iter()
+                .zip(scripts)
+                .all(|((s, _), o)| **s == **o)
     }
 
     /// The worker whose script is the routed script file.
     pub(crate) fn by_script(&self, script: &Path) -> Option<usize> {
         self.workers
             .iter()
-            .position(|(s, m)| m.is_none() && s == script)
+            .position(|(s, m)| m.is_none() && **s == *script)
     }
 }
 

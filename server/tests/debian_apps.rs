@@ -37,7 +37,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::db::{run, DbProcess, MariaDb, Postgres};
-use common::{client_builder, form_attr, form_containing, form_fields, Server};
+use common::{client_builder, form_attr, form_containing, form_fields, serve_with_binds, Server};
 use reqwest::blocking::multipart::{Form, Part};
 use reqwest::blocking::{Client, Response};
 use serde_json::Value;
@@ -58,46 +58,6 @@ fn require_package(path: &str, package: &str) {
         "{path} missing: Debian's {package} package is not installed \
          (scripts/install-test-deps.sh installs it)"
     );
-}
-
-/// `ferrophp serve --root ROOT ARGS...` in a mount namespace of its own where each
-/// `(source, target)` directory is bound over `target`. `unshare` execs `sh`, which mounts
-/// and execs ferrophp: the pid the `Server` holds (and kills) is ferrophp's.
-fn serve_with_binds(
-    dir: &Path,
-    root: &Path,
-    binds: &[(&Path, &str)],
-    args: &[&str],
-    env: &[(&str, &str)],
-) -> Server {
-    let quote = |p: &str| {
-        assert!(!p.contains('\''), "{p}");
-        format!("'{p}'")
-    };
-    let mounts: Vec<String> = binds
-        .iter()
-        .map(|(src, dst)| {
-            format!(
-                "mount --bind {} {}",
-                quote(&src.display().to_string()),
-                quote(dst)
-            )
-        })
-        .collect();
-    let wrapper = dir.join("ferrophp-in-namespace.sh");
-    std::fs::write(
-        &wrapper,
-        format!(
-            "#!/bin/sh\nexec unshare --mount --propagation private -- /bin/sh -c \
-             '{} && exec \"$0\" \"$@\"' {} \"$@\"\n",
-            mounts.join(" && ").replace('\'', "'\\''"),
-            quote(env!("CARGO_BIN_EXE_ferrophp"))
-        ),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
-    Server::start_binary(&wrapper, root, args, env)
 }
 
 /// A browser: cookies kept, redirects not followed (the tests check them).

@@ -244,7 +244,7 @@ pub fn browser_request(document_root: &str, script_name: &str) -> CgiRequest {
         server_name: "localhost".into(),
         document_root: document_root.into(),
         script_name: script_name.into(),
-        path_info: String::new(),
+        path_info: "".into(),
         document_uri: script_name.into(),
         env: env.into(),
     }

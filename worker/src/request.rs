@@ -7,13 +7,14 @@
 use std::ffi::CString;
 use std::io::{self, Read};
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// One execution of one PHP script.
 pub struct ScriptRequest {
-    /// The script to run (`SCRIPT_FILENAME`).
-    pub script_filename: PathBuf,
+    /// The script to run (`SCRIPT_FILENAME`), shared with whoever routed the request
+    /// (the server's route cache hands out the same path to every request for it).
+    pub script_filename: Arc<Path>,
     /// The HTTP request this run answers (None for CLI runs): fills `SG(request_info)`
     /// and the CGI/1.1 part of `$_SERVER`.
     pub cgi: Option<CgiRequest>,
@@ -42,10 +43,16 @@ pub struct ScriptRequest {
 }
 
 impl ScriptRequest {
-    /// A request for `script` with nothing else set: no argv, no body, output to `sink`.
-    pub fn new(script: impl Into<PathBuf>, sink: Box<dyn ResponseSink>) -> Self {
+    /// A request for `script` (copied) with nothing else set: no argv, no body, output to
+    /// `sink`.
+    pub fn new(script: impl AsRef<Path>, sink: Box<dyn ResponseSink>) -> Self {
+        Self::shared(Arc::from(script.as_ref()), sink)
+    }
+
+    /// [`ScriptRequest::new`] for a script path that is already shared (nothing copied).
+    pub fn shared(script: Arc<Path>, sink: Box<dyn ResponseSink>) -> Self {
         ScriptRequest {
-            script_filename: script.into(),
+            script_filename: script,
             cgi: None,
             argv: Vec::new(),
             server_vars: Vec::new(),
@@ -81,12 +88,13 @@ pub struct CgiRequest {
     pub server_name: ServerName,
     /// `DOCUMENT_ROOT`: the document root the request was routed in.
     pub document_root: Arc<str>,
-    /// URL path of the script (`/index.php`).
-    pub script_name: String,
+    /// URL path of the script (`/index.php`). Shared, as the next two, with the routing
+    /// decision the server caches.
+    pub script_name: Arc<str>,
     /// Decoded remainder after the script (`/foo` in `/index.php/foo`), or empty.
-    pub path_info: String,
+    pub path_info: Arc<str>,
     /// Decoded, normalised request path (nginx's `$uri`).
-    pub document_uri: String,
+    pub document_uri: Arc<str>,
     /// Configured environment variables, added to `$_SERVER` and visible to `getenv()`.
     pub env: EnvList,
 }

@@ -9,19 +9,18 @@ mod request_body;
 mod response;
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use http::{HeaderName, HeaderValue, Request, Response, StatusCode};
-use hyper::body::Incoming;
 use tokio::sync::{oneshot, OwnedSemaphorePermit, Semaphore};
 use worker::{CgiRequest, Engine, Placement, ScriptRequest, ServerName, Target, STALLED_AFTER};
 
-use crate::body::{self, ResponseBody};
+use crate::body::{self, BodyErrorKind, RequestBody, ResponseBody};
 use crate::peer::{strip_port, Connection};
 use crate::sendfile::{RequestFacts, Sendfile};
-use request_body::{BodyFailure, BodyState};
+use request_body::BodyState;
 pub(crate) use response::OnStall;
 use response::{build_response, HttpSink, Reply, ReplyBody};
 
@@ -71,14 +70,14 @@ impl PoolPermits {
     }
 }
 
-/// The script and the URL parts routing decided.
+/// The script and the URL parts routing decided (shared with its cached decision).
 pub(crate) struct Script {
     /// The document root it was routed in (the release it runs from).
     pub document_root: Arc<str>,
-    pub filename: PathBuf,
-    pub script_name: String,
-    pub path_info: String,
-    pub document_uri: String,
+    pub filename: Arc<Path>,
+    pub script_name: Arc<str>,
+    pub path_info: Arc<str>,
+    pub document_uri: Arc<str>,
 }
 
 /// A request let into its pool ([`PhpRunner::admit`]).
@@ -106,7 +105,7 @@ impl PhpRunner {
     /// Runs `script` for `req` on `target`'s pool; PHP's response, streamed.
     pub(crate) async fn run(
         &self,
-        req: Request<Incoming>,
+        req: Request<RequestBody>,
         conn: &Connection,
         script: Script,
         target: Target,
@@ -123,7 +122,7 @@ impl PhpRunner {
     /// router itself (a static file or nothing), which the caller then answers.
     pub(crate) async fn run_with_router(
         &self,
-        req: Request<Incoming>,
+        req: Request<RequestBody>,
         conn: &Connection,
         script: Script,
         target: Target,
@@ -198,7 +197,7 @@ impl PhpRunner {
     /// router, the trace; and what the reply needs later.
     fn build_script_request(
         &self,
-        req: Request<Incoming>,
+        req: Request<RequestBody>,
         conn: &Connection,
         script: Script,
         router: Option<PathBuf>,
@@ -279,7 +278,7 @@ impl PhpRunner {
             document_uri: script.document_uri,
             env: self.env.clone(),
         };
-        let mut request = ScriptRequest::new(script.filename, Box::new(sink));
+        let mut request = ScriptRequest::shared(script.filename, Box::new(sink));
         request.cgi = Some(cgi);
         request
     }
@@ -346,8 +345,8 @@ async fn into_response(
     if let ReplyBody::Declined = reply.body {
         return None;
     }
-    Some(match body_state.get() {
-        BodyFailure::None => {
+    Some(match body_state.failure() {
+        None => {
             let response = build_response(reply, body_state);
             if let Some((sendfile, request)) = sendfile {
                 if let Some(file) = sendfile.intercept(&response, &request).await {
@@ -356,11 +355,13 @@ async fn into_response(
             }
             response
         }
-        BodyFailure::TooLarge => {
+        Some(BodyErrorKind::TooLarge) => {
             body::text_response(StatusCode::PAYLOAD_TOO_LARGE, "Payload Too Large")
         }
-        BodyFailure::Broken => body::text_response(StatusCode::BAD_REQUEST, "Bad Request"),
-        BodyFailure::TimedOut => {
+        Some(BodyErrorKind::Reset | BodyErrorKind::Malformed) => {
+            body::text_response(StatusCode::BAD_REQUEST, "Bad Request")
+        }
+        Some(BodyErrorKind::Stalled) => {
             body::text_response(StatusCode::REQUEST_TIMEOUT, "Request Timeout")
         }
     })

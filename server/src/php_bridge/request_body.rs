@@ -1,7 +1,8 @@
 //! The request body on its way into PHP: a task pulls it off the connection into a small
 //! bounded channel (enforcing the size limit and the body timeout), PHP's `read_post`
 //! reads that channel on the PHP thread, and [`BodyState`] tells the handler how the
-//! body ended, so an answer to a truncated body never passes for a normal one.
+//! body ended (a [`BodyErrorKind`], whatever protocol carried it), so an answer to a
+//! truncated body never passes for a normal one.
 
 use std::io::{self, Read};
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -10,8 +11,9 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::BodyExt;
-use hyper::body::Incoming;
 use tokio::sync::mpsc;
+
+use crate::body::{BodyErrorKind, RequestBody};
 
 /// Request body chunks in flight between the client and a PHP thread.
 const BODY_DEPTH: usize = 4;
@@ -20,7 +22,7 @@ const BODY_DEPTH: usize = 4;
 /// channel a task fills from the connection ([`feed_body`]), recording in `state` how
 /// the body ended.
 pub(super) fn body_reader(
-    incoming: Incoming,
+    body: RequestBody,
     headers: &http::HeaderMap,
     declared_length: Option<u64>,
     limit: u64,
@@ -31,12 +33,12 @@ pub(super) fn body_reader(
     // frames with neither header, and only the stream's end says there is none.
     let has_body = declared_length.is_some_and(|n| n > 0)
         || headers.contains_key(http::header::TRANSFER_ENCODING)
-        || !http_body::Body::is_end_stream(&incoming);
+        || !http_body::Body::is_end_stream(&body);
     if !has_body {
         return Box::new(io::empty());
     }
     let (tx, rx) = mpsc::channel(BODY_DEPTH);
-    tokio::spawn(feed_body(incoming, tx, limit, idle, state.share()));
+    tokio::spawn(feed_body(body, tx, limit, idle, state.share()));
     Box::new(BodyReader {
         rx,
         current: Bytes::new(),
@@ -50,40 +52,21 @@ pub(super) fn body_reader(
 #[derive(Default)]
 pub(super) struct BodyState(Option<Arc<AtomicU8>>);
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u8)]
-pub(super) enum BodyFailure {
-    None = 0,
-    TooLarge = 1,
-    /// Malformed framing, a reset stream or a client gone mid-body.
-    Broken = 2,
-    /// No body bytes for the body timeout.
-    TimedOut = 3,
-}
-
 impl BodyState {
     /// A handle on the same state, for the task feeding the body.
     fn share(&mut self) -> BodyState {
         BodyState(Some(self.0.get_or_insert_with(Default::default).clone()))
     }
 
-    fn set(&self, failure: BodyFailure) {
+    fn set(&self, failure: BodyErrorKind) {
         if let Some(state) = &self.0 {
             state.store(failure as u8, Ordering::Release);
         }
     }
 
-    pub(super) fn get(&self) -> BodyFailure {
-        match self
-            .0
-            .as_ref()
-            .map_or(0, |state| state.load(Ordering::Acquire))
-        {
-            0 => BodyFailure::None,
-            1 => BodyFailure::TooLarge,
-            3 => BodyFailure::TimedOut,
-            _ => BodyFailure::Broken,
-        }
+    /// How the body broke off, if it did.
+    pub(super) fn failure(&self) -> Option<BodyErrorKind> {
+        BodyErrorKind::from_u8(self.0.as_ref()?.load(Ordering::Acquire))
     }
 }
 
@@ -91,11 +74,11 @@ impl BodyState {
 /// the body size limit on bodies without a Content-Length. A body that breaks off is
 /// recorded in `state` before PHP can see the error.
 ///
-/// hyper's header timeout ends with the head: without `idle` a client trickling its body
+/// The protocol's header timeout ends with the head: without `idle` a client trickling its body
 /// a byte a minute would hold a PHP thread (blocked in `read_post`) for as long as it
 /// likes. Only waits on the client count; waiting for PHP to take a chunk does not.
 async fn feed_body(
-    mut incoming: Incoming,
+    mut body: RequestBody,
     tx: mpsc::Sender<io::Result<Bytes>>,
     limit: u64,
     idle: Duration,
@@ -103,12 +86,12 @@ async fn feed_body(
 ) {
     let mut total = 0u64;
     loop {
-        let frame = match tokio::time::timeout(idle, incoming.frame()).await {
+        let frame = match tokio::time::timeout(idle, body.frame()).await {
             Ok(Some(frame)) => frame,
             Ok(None) => return,
             Err(_) => {
                 tracing::debug!("request body stalled for {idle:?}");
-                state.set(BodyFailure::TimedOut);
+                state.set(BodyErrorKind::Stalled);
                 let _ = tx
                     .send(Err(io::Error::new(
                         io::ErrorKind::TimedOut,
@@ -124,8 +107,8 @@ async fn feed_body(
                 Err(_) => continue, // trailers
             },
             Err(e) => {
-                tracing::debug!("request body broke off: {e}");
-                state.set(BodyFailure::Broken);
+                tracing::debug!("request body broke off ({:?}): {e}", e.kind());
+                state.set(e.kind());
                 let _ = tx
                     .send(Err(io::Error::new(io::ErrorKind::ConnectionAborted, e)))
                     .await;
@@ -134,7 +117,7 @@ async fn feed_body(
         };
         total += chunk.len() as u64;
         if total > limit {
-            state.set(BodyFailure::TooLarge);
+            state.set(BodyErrorKind::TooLarge);
             let _ = tx
                 .send(Err(io::Error::new(
                     io::ErrorKind::InvalidData,

@@ -12,12 +12,12 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use http::{HeaderName, HeaderValue, Response, StatusCode};
+use http_body::Frame;
 use http_body_util::{BodyExt, StreamBody};
-use hyper::body::Frame;
 use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit};
 use worker::{Disconnected, ResponseHead, ResponseSink};
 
-use super::request_body::{BodyFailure, BodyState};
+use super::request_body::BodyState;
 use crate::body::{self, ResponseBody};
 
 /// Output up to this size is sent as one response with a Content-Length.
@@ -28,7 +28,7 @@ const STREAM_DEPTH: usize = 8;
 /// Called (once) when the PHP side gives up on a client that stopped reading a
 /// streamed response: hyper holds that response's body until the client reads again,
 /// which may be never, so the connection must not count it as a request in flight
-/// (`serve/connection.rs` then lets its idle timeout close the connection and free what
+/// (`serve/connection/` then lets its idle timeout close the connection and free what
 /// it holds).
 #[derive(Clone)]
 pub(crate) struct OnStall(pub Arc<dyn Fn() + Send + Sync>);
@@ -50,7 +50,7 @@ pub(super) enum ReplyBody {
     Declined,
 }
 
-/// The hyper response for PHP's reply: its status and headers, and its body whole or
+/// The response for PHP's reply: its status and headers, and its body whole or
 /// streamed.
 pub(super) fn build_response(reply: Reply, body_state: BodyState) -> Response<ResponseBody> {
     let complete = matches!(reply.body, ReplyBody::Complete(_));
@@ -107,7 +107,7 @@ fn futures_stream(
     futures_util::stream::poll_fn(move |cx| {
         rx.poll_recv(cx).map(|chunk| match chunk {
             Some(bytes) => Some(Ok(Frame::data(bytes))),
-            None if body_state.get() != BodyFailure::None => Some(Err(io::Error::new(
+            None if body_state.failure().is_some() => Some(Err(io::Error::new(
                 io::ErrorKind::InvalidData,
                 "request body incomplete",
             ))),
@@ -124,7 +124,7 @@ fn futures_stream(
 pub(super) struct HttpSink {
     state: SinkState,
     buf: BytesMut,
-    /// Where 1xx responses go (HTTP/1.1 and HTTP/2 requests; see `interim.rs`).
+    /// Where 1xx responses go: the request's protocol's handle, if it has one (`interim.rs`).
     interim: Option<crate::interim::Hints>,
     /// Shared with the response stream once it streams: set when `send_timeout` ran
     /// out. A response sent whole never needs it (and costs no allocation for it).

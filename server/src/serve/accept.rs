@@ -1,8 +1,10 @@
-//! The listening socket, the accept loop and the file descriptors it lives on.
+//! The accept loops, one per listener (`listeners/`), and the file descriptors they live
+//! on.
 //!
-//! Each accepted connection takes a slot of `--max-connections` (or is closed at once),
-//! then runs on its own task ([`connection::serve_tcp`]); the loop ends when `stop`
-//! resolves.
+//! Each accepted connection, on whichever listener, takes a slot of the one
+//! `--max-connections` cap (or is closed at once), then runs on its own task
+//! ([`Listener::serve`]), watched by the one graceful shutdown; the loops end together
+//! when `stop` resolves, each closing its listener.
 //!
 //! File descriptors: every connection is one, so `--max-connections` is only as good as
 //! the process's `RLIMIT_NOFILE`. At start-up [`raise_fd_limit`] raises the soft limit to
@@ -21,11 +23,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hyper_util::server::graceful::GracefulShutdown;
-use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
 
-use super::connection::{self, Connections};
-use crate::config::ServeConfig;
+use super::listeners::Listener;
 
 /// The pause after an accept that failed for want of descriptors or memory: connections
 /// wait in the kernel's listen backlog meanwhile. nginx disables accepting for 500 ms in
@@ -40,19 +41,6 @@ const FDS_PER_PHP_THREAD: u64 = 16;
 /// Descriptors kept for the server itself beyond what is open at start-up: static files
 /// being read, X-Sendfile files, the moment a refused connection is open, metrics pushes.
 const FDS_SERVER_HEADROOM: u64 = 64;
-
-/// The socket a `--supervise` parent passed down, or a new one on `--listen`.
-pub(super) async fn listen(
-    config: &ServeConfig,
-    inherited: Option<std::net::TcpListener>,
-) -> Result<TcpListener, String> {
-    match inherited {
-        Some(l) => TcpListener::from_std(l).map_err(|e| format!("inherited listener: {e}")),
-        None => TcpListener::bind(config.listen)
-            .await
-            .map_err(|e| format!("cannot listen on {}: {e}", config.listen)),
-    }
-}
 
 /// Raises the soft `RLIMIT_NOFILE` to the hard limit, logs the result, and returns the
 /// limit now in force (None if it cannot be read). Called first thing, before PHP starts.
@@ -84,7 +72,7 @@ pub(super) fn raise_fd_limit() -> Option<u64> {
 /// The connection limit that fits in the file descriptor `limit`: `configured`, or fewer
 /// (with a warning saying why and how to raise the limit) when `configured` connections,
 /// the descriptors open now and a reserve for `php_threads` PHP threads and the server's
-/// own files would not fit. Called once PHP has started and the listener is open, so
+/// own files would not fit. Called once PHP has started and the listeners are open, so
 /// both are among the descriptors open now.
 pub(super) fn fit_to_fd_limit(limit: Option<u64>, configured: usize, php_threads: usize) -> usize {
     let Some(limit) = limit else {
@@ -200,21 +188,42 @@ fn connection_budget(limit: u64, open: u64, php_threads: u64) -> Budget {
     }
 }
 
-/// Accepts connections until `stop` resolves. Each connection is watched by `graceful`
-/// from the moment it is accepted.
-pub(super) async fn accept_until(
-    listener: &TcpListener,
+/// Accepts connections on every listener until `stop` resolves, with one connection cap
+/// for all of them; each listener is closed as its loop ends. Each connection is watched
+/// by `graceful` from the moment it is accepted.
+pub(super) async fn accept_until<L: Listener>(
+    listeners: Vec<L>,
     stop: impl Future<Output = ()>,
     max_connections: usize,
-    shared: Arc<Connections>,
+    shared: Arc<L::Shared>,
     graceful: &GracefulShutdown,
 ) {
-    let connection_slots = Arc::new(Semaphore::new(max_connections.min(Semaphore::MAX_PERMITS)));
+    let slots = Arc::new(Semaphore::new(max_connections.min(Semaphore::MAX_PERMITS)));
+    let stopped = CancellationToken::new();
+    let loops = futures_util::future::join_all(listeners.into_iter().map(|listener| {
+        let stop = stopped.cancelled();
+        accept_on(listener, stop, slots.clone(), shared.clone(), graceful)
+    }));
+    let signal = async {
+        stop.await;
+        stopped.cancel();
+    };
+    tokio::join!(signal, loops);
+}
+
+/// One listener's accept loop, until `stop` resolves; `listener` is dropped (closed) then.
+async fn accept_on<L: Listener>(
+    listener: L,
+    stop: impl Future<Output = ()>,
+    connection_slots: Arc<Semaphore>,
+    shared: Arc<L::Shared>,
+    graceful: &GracefulShutdown,
+) {
     let mut stop = std::pin::pin!(stop);
     // Since when, and how many times, accept has failed for want of resources.
     let mut starved: Option<(Instant, u64)> = None;
     loop {
-        let (stream, remote) = tokio::select! {
+        let (conn, remote) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(pair) => pair,
                 Err(e) if is_connection_error(&e) => {
@@ -258,14 +267,12 @@ pub(super) async fn accept_until(
         // without bound.
         let Ok(slot) = connection_slots.clone().try_acquire_owned() else {
             tracing::debug!("connection from {remote} refused: max connections reached");
-            drop(stream);
+            drop(conn);
             continue;
         };
-        let _ = stream.set_nodelay(true);
-        let shared = shared.clone();
-        let watcher = graceful.watcher();
+        let served = listener.serve(conn, remote, shared.clone(), graceful.watcher());
         tokio::spawn(async move {
-            connection::serve_tcp(stream, remote, &shared, watcher).await;
+            served.await;
             drop(slot);
         });
     }
@@ -285,6 +292,96 @@ fn is_connection_error(e: &io::Error) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::net::SocketAddr;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// A listener whose connections are greeted with one byte and held until the client
+    /// closes them.
+    struct Greeter(tokio::net::TcpListener);
+
+    impl Listener for Greeter {
+        type Conn = tokio::net::TcpStream;
+        type Shared = ();
+
+        async fn accept(&self) -> io::Result<(tokio::net::TcpStream, SocketAddr)> {
+            self.0.accept().await
+        }
+
+        // Not an `async fn`: the future must not borrow `self`.
+        #[allow(clippy::manual_async_fn)]
+        fn serve(
+            &self,
+            mut conn: tokio::net::TcpStream,
+            _: SocketAddr,
+            _: Arc<()>,
+            _watcher: hyper_util::server::graceful::Watcher,
+        ) -> impl Future<Output = ()> + Send + 'static {
+            async move {
+                let _ = conn.write_all(b"!").await;
+                let _ = conn.read(&mut [0; 1]).await;
+            }
+        }
+    }
+
+    /// What a client connecting to `addr` learns first: greeted (held) or closed.
+    async fn greeted(addr: SocketAddr) -> (bool, tokio::net::TcpStream) {
+        let mut client = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let mut byte = [0; 1];
+        let n = client.read(&mut byte).await.unwrap_or(0);
+        (n == 1, client)
+    }
+
+    #[test]
+    fn listeners_share_one_connection_cap_and_close_together() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let bind =
+                || async { Greeter(tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap()) };
+            let listeners = vec![bind().await, bind().await];
+            let addrs: Vec<SocketAddr> = listeners
+                .iter()
+                .map(|l| l.0.local_addr().unwrap())
+                .collect();
+            let stop = Arc::new(tokio::sync::Notify::new());
+            let graceful = GracefulShutdown::new();
+            let stopped = stop.clone();
+            let accepting = accept_until(
+                listeners,
+                async move { stopped.notified().await },
+                1,
+                Arc::new(()),
+                &graceful,
+            );
+            let clients = async {
+                // One slot: the first listener's connection takes it, the second
+                // listener's is refused, and gets it once the first is gone.
+                let (first, held) = greeted(addrs[0]).await;
+                assert!(first);
+                assert!(!greeted(addrs[1]).await.0);
+                drop(held);
+                let mut again = false;
+                for _ in 0..500 {
+                    let (ok, client) = greeted(addrs[1]).await;
+                    if ok {
+                        again = true;
+                        drop(client);
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+                assert!(again, "the freed slot serves the other listener");
+                stop.notify_one();
+            };
+            tokio::join!(accepting, clients);
+            // Both closed once their loops ended.
+            for addr in addrs {
+                assert!(tokio::net::TcpStream::connect(addr).await.is_err());
+            }
+        });
+    }
 
     #[test]
     fn budget_keeps_a_reserve_for_php_and_gives_the_rest_to_connections() {

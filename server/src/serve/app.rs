@@ -59,6 +59,8 @@ pub(super) struct App {
     /// Its router script (`php-cli -S ... router.php`).
     pub(super) dev_router: Option<PathBuf>,
     pub(super) php: PhpRunner,
+    /// The server's own routes, looked up before the app's (`dispatch::server_routes`).
+    pub(super) routes: crate::routes::Routes<App>,
     pub(super) access_log: bool,
     /// The PHP threads the pools may run at most (their ceilings, classic and workers):
     /// what the file descriptor reserve is sized for.
@@ -241,6 +243,7 @@ pub(super) async fn build(
             sendfile,
         },
         sites,
+        routes: super::dispatch::server_routes(),
         dev: dev.is_some(),
         dev_router: dev.and_then(|d| d.router.clone()),
         access_log: config.access_log,

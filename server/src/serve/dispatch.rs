@@ -1,20 +1,21 @@
-//! One request's way to its answer: the checks every request passes (Host and
-//! `:authority`, CONNECT and odd transfer codings), `OPTIONS *` (answered here, it asks
-//! about the server, not a resource), routing to a static file, a PHP script (classic or
-//! worker) or an error, the development server's routing (`php -S`), and the metrics,
-//! trace span and access log of each response.
+//! One request's way to its answer, whatever protocol carried it: the checks every
+//! request passes (Host and `:authority`, CONNECT and odd transfer codings), the server's
+//! own routes ([`server_routes`]: `OPTIONS *`, which asks about the server, not a
+//! resource), routing to a static file, a PHP script (classic or worker) or an error, the
+//! development server's routing (`php -S`), and the metrics, trace span and access log
+//! of each response.
 
 use std::time::Instant;
 
-use http::{Request, Response, StatusCode};
-use hyper::body::Incoming;
+use http::{Method, Request, Response, StatusCode};
 use worker::Target;
 
 use super::app::App;
-use crate::body::{self, ResponseBody};
+use crate::body::{self, RequestBody, ResponseBody};
 use crate::mode::Mode;
 use crate::peer::Connection;
 use crate::php_bridge::Script;
+use crate::routes::{self, PathMatch, Routes};
 use crate::routing::Route;
 use crate::site::Site;
 use crate::static_files;
@@ -22,7 +23,7 @@ use crate::static_files;
 /// Answers one request, and records it (metrics, access log).
 pub(super) async fn handle(
     app: &App,
-    mut req: Request<Incoming>,
+    mut req: Request<RequestBody>,
     conn: &Connection,
 ) -> Response<ResponseBody> {
     let started = Instant::now();
@@ -57,7 +58,7 @@ pub(super) async fn handle(
 /// `mode` is set to the PHP mode when PHP answers (for metrics and the access log).
 async fn dispatch(
     app: &App,
-    mut req: Request<Incoming>,
+    mut req: Request<RequestBody>,
     conn: &Connection,
     mode: &mut Mode,
 ) -> Response<ResponseBody> {
@@ -68,8 +69,8 @@ async fn dispatch(
     if let Some(refusal) = refuse_tunnel_or_odd_framing(&req) {
         return refusal;
     }
-    if is_options_asterisk(&req) {
-        return server_options();
+    if let Some(route) = app.routes.find(&req) {
+        return route.answer(app, req).await;
     }
     // The release this request is served from, to its end.
     let site = app.sites.current();
@@ -108,10 +109,10 @@ async fn dispatch(
             Some(i) => {
                 let script = Script {
                     document_root: site.document_root.clone(),
-                    filename: site.workers.script(i).to_path_buf(),
-                    script_name: String::new(),
-                    path_info: String::new(),
-                    document_uri: req.uri().path().to_owned(),
+                    filename: site.workers.script(i).clone(),
+                    script_name: no_name(),
+                    path_info: no_name(),
+                    document_uri: req.uri().path().into(),
                 };
                 *mode = Mode::Worker;
                 app.php.run(req, conn, script, Target::Worker(i)).await
@@ -136,7 +137,7 @@ async fn dispatch(
 async fn dev_dispatch(
     app: &App,
     site: &Site,
-    req: Request<Incoming>,
+    req: Request<RequestBody>,
     conn: &Connection,
     mode: &mut Mode,
 ) -> Response<ResponseBody> {
@@ -159,7 +160,7 @@ async fn dev_dispatch(
                         route = Route::Php {
                             script_filename,
                             script_name,
-                            path_info: path[dir.len()..].to_owned(),
+                            path_info: path[dir.len()..].into(),
                             document_uri,
                         };
                         break 'up;
@@ -201,10 +202,11 @@ async fn dev_dispatch(
                 script_name: format!(
                     "/{}",
                     router.file_name().unwrap_or_default().to_string_lossy()
-                ),
-                filename: router.clone(),
-                path_info: String::new(),
-                document_uri: path,
+                )
+                .into(),
+                filename: router.as_path().into(),
+                path_info: no_name(),
+                document_uri: path.into(),
             };
             *mode = Mode::Classic;
             let served = app
@@ -229,6 +231,13 @@ async fn dev_dispatch(
         .run_with_router(req, conn, script, Target::Classic, router)
         .await
         .unwrap_or_else(|| body::text_response(StatusCode::NOT_FOUND, "Not Found"))
+}
+
+/// An empty `SCRIPT_NAME` or `PATH_INFO`, shared (an `Arc<str>` of nothing would still be
+/// an allocation per request).
+fn no_name() -> std::sync::Arc<str> {
+    static EMPTY: std::sync::LazyLock<std::sync::Arc<str>> = std::sync::LazyLock::new(|| "".into());
+    EMPTY.clone()
 }
 
 /// The answer to a route that runs no PHP.
@@ -260,10 +269,16 @@ async fn non_php_route<B>(route: Route, req: &Request<B>) -> Response<ResponseBo
 /// with their own `Allow` to the others): what `OPTIONS *` and a refused CONNECT list.
 const ROUTED_METHODS: &str = "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS";
 
+/// The public listener's own routes, answered before the app's routing.
+///
 /// `OPTIONS *` (the asterisk form, RFC 9112 §3.2.4): the only method the asterisk target
 /// is defined for. Any other method with `*` goes on to routing, which refuses it (400).
-fn is_options_asterisk<B>(req: &Request<B>) -> bool {
-    req.method() == http::Method::OPTIONS && req.uri().path() == "*"
+pub(super) fn server_routes() -> Routes<App> {
+    let mut table = Routes::<App>::default();
+    table.add(PathMatch::Exact("*"), &[Method::OPTIONS], |_, _| {
+        routes::ready(server_options())
+    });
+    table
 }
 
 /// The answer to `OPTIONS *`. RFC 9110 §9.3.7: it asks about the server in general

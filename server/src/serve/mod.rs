@@ -2,20 +2,24 @@
 //! the server's life from start to exit. The parts, in the order a server goes through
 //! them:
 //!
+//! - `listeners`: the list of listeners, each a socket with its protocol (`tcp.rs`: TCP,
+//!   plain or TLS), bound before PHP starts or taken over from a `--supervise` parent;
 //! - `app`: building the `App` all requests share (router, workers, the PHP
 //!   engine and its permits, admin listener, metrics push, session sweeper);
-//! - `accept`: the listener, the file descriptor limit (raised, and the connection cap
-//!   fitted into it) and the accept loop (connection cap, a task per connection, backing
-//!   off when descriptors run out);
-//! - `connection`: one connection, plain or TLS on one path (hyper's builder, timeouts,
-//!   idle tracking, Early Hints, graceful-shutdown watcher);
-//! - `dispatch`: one request (checks, routing, static file, PHP, `php -S` routing);
+//! - `accept`: the file descriptor limit (raised, and the connection cap fitted into it)
+//!   and the accept loops, one per listener (one connection cap for all, a task per
+//!   connection, backing off when descriptors run out);
+//! - `connection`: HTTP/1.1 and HTTP/2 on one accepted byte stream (hyper's builder,
+//!   timeouts, idle tracking, the 1xx handles, graceful-shutdown watcher);
+//! - `dispatch`: one request, whatever protocol carried it (checks, the server's own
+//!   routes, routing, static file, PHP, `php -S` routing);
 //! - `shutdown`: signals, drain, PHP shutdown.
 
 mod accept;
 mod app;
 mod connection;
 mod dispatch;
+mod listeners;
 mod shutdown;
 
 use std::sync::Arc;
@@ -23,7 +27,8 @@ use std::sync::Arc;
 use hyper_util::server::graceful::GracefulShutdown;
 
 use crate::config::{ServeArgs, ServeConfig};
-use crate::{sessions, tls};
+use crate::sessions;
+use crate::sockets::{self, InheritedSockets};
 use app::DevMode;
 
 /// `ferrophp php-cli -S`: PHP's development server, served by this module in classic
@@ -48,12 +53,24 @@ pub struct DevServer {
 }
 
 /// `ferrophp serve`: runs the server until it stops; the exit status. `inherited`: the
-/// listening socket a `--supervise` parent passed down (it outlives this process, so
-/// connections wait instead of being refused while it restarts).
-pub fn run(args: ServeArgs, inherited: Option<std::net::TcpListener>) -> i32 {
+/// listening sockets a `--supervise` parent passed down (they outlive this process, so
+/// connections wait instead of being refused while it restarts); sockets that do not
+/// match the configuration's are refused like a configuration error (exit 2).
+pub fn run(args: ServeArgs, inherited: InheritedSockets) -> i32 {
     let config = match ServeConfig::load_and_start_logging(args) {
         Ok(c) => c,
         Err(status) => return status,
+    };
+    let inherited = if inherited.is_empty() {
+        None
+    } else {
+        match sockets::adopt(inherited, &sockets::specs(&config)) {
+            Ok(sockets) => Some(sockets),
+            Err(e) => {
+                tracing::error!("{e}");
+                return 2;
+            }
+        }
     };
     serve_to_the_end(config, inherited, None)
 }
@@ -61,7 +78,7 @@ pub fn run(args: ServeArgs, inherited: Option<std::net::TcpListener>) -> i32 {
 /// Runs `serve` on a new multi-threaded runtime until it stops; the exit status.
 fn serve_to_the_end(
     config: ServeConfig,
-    inherited: Option<std::net::TcpListener>,
+    inherited: Option<Vec<std::net::TcpListener>>,
     dev: Option<DevMode>,
 ) -> i32 {
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -124,41 +141,39 @@ pub fn run_dev(dev: DevServer) -> i32 {
 /// then drains and shuts PHP down.
 async fn serve(
     config: ServeConfig,
-    inherited: Option<std::net::TcpListener>,
+    inherited: Option<Vec<std::net::TcpListener>>,
     dev: Option<DevMode>,
 ) -> Result<(), String> {
     // Before anything opens descriptors: connections, PHP and its files share them.
     let fd_limit = accept::raise_fd_limit();
     let site = app::site(&config, dev.is_some())?;
-    let tls = match &config.tls {
-        Some((cert, key)) => Some(tls::acceptor(cert, key)?),
-        None => None,
-    };
     // Listening before PHP starts: a taken port fails fast, without booting PHP.
-    let listener = accept::listen(&config, inherited).await?;
-    let local = listener.local_addr().map_err(|e| e.to_string())?;
+    let listeners = listeners::open(&config, inherited)?;
     let (app, at_exit) = app::build(&config, site, dev.as_ref(), shutdown::replace_hook()).await?;
     let app = Arc::new(app);
     // Now that PHP and the listener hold their descriptors.
     let max_connections =
         accept::fit_to_fd_limit(fd_limit, config.max_connections, app.php_threads);
 
-    let scheme = if tls.is_some() { "https" } else { "http" };
-    tracing::info!(
-        "listening on {scheme}://{local} (root {}, {} PHP threads)",
-        app.sites.current().document_root,
-        config.threads
-    );
-    if dev.is_some() {
-        // PHP's test harnesses wait for this line on stderr (and read the port from it).
-        eprintln!(
-            "[{}] PHP {} Development Server (http://{local}) started",
-            log_date(),
-            worker::PHP_VERSION
+    for listener in &listeners {
+        let (scheme, local) = (listener.scheme(), listener.local_addr());
+        tracing::info!(
+            "listening on {scheme}://{local} (root {}, {} PHP threads)",
+            app.sites.current().document_root,
+            config.threads
         );
-    } else {
-        // Tests and scripts read this line to learn the port when listening on :0.
-        println!("ferrophp listening on {scheme}://{local}");
+        if dev.is_some() {
+            // PHP's test harnesses wait for this line on stderr (and read the port from it).
+            eprintln!(
+                "[{}] PHP {} Development Server (http://{local}) started",
+                log_date(),
+                worker::PHP_VERSION
+            );
+        } else {
+            // Tests and scripts read this line (the first listener's is the first line)
+            // to learn the port when listening on :0.
+            println!("ferrophp listening on {scheme}://{local}");
+        }
     }
     // A supervisor replacing another server with this one may let that one drain now.
     crate::supervise::notify_ready();
@@ -166,21 +181,20 @@ async fn serve(
     let connections = Arc::new(connection::Connections {
         app: app.clone(),
         builder: connection::http_builder(&config, dev.is_some()),
-        tls,
-        local,
         header_timeout: config.header_timeout,
         idle_timeout: config.idle_timeout,
     });
     let graceful = GracefulShutdown::new();
+    // Returns once every listener is closed.
     accept::accept_until(
-        &listener,
+        listeners,
         shutdown::signal(),
         max_connections,
         connections,
         &graceful,
     )
     .await;
-    shutdown::drain(listener, graceful, config.grace, app, at_exit).await
+    shutdown::drain(graceful, config.grace, app, at_exit).await
 }
 
 /// The date as php -S writes it in its log lines ("Tue Dec  1 01:32:14 2026", UTC).

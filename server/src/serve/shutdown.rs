@@ -1,6 +1,7 @@
 //! The end of a server: the signals that start it (SIGTERM, SIGINT, or the engine asking
 //! for the process to be replaced: more PHP threads stuck than `--max-retired-threads`),
-//! then closing the listener, draining the connections for up to the grace period, shutting PHP down
+//! then (the accept loops having closed the listeners) draining the connections for up
+//! to the grace period, shutting PHP down
 //! (scripts may still run after their response, `fastcgi_finish_request`), and what is
 //! left at exit (the last metrics push, the last spans, the server's own session
 //! directory).
@@ -20,7 +21,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hyper_util::server::graceful::GracefulShutdown;
-use tokio::net::TcpListener;
 
 use super::app::{App, AtExit};
 use crate::admin;
@@ -70,10 +70,9 @@ pub(super) async fn signal() {
 /// connections still open (at most the grace period).
 const LINGER: Duration = Duration::from_secs(1);
 
-/// Stops accepting, waits up to `grace` for the connections in flight, then shuts PHP
-/// down once no connection holds the app any more.
+/// Once the listeners are closed: waits up to `grace` for the connections in flight
+/// (of every listener), then shuts PHP down once no connection holds the app any more.
 pub(super) async fn drain(
-    listener: TcpListener,
     graceful: GracefulShutdown,
     grace: Duration,
     app: Arc<App>,
@@ -84,7 +83,6 @@ pub(super) async fn drain(
         grace
     );
     admin::set_draining();
-    drop(listener);
     let started = Instant::now();
     let linger_until = started + LINGER.min(grace);
     while graceful.count() > 0 && Instant::now() < linger_until {

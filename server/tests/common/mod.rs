@@ -336,6 +336,46 @@ impl Drop for Server {
     }
 }
 
+/// `ferrophp serve --root ROOT ARGS...` in a mount namespace of its own where each
+/// `(source, target)` directory is bound over `target`. `unshare` execs `sh`, which mounts
+/// and execs ferrophp: the pid the `Server` holds (and kills) is ferrophp's.
+pub fn serve_with_binds(
+    dir: &Path,
+    root: &Path,
+    binds: &[(&Path, &str)],
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> Server {
+    let quote = |p: &str| {
+        assert!(!p.contains('\''), "{p}");
+        format!("'{p}'")
+    };
+    let mounts: Vec<String> = binds
+        .iter()
+        .map(|(src, dst)| {
+            format!(
+                "mount --bind {} {}",
+                quote(&src.display().to_string()),
+                quote(dst)
+            )
+        })
+        .collect();
+    let wrapper = dir.join("ferrophp-in-namespace.sh");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nexec unshare --mount --propagation private -- /bin/sh -c \
+             '{} && exec \"$0\" \"$@\"' {} \"$@\"\n",
+            mounts.join(" && ").replace('\'', "'\\''"),
+            quote(env!("CARGO_BIN_EXE_ferrophp"))
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    Server::start_binary(&wrapper, root, args, env)
+}
+
 /// A blocking reqwest client for tests: no proxy, bounded timeouts, any certificate.
 /// The errors valgrind wrote to `log`, one string per error with its stack. With
 /// `--quiet` valgrind writes nothing else but warnings about the client's own tricks

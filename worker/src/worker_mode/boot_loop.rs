@@ -153,7 +153,7 @@ impl Role for Worker {
 /// rolling restart moved it) runs in.
 fn boot_request(config: &WorkerConfig, path: &std::path::Path) -> ScriptRequest {
     let script = path.to_string_lossy().into_owned();
-    let mut request = ScriptRequest::new(path.to_path_buf(), Box::new(LogSink));
+    let mut request = ScriptRequest::new(path, Box::new(LogSink));
     request.import_environment = true;
     request.server_vars = config
         .env

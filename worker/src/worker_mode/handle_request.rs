@@ -246,8 +246,8 @@ impl<'a> WorkerThread<'a> {
                     cgi.document_root = root.clone();
                 }
             }
-            if request.script_filename != self.release.script {
-                request.script_filename = self.release.script.clone();
+            if *request.script_filename != *self.release.script {
+                request.script_filename = Arc::from(self.release.script.as_path());
             }
         }
         // SAFETY: only the lifetime is erased. The arena lives in `self`, which outlives

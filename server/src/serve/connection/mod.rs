@@ -1,11 +1,12 @@
-//! Serving one accepted connection, plain or TLS alike: the TLS handshake (the only
-//! difference, on the connection's own task and bounded by the header timeout), then one
-//! generic path over any IO type: hyper's auto (HTTP/1 or HTTP/2) builder with its
-//! limits, 103 Early Hints, [`FirstBytesDeadline`] (first bytes and idle timeouts, fed by
+//! HTTP/1.1 and HTTP/2 on one byte stream (plain TCP or TLS alike; the listener did the
+//! handshake): hyper's auto builder with its limits, each request handed to `dispatch`
+//! as an `http::Request<RequestBody>` with the protocol's 1xx handle ([`interim`]) in its
+//! extensions, [`FirstBytesDeadline`] (first bytes and idle timeouts, fed by
 //! [`Activity`]), and the graceful-shutdown watcher.
 
+mod interim;
+
 use std::convert::Infallible;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -14,16 +15,15 @@ use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::Watcher;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::net::TcpStream;
-use tokio_rustls::TlsAcceptor;
 
 use super::app::App;
 use super::dispatch::handle;
-use crate::body::ResponseBody;
+use crate::body::{BodyError, BodyErrorKind, RequestBody, ResponseBody};
 use crate::config::ServeConfig;
-use crate::interim::{Hints, Interim, InterimIo};
+use crate::interim::Hints;
 use crate::peer::Connection;
 use crate::php_bridge::OnStall;
+use interim::{Http2Informational, Interim, InterimIo};
 
 /// Streams one HTTP/2 connection may have open; more are refused (REFUSED_STREAM). Each
 /// open stream is at most one PHP request waiting for a thread (or 503 after max_wait).
@@ -34,14 +34,10 @@ const H2_MAX_PENDING_RESETS: usize = 20;
 /// Streams we reset because the client broke the protocol, before GOAWAY (hyper's default).
 const H2_MAX_LOCAL_ERROR_RESETS: usize = 1024;
 
-/// What every connection of the listener shares.
+/// What every HTTP/1.1 and HTTP/2 connection shares, whichever listener accepted it.
 pub(super) struct Connections {
     pub(super) app: Arc<App>,
     pub(super) builder: auto::Builder<TokioExecutor>,
-    /// Present when the listener speaks TLS.
-    pub(super) tls: Option<TlsAcceptor>,
-    /// The listener's own address (`SERVER_ADDR`, `SERVER_PORT`).
-    pub(super) local: SocketAddr,
     /// For the TLS handshake and the first bytes of a request.
     pub(super) header_timeout: Duration,
     /// For a connection with no request in flight.
@@ -77,74 +73,43 @@ pub(super) fn http_builder(config: &ServeConfig, dev: bool) -> auto::Builder<Tok
     builder
 }
 
-/// Serves one accepted TCP connection to its end (or until graceful shutdown ends it).
-/// Over TLS, the handshake comes first, here on the connection's task so a slow client
-/// never holds up the accept loop, and bounded by the header timeout; a failed or late
-/// handshake closes the connection. `watcher` was taken when the connection was
-/// accepted, so shutdown also waits for connections still in their handshake.
-pub(super) async fn serve_tcp(
-    stream: TcpStream,
-    remote: SocketAddr,
-    shared: &Connections,
-    watcher: Watcher,
-) {
-    match &shared.tls {
-        None => serve(stream, remote, shared, watcher).await,
-        Some(acceptor) => {
-            let Ok(Ok(stream)) =
-                tokio::time::timeout(shared.header_timeout, acceptor.accept(stream)).await
-            else {
-                return;
-            };
-            serve(stream, remote, shared, watcher).await
-        }
-    }
-}
-
-/// The one connection path, whatever carries the bytes.
-async fn serve<T>(io: T, remote: SocketAddr, shared: &Connections, watcher: Watcher)
+/// Serves HTTP/1.1 or HTTP/2 on `io` to the connection's end (or until graceful shutdown
+/// ends it). `conn` says where it came from and whether it is TLS.
+pub(super) async fn serve<T>(io: T, conn: Connection, shared: &Connections, watcher: Watcher)
 where
     T: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let conn = Arc::new(Connection {
-        remote_addr: remote,
-        local_addr: shared.local,
-        https: shared.tls.is_some(),
-    });
+    let conn = Arc::new(conn);
     let activity = Activity::new();
     // 1xx responses (103 Early Hints) for this connection's HTTP/1.1 requests.
     let interim = Arc::new(Interim::default());
-    let interim_io = interim.clone();
+    let http1_hints = Hints::new(interim.clone());
     let requests = activity.clone();
     let app = shared.app.clone();
-    let service = service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
+    let service = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
         let app = app.clone();
         let conn = conn.clone();
-        if req.version() == http::Version::HTTP_11 {
-            req.extensions_mut().insert(Hints::Http1(interim.clone()));
-        } else if let Some(sender) = req
-            .extensions_mut()
-            .remove::<hyper::ext::InformationalSender>()
-        {
-            // A hint that comes too late is dropped, as on HTTP/1.1.
-            let send = move |response| {
-                let _ = sender.send(response);
-            };
-            req.extensions_mut().insert(Hints::Http2(Arc::new(send)));
+        let (mut parts, incoming) = req.into_parts();
+        if parts.version == http::Version::HTTP_11 {
+            parts.extensions.insert(http1_hints.clone());
+        } else if let Some(sender) = parts.extensions.remove::<hyper::ext::InformationalSender>() {
+            parts
+                .extensions
+                .insert(Hints::new(Arc::new(Http2Informational(sender))));
         }
         // Held until the response body is done (or dropped), so a long download or a
         // slow script never counts as idle; released early if PHP gives up on a client
         // that stopped reading.
         let in_flight = requests.begin();
-        req.extensions_mut()
-            .insert(OnStall(in_flight.release_hook()));
+        parts.extensions.insert(OnStall(in_flight.release_hook()));
+        let req = http::Request::from_parts(parts, RequestBody::new(incoming, body_error));
         async move {
             let response = handle(&app, req, &conn).await;
             Ok::<_, Infallible>(response.map(|b| InFlightBody::new(b, in_flight)))
         }
     });
     let io = TokioIo::new(FirstBytesDeadline::new(
-        InterimIo::new(io, interim_io),
+        InterimIo::new(io, interim),
         shared.header_timeout,
         shared.idle_timeout,
         activity,
@@ -152,6 +117,27 @@ where
     let served = shared.builder.serve_connection_with_upgrades(io, service);
     // An error ends this connection only.
     let _ = watcher.watch(served).await;
+}
+
+/// The kind of a request body's error from hyper: framing that breaks HTTP/1.1's rules
+/// (a bad chunk size or terminator) is malformed; anything else (the connection closed
+/// mid-body, an HTTP/2 stream reset or connection error) is the peer gone.
+fn body_error(e: hyper::Error) -> BodyError {
+    let mut source = std::error::Error::source(&e);
+    let mut kind = BodyErrorKind::Reset;
+    while let Some(cause) = source {
+        if let Some(io) = cause.downcast_ref::<std::io::Error>() {
+            if matches!(
+                io.kind(),
+                std::io::ErrorKind::InvalidData | std::io::ErrorKind::InvalidInput
+            ) {
+                kind = BodyErrorKind::Malformed;
+            }
+            break;
+        }
+        source = cause.source();
+    }
+    BodyError::new(kind, e)
 }
 
 /// Which requests of one connection are in flight, and since when none has been: what

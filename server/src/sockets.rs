@@ -1,0 +1,205 @@
+//! The sockets the server listens on, below any protocol: which ones the configuration
+//! asks for ([`specs`]), binding them ([`bind`]), and handing them from a `--supervise`
+//! parent down to its child and taking them up there ([`take_inherited`], [`adopt`]).
+//! `serve/listeners/` puts a protocol on each; `supervise.rs` only binds and passes them.
+//!
+//! Passing sockets to a child: the parent lists the descriptors in `FERROPHP_LISTEN_FD`,
+//! comma-separated (`3` or `3,4`), in the order of [`specs`] for the same configuration,
+//! each inherited across exec (close-on-exec cleared in the child only). The child takes
+//! the variable out of its environment before any thread exists, takes descriptor *i*
+//! for socket *i*, and refuses to start (exit 2) if the count differs or a descriptor is
+//! not a socket of the kind its spec names (a listening TCP socket for [`SocketKind::Tcp`]).
+//! A single number is the one-socket form an older supervisor sends, so a deploy that
+//! replaces the binary under a running supervisor (SIGHUP) keeps working.
+
+use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+use crate::config::ServeConfig;
+
+/// The environment variable naming the inherited listening sockets in a supervised child.
+pub(crate) const LISTEN_FD_ENV: &str = "FERROPHP_LISTEN_FD";
+
+/// Accept queue of a listening TCP socket: it holds the connections that arrive while a
+/// supervised child restarts (tokio's own default for `TcpListener::bind`).
+const BACKLOG: i32 = 1024;
+
+/// What a socket carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SocketKind {
+    /// A listening TCP socket (HTTP/1.1 and HTTP/2, plain or TLS).
+    Tcp,
+}
+
+/// One socket the configuration asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SocketSpec {
+    pub(crate) kind: SocketKind,
+    pub(crate) addr: SocketAddr,
+}
+
+/// The sockets `config` listens on, in the order the server serves them and a supervisor
+/// passes them: today the one `--listen` TCP socket.
+pub(crate) fn specs(config: &ServeConfig) -> Vec<SocketSpec> {
+    vec![SocketSpec {
+        kind: SocketKind::Tcp,
+        addr: config.listen,
+    }]
+}
+
+/// Binds `spec` (address reuse on, as tokio's own bind does) and, for TCP, listens;
+/// blocking, and not yet non-blocking.
+pub(crate) fn bind(spec: &SocketSpec) -> std::io::Result<socket2::Socket> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    match spec.kind {
+        SocketKind::Tcp => {
+            let socket = Socket::new(
+                Domain::for_address(spec.addr),
+                Type::STREAM,
+                Some(Protocol::TCP),
+            )?;
+            socket.set_reuse_address(true)?;
+            socket.bind(&spec.addr.into())?;
+            socket.listen(BACKLOG)?;
+            Ok(socket)
+        }
+    }
+}
+
+/// The sockets a `--supervise` parent passed down, in its order (none when this process
+/// was not started by one).
+#[derive(Debug, Default)]
+pub struct InheritedSockets(Vec<OwnedFd>);
+
+impl InheritedSockets {
+    /// Whether no socket was passed down (this process is no supervised child).
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// In a supervised child: the sockets the supervisor passed down. Call before any thread
+/// exists: it removes the variable from the environment, so PHP's `$_SERVER` never shows
+/// it and no grandchild claims the sockets, and marks each descriptor close-on-exec so
+/// commands run from PHP do not inherit them.
+pub(crate) fn take_inherited() -> Result<InheritedSockets, String> {
+    let Some(value) = std::env::var_os(LISTEN_FD_ENV) else {
+        return Ok(InheritedSockets::default());
+    };
+    std::env::remove_var(LISTEN_FD_ENV);
+    let fds = value
+        .to_str()
+        .and_then(parse_fd_list)
+        .ok_or_else(|| format!("{LISTEN_FD_ENV} is not a list of file descriptors: {value:?}"))?;
+    let mut sockets = Vec::with_capacity(fds.len());
+    for fd in fds {
+        // SAFETY: fcntl(F_GETFD) on a plain integer only reads the descriptor's flags; it
+        // fails with EBADF when no such descriptor is open.
+        if unsafe { libc::fcntl(fd, libc::F_GETFD) } < 0 {
+            return Err(format!("{LISTEN_FD_ENV}: descriptor {fd} is not open"));
+        }
+        // SAFETY: only our supervisor sets the variable, to descriptors it passed to this
+        // process alone; the list has no duplicates, each is open (checked above), and
+        // the variable is gone, so nothing else in the process wraps the same descriptor.
+        let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+        socket2::SockRef::from(&owned)
+            .set_cloexec(true)
+            .map_err(|e| format!("{LISTEN_FD_ENV}: descriptor {fd}: {e}"))?;
+        sockets.push(owned);
+    }
+    Ok(InheritedSockets(sockets))
+}
+
+/// `3` or `3,4,5`: descriptors above stderr, no duplicates.
+fn parse_fd_list(text: &str) -> Option<Vec<RawFd>> {
+    let mut fds: Vec<RawFd> = Vec::new();
+    for part in text.split(',') {
+        let fd: RawFd = part.trim().parse().ok()?;
+        if fd <= 2 || fds.contains(&fd) {
+            return None;
+        }
+        fds.push(fd);
+    }
+    Some(fds)
+}
+
+/// The inherited sockets as the listening sockets `specs` asks for, in order (non-blocking,
+/// for the runtime); an error if they do not match.
+pub(crate) fn adopt(
+    inherited: InheritedSockets,
+    specs: &[SocketSpec],
+) -> Result<Vec<std::net::TcpListener>, String> {
+    if inherited.0.len() != specs.len() {
+        return Err(format!(
+            "{LISTEN_FD_ENV} passed {} sockets, the configuration listens on {}",
+            inherited.0.len(),
+            specs.len()
+        ));
+    }
+    inherited
+        .0
+        .into_iter()
+        .zip(specs)
+        .map(|(fd, spec)| {
+            let raw = fd.as_raw_fd();
+            let socket = socket2::Socket::from(fd);
+            match spec.kind {
+                SocketKind::Tcp => {
+                    let is_tcp_listener = matches!(socket.r#type(), Ok(socket2::Type::STREAM))
+                        && matches!(socket.is_listener(), Ok(true));
+                    if !is_tcp_listener {
+                        return Err(format!(
+                            "{LISTEN_FD_ENV}: descriptor {raw} is not a listening TCP socket"
+                        ));
+                    }
+                }
+            }
+            socket.set_nonblocking(true).map_err(|e| e.to_string())?;
+            Ok(std::net::TcpListener::from(socket))
+        })
+        .collect()
+}
+
+/// The value of [`LISTEN_FD_ENV`] for `fds`.
+pub(crate) fn fd_list(fds: &[RawFd]) -> String {
+    fds.iter()
+        .map(RawFd::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn descriptor_lists_round_trip_and_refuse_what_is_not_ours() {
+        assert_eq!(parse_fd_list("3"), Some(vec![3]));
+        assert_eq!(parse_fd_list("3,7,4"), Some(vec![3, 7, 4]));
+        assert_eq!(parse_fd_list(&fd_list(&[5, 9])), Some(vec![5, 9]));
+        for bad in ["", "x", "2", "3,3", "3,", "-1", "3;4"] {
+            assert_eq!(parse_fd_list(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn adopted_sockets_must_match_their_specs_in_number_and_kind() {
+        let addr: SocketAddr = "127.0.0.1:0".parse().unwrap();
+        let spec = SocketSpec {
+            kind: SocketKind::Tcp,
+            addr,
+        };
+        let listening = || InheritedSockets(vec![OwnedFd::from(bind(&spec).unwrap())]);
+        let adopted = adopt(listening(), &[spec]).unwrap();
+        assert_eq!(adopted.len(), 1);
+        assert!(adopted[0].local_addr().unwrap().port() > 0);
+        // Two specs, one socket.
+        assert!(adopt(listening(), &[spec, spec]).is_err());
+        // A TCP socket that does not listen, and a UDP socket, are not listeners.
+        let unbound =
+            socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+        assert!(adopt(InheritedSockets(vec![OwnedFd::from(unbound)]), &[spec]).is_err());
+        let udp = std::net::UdpSocket::bind(addr).unwrap();
+        assert!(adopt(InheritedSockets(vec![OwnedFd::from(udp)]), &[spec]).is_err());
+    }
+}
