@@ -16,7 +16,8 @@
 # TwigBundle + php-twig) with php-fpm too, which needs Debian's extension packages for
 # them (mysqli, pdo_sqlite, mbstring, intl). php-cli and php-parser (nikic/PHP-Parser)
 # run PHP's own gen_stub.php for scripts/gen-arginfo.sh (the arginfo headers of
-# worker/stubs and cache/stubs).
+# worker/stubs and cache/stubs). php-symfony-console: the packed Symfony
+# app's bin/console (server/tests/package.rs).
 # Idempotent; quick when everything is present. Services are not started here: tests
 # start their own instances on loopback.
 set -euo pipefail
@@ -31,6 +32,7 @@ PACKAGES=(nginx php8.2-fpm php8.2-xml php8.2-mysql php8.2-sqlite3 php8.2-mbstrin
   php-symfony-http-kernel php-symfony-runtime php-symfony-routing php-symfony-http-foundation
   php-symfony-event-dispatcher php-symfony-error-handler
   php-symfony-cache php-symfony-framework-bundle php-symfony-twig-bundle php-twig
+  php-symfony-console
   composer php-laravel-framework docker-compose
   mariadb-server mariadb-client postgresql wordpress wordpress-theme-twentytwentyone adminer
   redis-server locales openssl linux-perf iproute2

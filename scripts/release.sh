@@ -14,6 +14,13 @@
 #   bin/php-config, phpize   relocatable: they find the tree from their own path
 #   bin/php                  a link to ../ferrophp: called `php`, ferrophp is PHP's CLI
 #                            (what php-config --php-binary names; put bin/ on PATH)
+#   libexec/ferrophp-package/  what `ferrophp package` puts in front of and beside an app:
+#       launcher             the static launcher (glibc linked in, no loader needed)
+#       release-id           <version>-<digest of ferrophp>: a package's payload and its
+#                            launcher must name the same one
+#       lib/                 the libraries the tree takes from the system (the C library
+#                            and its loader ld-linux-x86-64.so.2 included) and glibc's
+#                            iconv modules (gconv/): a package needs nothing from the machine
 #   README.md
 #
 # The PHP inside is profile-guided: scripts/build-php.sh's build (ZTS, -O2, the patches
@@ -32,7 +39,7 @@ export PATH="$HOME/.cargo/bin:$PATH"
 log() { echo "release: $*" >&2; }
 # shellcheck source=lib/progress.sh
 source scripts/lib/progress.sh
-progress_init release 5
+progress_init release 6
 
 progress_step "Debian packages and the developer PHP build"
 scripts/setup.sh >/dev/null
@@ -135,6 +142,33 @@ for so in "$TREE"/lib/*.so*; do
   patchelf --set-rpath '$ORIGIN' "$so"
 done
 
+progress_step "the one-file package launcher and the system's share of the libraries"
+# A package runs where nothing is installed: it carries what the tree takes from the
+# system too (every library ldd resolves outside the tree, the loader, iconv's modules),
+# copied from this build machine, the same Debian 12 the binary was linked on.
+PKG_DIR="$TREE/libexec/ferrophp-package"
+mkdir -p "$PKG_DIR/lib"
+ldd "$TREE/ferrophp" "$TREE"/lib/*.so* "$TREE"/lib/php/extensions/*/*.so |
+  awk '/=> \//{print $1, $3}' | sort -u | while read -r soname path; do
+  [[ -e "$TREE/lib/$soname" ]] || cp -L "$path" "$PKG_DIR/lib/$soname"
+done
+cp -L /lib64/ld-linux-x86-64.so.2 "$PKG_DIR/lib/ld-linux-x86-64.so.2"
+GCONV=/usr/lib/x86_64-linux-gnu/gconv
+[[ -d $GCONV ]] && cp -a "$GCONV" "$PKG_DIR/lib/gconv"
+RELEASE_ID="$VERSION-$(sha256sum "$TREE/ferrophp" | cut -c1-16)"
+echo "$RELEASE_ID" >"$PKG_DIR/release-id"
+# glibc linked in statically: the launcher starts in an empty container, before the
+# packed loader exists on disk. Its own target directory (other RUSTFLAGS).
+FERROPHP_RELEASE_ID="$RELEASE_ID" RUSTFLAGS="-C target-feature=+crt-static" \
+  CARGO_TARGET_DIR=target/launcher \
+  cargo build --release -p ferrophp-package --bin ferrophp-launcher \
+  --target x86_64-unknown-linux-gnu >&2
+strip -o "$PKG_DIR/launcher" target/launcher/x86_64-unknown-linux-gnu/release/ferrophp-launcher
+if ldd "$PKG_DIR/launcher" 2>&1 | grep -q '=>'; then
+  log "the package launcher is not static: $(ldd "$PKG_DIR/launcher" 2>&1 | head -3)"
+  exit 1
+fi
+
 cat >"$TREE/README.md" <<EOF
 # ferrophp $VERSION (linux x86_64), PHP $PHP_VERSION
 
@@ -159,6 +193,13 @@ needs igbinary), or pass \`-d extension=NAME\`. The real APCu replaces ferrophp'
 \`apcu_*\` layer (one cache per process either way).
 Other extensions: \`bin/phpize && ./configure --with-php-config=\$PWD/bin/php-config && make\`,
 copy the \`.so\` into \`lib/php/extensions/*/\` and add \`extension=NAME\` to \`conf.d/\`.
+
+One file for the whole app (this release, its libraries and the app; runs on any x86_64
+Linux kernel, in an empty container too):
+
+    ./ferrophp package --app /path/to/app -o myapp     # seconds, nothing compiled
+    ./myapp                                            # serve, as the app's ferrophp.toml says
+    ./myapp php-cli bin/console cache:warmup           # the app's CLI
 EOF
 
 progress_step "tarball"

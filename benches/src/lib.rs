@@ -1,5 +1,6 @@
 //! Shared pieces of ferrophp's benchmarks: the comparison harness (`compare`, whose binary
-//! is `src/bin/compare.rs`) and the load generator it uses where wrk cannot measure. The
+//! is `src/bin/compare.rs`), the load generator it uses where wrk cannot measure, and the
+//! one-file app benchmark (`package`, binary `src/bin/package.rs`). The
 //! criterion benchmarks live in `benches/`, the other binaries in `src/bin/`.
 
 #![deny(missing_docs)]
@@ -9,3 +10,4 @@
 
 pub mod compare;
 pub mod load;
+pub mod package;

@@ -1,6 +1,6 @@
 //! The ferrophp server as a library: every module of the `ferrophp` binary, which is only
 //! its command line (`main.rs`). Public are the subcommands' entry points the binary calls
-//! (`serve`, `php_cli`, `supervise`, with `config` for their arguments and `sockets` for
+//! (`serve`, `php_cli`, `supervise`, `package`, with `config` for their arguments and `sockets` for
 //! the listening sockets a supervisor passes down), [`tls`] (the automatic HTTPS core,
 //! which `config` names and `server/tests/acme.rs` drives against a real ACME CA) and,
 //! hidden from the docs, [`fuzzing`]: what the fuzz targets (`fuzz/`) and their stable
@@ -21,6 +21,7 @@ mod interim;
 mod logging;
 mod metrics;
 mod mode;
+pub mod package;
 mod peer;
 mod php_bridge;
 pub mod php_cli;

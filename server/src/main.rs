@@ -7,7 +7,7 @@
 #![deny(unreachable_pub)]
 
 use clap::{CommandFactory, Parser, Subcommand};
-use ferrophp_server::{config, php_cli, serve, supervise};
+use ferrophp_server::{config, package, php_cli, serve, supervise};
 
 #[derive(Parser)]
 #[command(
@@ -29,6 +29,9 @@ enum Command {
     PhpCli(php_cli::Args),
     /// Serve a PHP application over HTTP (classic mode: each request runs a script).
     Serve(Box<config::ServeArgs>),
+    /// Make one executable file of an app and this release: `ferrophp package --app DIR
+    /// -o myapp`, then `./myapp` serves it anywhere a Linux kernel runs.
+    Package(package::Args),
 }
 
 /// `ferrophp --version`: ferrophp's version and the PHP it embeds (`php -v` gives PHP's
@@ -64,6 +67,7 @@ fn main() {
         // A supervised child (it holds the inherited socket) never supervises again.
         Command::Serve(args) if args.supervise && inherited.is_empty() => supervise::run(*args),
         Command::Serve(args) => serve::run(*args, inherited),
+        Command::Package(args) => package::run(args),
     };
     std::process::exit(code);
 }

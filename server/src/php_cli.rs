@@ -86,7 +86,7 @@ pub fn run_if_php(argv: &[OsString], cli: impl FnOnce() -> clap::Command) -> Opt
     let argv0 = if called_php {
         program.clone()
     } else {
-        std::env::current_exe().map_or_else(|_| program.clone(), PathBuf::into_os_string)
+        worker::layout::executable().map_or_else(|_| program.clone(), PathBuf::into_os_string)
     };
     let mut cli_argv = Vec::with_capacity(php_args.len() + 1);
     cli_argv.push(argv0);

@@ -290,10 +290,16 @@ impl Router {
 
     /// The canonical path of `file` if it lies inside the document root and, below the
     /// root, names no dotfile or dot-directory (a symlink to `.env` or into `.git` must
-    /// not publish it; `.well-known` at the top is allowed, as for request paths).
+    /// not publish it; `.well-known` at the top is allowed, as for request paths). A
+    /// no-PHP directory that links out of the root (an upload folder on a data volume, a
+    /// one-file package's writable path) counts as inside: its files are data, never run.
     fn contained(&self, file: &Path) -> Option<PathBuf> {
         let canonical = fs::canonicalize(file).ok()?;
-        let inside = canonical.strip_prefix(&self.root).ok()?;
+        let inside = canonical.strip_prefix(&self.root).ok().or_else(|| {
+            self.no_php_dirs
+                .iter()
+                .find_map(|dir| canonical.strip_prefix(dir).ok())
+        })?;
         let hidden = inside.components().enumerate().any(|(i, c)| {
             let name = c.as_os_str().as_encoded_bytes();
             name.starts_with(b".") && !(i == 0 && name == b".well-known")
@@ -742,6 +748,35 @@ mod tests {
             .unwrap()
             .with_no_php_dirs(&[PathBuf::from("missing")])
             .is_err());
+    }
+
+    #[test]
+    fn a_no_php_dir_linking_out_of_the_root_serves_its_files_and_runs_nothing() {
+        // A package's writable upload folder: a link from the root to the data directory.
+        let f = fixture();
+        let r = f.root();
+        let data = tempfile::tempdir().unwrap();
+        let uploads = data.path().canonicalize().unwrap();
+        fs::write(uploads.join("photo.txt"), "p").unwrap();
+        fs::write(uploads.join("evil.php"), "<?php").unwrap();
+        fs::create_dir(uploads.join(".hidden")).unwrap();
+        fs::write(uploads.join(".hidden/x.txt"), "x").unwrap();
+        symlink(&uploads, r.join("uploads")).unwrap();
+        // Without the declaration, outside is outside.
+        assert_eq!(f.router.route("/uploads/photo.txt"), Route::NotFound);
+        let router = Router::new(r)
+            .unwrap()
+            .with_no_php_dirs(&[PathBuf::from("uploads")])
+            .unwrap();
+        assert_eq!(
+            router.route("/uploads/photo.txt"),
+            Route::Static(uploads.join("photo.txt").into())
+        );
+        assert_eq!(router.route("/uploads/evil.php"), Route::Forbidden);
+        assert_eq!(router.route("/uploads/.hidden/x.txt"), Route::NotFound);
+        // Other links out of the root stay refused.
+        assert_eq!(router.route("/outdir/evil.php"), Route::NotFound);
+        assert_eq!(router.route("/passwd"), Route::NotFound);
     }
 
     #[test]

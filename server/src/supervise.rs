@@ -402,7 +402,8 @@ fn ready_pipe() -> std::io::Result<(tokio::net::unix::pipe::Receiver, std::os::f
 /// listening sockets `fds` inherited as `FERROPHP_LISTEN_FD` (`sockets.rs`), and `ready`,
 /// the write end of a readiness pipe, as `FERROPHP_READY_FD`.
 fn spawn_child(fds: &[RawFd], ready: Option<RawFd>) -> std::io::Result<tokio::process::Child> {
-    let exe = std::env::current_exe()?;
+    // From a package: the package again (its launcher checks and prepares the tree).
+    let exe = worker::layout::executable()?;
     let args = std::env::args_os()
         .skip(1)
         .filter(|a| a != "--supervise" && a != "--supervise=true");

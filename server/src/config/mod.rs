@@ -104,10 +104,14 @@ pub struct ServeConfig {
 }
 
 impl ServeConfig {
-    /// Reads the `--config` file, if any, and merges it with the flags
+    /// Reads the `--config` file, if any (else the packed one of a one-file package,
+    /// `FERROPHP_PACKAGE_CONFIG`, which its launcher sets), and merges it with the flags
     /// ([`ServeConfig::resolve`]).
     pub fn load(args: ServeArgs) -> Result<ServeConfig, String> {
-        let file = match &args.config {
+        let packed = std::env::var_os(ferrophp_package::launch::PACKAGE_CONFIG_ENV)
+            .filter(|p| !p.is_empty())
+            .map(PathBuf::from);
+        let file = match args.config.as_ref().or(packed.as_ref()) {
             Some(path) => {
                 let text = std::fs::read_to_string(path)
                     .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
@@ -170,6 +174,8 @@ impl ServeConfig {
                 "--http-listen and --listen must differ (both are {listen})"
             ));
         }
+        let mut no_php_dirs = file_then_flags(file.no_php_dirs.take(), args.no_php_dirs);
+        no_php_dirs.extend(package_data_dirs(&root, &file));
         Ok(ServeConfig {
             root,
             listen,
@@ -204,7 +210,7 @@ impl ServeConfig {
                 .or(file.static_cache_mb)
                 .unwrap_or(static_cache::DEFAULT_MB),
             admin: args.admin.or(file.admin),
-            no_php_dirs: file_then_flags(file.no_php_dirs, args.no_php_dirs),
+            no_php_dirs,
             sendfile_dir: args.sendfile_dir.or(file.sendfile_dir),
             metrics,
             metrics_push,
@@ -227,6 +233,26 @@ impl ServeConfig {
 const DEFAULT_LISTEN: SocketAddr = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 8080));
 
 /// The document root: as configured, or `./public` if it exists, else `.`; a directory.
+/// The app's writable paths (`[package] writable`, relative to the app directory, where
+/// `serve` runs) that exist under the document root: in a one-file package each is a link
+/// to the data directory. They become no-PHP directories, so uploads never run and
+/// their files are served although they live outside the root (see
+/// `Router::with_no_php_dirs`).
+fn package_data_dirs(root: &Path, file: &FileConfig) -> Vec<PathBuf> {
+    let (Ok(cwd), Ok(root)) = (std::env::current_dir(), std::path::absolute(root)) else {
+        return Vec::new();
+    };
+    file.package_settings()
+        .writable
+        .iter()
+        .filter_map(|w| {
+            let dir = cwd.join(w.trim_end_matches('/'));
+            let inside = dir.strip_prefix(&root).ok()?.to_path_buf();
+            (dir.is_dir() && !inside.as_os_str().is_empty()).then_some(inside)
+        })
+        .collect()
+}
+
 fn document_root(configured: Option<PathBuf>) -> Result<PathBuf, String> {
     let root = configured.unwrap_or_else(default_root);
     if !root.is_dir() {

@@ -343,11 +343,40 @@ pub struct FileConfig {
     pub(super) retire_grace: Option<String>,
     pub(super) max_retired_threads: Option<usize>,
     pub(super) slowlog_ms: Option<u64>,
+    /// `[package]`: read by `ferrophp package` only (`serve` checks and ignores it).
+    pub(super) package: Option<ferrophp_package::AppSettings>,
 }
 
 impl FileConfig {
     /// Parses the TOML text of a config file.
     pub fn parse(text: &str) -> Result<FileConfig, toml::de::Error> {
         toml::from_str::<FileConfig>(text)
+    }
+
+    /// The `[package]` table (empty when absent).
+    pub fn package_settings(&self) -> ferrophp_package::AppSettings {
+        self.package.clone().unwrap_or_default()
+    }
+
+    /// The `[ini]` table, in key order.
+    pub fn ini_table(&self) -> Vec<(String, String)> {
+        self.ini
+            .iter()
+            .flatten()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    }
+
+    /// The paths the file names for the app, each with its setting's name: the document
+    /// root and the worker scripts (relative to the directory `serve` runs in).
+    pub fn app_paths(&self) -> Vec<(&'static str, PathBuf)> {
+        let mut paths = Vec::new();
+        if let Some(root) = &self.root {
+            paths.push(("root", root.clone()));
+        }
+        for w in self.worker.iter().flatten() {
+            paths.push(("worker", w.script.clone()));
+        }
+        paths
     }
 }

@@ -141,8 +141,19 @@ impl Server {
         if !args.contains(&"--threads") {
             cmd.args(["--threads", "2"]);
         }
-        cmd.args(args)
-            .stdin(Stdio::null())
+        cmd.args(args);
+        Self::from_command(cmd, root, envs, startup_timeout)
+    }
+
+    /// Starts `cmd` as it is (it must end up printing ferrophp's listening line, as a
+    /// one-file package or `docker run` of one does) and waits for that line.
+    pub fn from_command(
+        mut cmd: Command,
+        root: &Path,
+        envs: &[(&str, &str)],
+        startup_timeout: Duration,
+    ) -> Server {
+        cmd.stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         // Settings from the caller's environment must not leak into a test (OTEL_* would

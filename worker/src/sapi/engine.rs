@@ -57,9 +57,10 @@ pub(crate) fn engine_startup(settings: &ModuleSettings) -> Result<StartedModule,
     // phpinfo() prints text under the CLI (as sapi/cli sets it), HTML for HTTP.
     module.phpinfo_as_text = c_int::from(settings.sapi_name == SapiName::Cli);
     module.php_ini_ignore_cwd = 1;
-    // PHP looks for php.ini next to its binary (after -c and PHPRC): ours, wherever the
-    // release tree was moved.
-    if let Some(exe) = std::env::current_exe()
+    // PHP looks for php.ini next to its binary (after -c and PHPRC) and sets PHP_BINARY
+    // from this path: ours, wherever the release tree was moved; in a one-file package,
+    // the package file (`layout` then points PHPRC at the package's tree).
+    if let Some(exe) = crate::layout::executable()
         .ok()
         .and_then(|p| CString::new(p.into_os_string().into_vec()).ok())
     {
