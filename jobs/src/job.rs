@@ -248,6 +248,16 @@ pub(crate) fn to_ms(t: SystemTime) -> u64 {
         .unwrap_or(0)
 }
 
+/// The epoch millisecond `after` from now, rounded up: a job delayed by 300 ms is
+/// never handed out 299.4 ms later because the clock's fraction was dropped.
+pub(crate) fn due_ms_after(after: Duration) -> u64 {
+    SystemTime::now()
+        .checked_add(after)
+        .and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok())
+        .map(|d| u64::try_from(d.as_micros().div_ceil(1000)).unwrap_or(u64::MAX))
+        .unwrap_or(u64::MAX)
+}
+
 pub(crate) fn from_ms(ms: u64) -> SystemTime {
     SystemTime::UNIX_EPOCH + Duration::from_millis(ms)
 }

@@ -33,7 +33,7 @@ use self::sync::Syncer;
 use crate::backend::Backend;
 use crate::error::{JobsError, Result};
 use crate::job::{
-    duration_ms, from_ms, now_ms, DeadJob, DispatchOptions, DispatchOutcome, FailOutcome, Lease,
+    due_ms_after, duration_ms, from_ms, now_ms, DeadJob, DispatchOptions, DispatchOutcome, FailOutcome, Lease,
     QueueCounts,
 };
 use crate::schedule::{Claim, ScheduleStore};
@@ -301,7 +301,7 @@ impl Backend for LocalBackend {
                 StoredState::Ready
             } else {
                 StoredState::Delayed {
-                    due_ms: now.saturating_add(duration_ms(opts.delay)),
+                    due_ms: due_ms_after(opts.delay),
                 }
             },
             last_error: None,
@@ -416,7 +416,7 @@ impl Backend for LocalBackend {
             record.state = StoredState::Ready;
             FailOutcome::Retry { at: from_ms(now) }
         } else {
-            let due_ms = now.saturating_add(duration_ms(retry_delay));
+            let due_ms = due_ms_after(retry_delay);
             record.state = StoredState::Delayed { due_ms };
             FailOutcome::Retry {
                 at: from_ms(due_ms),
@@ -438,7 +438,7 @@ impl Backend for LocalBackend {
     fn extend(&self, lease: &Lease, visibility: Duration) -> Result<()> {
         let mut state = self.lock();
         let id = Self::check_lease(&state, lease)?;
-        state.set_lease_deadline(id, now_ms().saturating_add(duration_ms(visibility)));
+        state.set_lease_deadline(id, due_ms_after(visibility));
         Ok(())
     }
 

@@ -24,6 +24,11 @@ local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
+-- A time `ms` from now, rounded up so a delay never ends a fraction early.
+local function due_after(ms)
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.ceil(tonumber(t[2]) / 1000) + ms
+end
 -- Scores and times as exact integer strings (tostring would round past 14 digits).
 local function int(n) return string.format('%.0f', n) end
 local function qkey(q, part) return P .. ':q:' .. q .. ':' .. part end
@@ -98,7 +103,7 @@ redis.call('SADD', P .. ':queues', q)
 local delay = tonumber(ARGV[8])
 if delay > 0 then
   redis.call('HSET', jk, 's', 'delayed')
-  redis.call('ZADD', qkey(q, 'delayed'), int(now_ms() + delay), id)
+  redis.call('ZADD', qkey(q, 'delayed'), int(due_after(delay)), id)
 else
   ready(q, id, tonumber(ARGV[4]))
 end
@@ -171,8 +176,9 @@ if delay > tonumber(max) then delay = tonumber(max) end
 delay = math.floor(delay * (1 - tonumber(jitter) * tonumber(ARGV[5])))
 if delay <= 0 then ready(q, id, tonumber(f[4])); return {'retry', int(now)} end
 redis.call('HSET', jk, 's', 'delayed')
-redis.call('ZADD', qkey(q, 'delayed'), int(now + delay), id)
-return {'retry', int(now + delay)}
+local due = due_after(delay)
+redis.call('ZADD', qkey(q, 'delayed'), int(due), id)
+return {'retry', int(due)}
 ";
 
 /// ARGV: prefix, id, token, visibility ms. Returns 1, or 0 when the lease is lost.
@@ -180,7 +186,7 @@ pub(super) const EXTEND: &str = r"
 local id = ARGV[2]
 local q = leased(id, ARGV[3])
 if not q then return 0 end
-redis.call('ZADD', qkey(q, 'running'), 'XX', int(now_ms() + tonumber(ARGV[4])), id)
+redis.call('ZADD', qkey(q, 'running'), 'XX', int(due_after(tonumber(ARGV[4]))), id)
 return 1
 ";
 
