@@ -282,13 +282,10 @@ fn two_instances_catch_up_a_missed_run_once() {
         rx.recv_timeout(Duration::from_secs(30)).unwrap(),
         (latest, true)
     );
-    eventually("both instances to have tried", || {
-        schedulers
-            .iter()
-            .map(|s| totals(s, "nightly").started + totals(s, "nightly").claimed_elsewhere)
-            .sum::<u64>()
-            == 2
-    });
+    // The other instance either finds the run claimed (claimed_elsewhere) or, when it looks
+    // after the run finished, finds nothing missed and counts nothing: give it time to look,
+    // then a second run would have arrived.
+    std::thread::sleep(Duration::from_secs(2));
     for s in schedulers {
         s.stop();
     }

@@ -278,7 +278,6 @@ impl Backend for LocalBackend {
         payload: &[u8],
         opts: &DispatchOptions,
     ) -> Result<DispatchOutcome> {
-        let now = now_ms();
         let mut state = self.lock();
         if let Some(key) = &opts.unique_key {
             if let Some(holder) = state.unique_holder(queue, key) {
