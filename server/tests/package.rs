@@ -60,19 +60,13 @@ fn text(out: &Output) -> String {
 
 /// The release tree, unpacked from the tarball into `dir`.
 fn release_tree(dir: &Path) -> PathBuf {
-    let version = env!("CARGO_PKG_VERSION");
-    let tarball = repo().join(format!("dist/ferrophp-{version}-linux-x86_64.tar.gz"));
-    assert!(
-        tarball.is_file(),
-        "{} is missing: run scripts/release.sh (scripts/test.sh does)",
-        tarball.display()
-    );
+    let tarball = common::release_tarball();
     run(Command::new("tar")
         .arg("-xzf")
         .arg(&tarball)
         .arg("-C")
         .arg(dir));
-    dir.join(format!("ferrophp-{version}-linux-x86_64"))
+    dir.join(common::release_name())
 }
 
 /// `ferrophp package --app APP -o OUT` from the tree: its report line.

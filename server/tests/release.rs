@@ -26,21 +26,6 @@ fn repo() -> PathBuf {
         .unwrap()
 }
 
-/// `dist/ferrophp-<version>-php<PHP version>-linux-x86_64.tar.gz`: the PHP inside is in
-/// the name (the developer build's version, which the release build shares).
-fn tarball() -> PathBuf {
-    let (version, php) = (env!("CARGO_PKG_VERSION"), worker::PHP_VERSION);
-    let path = repo().join(format!(
-        "dist/ferrophp-{version}-php{php}-linux-x86_64.tar.gz"
-    ));
-    assert!(
-        path.is_file(),
-        "{} is missing: run scripts/release.sh (scripts/test.sh does)",
-        path.display()
-    );
-    path
-}
-
 /// The tree, unpacked in one temporary directory and then moved to another.
 struct Tree {
     _dirs: (tempfile::TempDir, tempfile::TempDir),
@@ -51,7 +36,7 @@ fn unpack_and_move() -> Tree {
     let first = tempfile::tempdir().unwrap();
     let st = Command::new("tar")
         .arg("-xzf")
-        .arg(tarball())
+        .arg(common::release_tarball())
         .arg("-C")
         .arg(first.path())
         .status()

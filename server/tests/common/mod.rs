@@ -22,6 +22,33 @@ const STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
 pub const IO_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// `test-data/http`, the document root holding one script per behaviour.
+/// The release's name, `ferrophp-<version>-php<PHP version>-linux-x86_64` (the PHP inside
+/// is the developer build's, which the release build shares): the tarball in `dist/`
+/// that scripts/release.sh makes and the directory it unpacks to.
+#[allow(dead_code)]
+pub fn release_name() -> String {
+    format!(
+        "ferrophp-{}-php{}-linux-x86_64",
+        env!("CARGO_PKG_VERSION"),
+        worker::PHP_VERSION
+    )
+}
+
+/// `dist/<release_name>.tar.gz`, failing with what to run when it is missing.
+#[allow(dead_code)]
+pub fn release_tarball() -> PathBuf {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join("dist")
+        .join(format!("{}.tar.gz", release_name()));
+    assert!(
+        path.is_file(),
+        "{} is missing: run scripts/release.sh (scripts/test.sh does)",
+        path.display()
+    );
+    path
+}
+
 pub fn http_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../test-data/http")
