@@ -555,9 +555,6 @@ static CERTIFICATES: OnceLock<Arc<crate::tls::CertManager>> = OnceLock::new();
 
 /// Reports `manager`'s certificates, renewals and failures on `/metrics` from now on;
 /// the server calls it once when it mounts automatic HTTPS.
-// Unused until serve/ mounts automatic HTTPS (the front-end change in flight); remove the
-// allow with that mount.
-#[allow(dead_code)]
 pub(crate) fn watch_certificates(manager: Arc<crate::tls::CertManager>) {
     let _ = CERTIFICATES.set(manager);
 }

@@ -39,12 +39,21 @@ pub(crate) struct SocketSpec {
 }
 
 /// The sockets `config` listens on, in the order the server serves them and a supervisor
-/// passes them: today the one `--listen` TCP socket.
+/// passes them: the `--listen` TCP socket, then with automatic HTTPS the plain
+/// `--http-listen` one (which `serve/listeners/` tells apart by its address: the
+/// configuration refuses the two being equal).
 pub(crate) fn specs(config: &ServeConfig) -> Vec<SocketSpec> {
-    vec![SocketSpec {
+    let mut specs = vec![SocketSpec {
         kind: SocketKind::Tcp,
         addr: config.listen,
-    }]
+    }];
+    if let Some(auto) = &config.auto_https {
+        specs.push(SocketSpec {
+            kind: SocketKind::Tcp,
+            addr: auto.http_listen,
+        });
+    }
+    specs
 }
 
 /// Binds `spec` (address reuse on, as tokio's own bind does) and, for TCP, listens;
