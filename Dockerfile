@@ -113,10 +113,13 @@ ENV FERROPHP_ROOT=/app/public \
     FERROPHP_LISTEN=0.0.0.0:80 \
     FERROPHP_ADMIN=0.0.0.0:2019 \
     FERROPHP_WORKER_SCRIPT= \
-    FERROPHP_INI="session.save_path=/app/var/sessions"
+    FERROPHP_INI="session.save_path=/app/var/sessions" \
+    FERROPHP_DATA_DIR=/app/var/data
 WORKDIR /app
 USER ferrophp
-EXPOSE 80 2019
+# 443 with FERROPHP_DOMAINS (automatic HTTPS; mount a volume on /app/var/data to keep the
+# certificates across containers).
+EXPOSE 80 443 2019
 # The graceful drain: stop accepting, finish requests in flight (FERROPHP_GRACE_MS).
 STOPSIGNAL SIGTERM
 HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 CMD ["/opt/ferrophp/docker/healthcheck.sh"]
