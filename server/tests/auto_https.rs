@@ -231,7 +231,7 @@ fn two_names_by_sni_with_redirects_and_a_restart_that_orders_nothing() {
         // SNI chose the name's own certificate.
         assert_eq!(leaf_names, [name]);
         serials.push(serial);
-        let vars: serde_json::Value = response.json().unwrap();
+        let vars: serde_json::Value = serde_json::from_str(&response.text().unwrap()).unwrap();
         assert_eq!(vars["server"]["HTTPS"], "on");
         assert_eq!(
             vars["server"]["HTTP_HOST"],

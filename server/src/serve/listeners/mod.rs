@@ -11,9 +11,10 @@
 //! with automatic HTTPS the `--http-listen` one): bound here, or taken over from a
 //! `--supervise` parent in the same order.
 //!
-//! TLS: every TLS listener shares one rustls `ServerConfig`, built by
+//! TLS: every TLS listener shares one rustls `ServerConfig`, made by [`server_tls`]:
 //! `tls::server_config` over the certificate manager's resolver with automatic HTTPS
-//! (ALPN `h2`, `http/1.1`, `acme-tls/1`), else by `tls::acceptor` from `--tls-cert`.
+//! (ALPN `h2`, `http/1.1`, `acme-tls/1`), else `tls::static_server_config` from
+//! `--tls-cert`.
 
 mod redirect;
 mod tcp;
@@ -111,6 +112,21 @@ impl AnyListener {
     }
 }
 
+/// The one rustls configuration every TLS listener of this server shares (a QUIC
+/// listener clones it and sets its own ALPN): over the certificate manager's resolver
+/// with automatic HTTPS (`tls::server_config`: `h2`, `http/1.1`, `acme-tls/1`), else
+/// the `--tls-cert` pair's; `None` without TLS.
+pub(super) fn server_tls(
+    config: &ServeConfig,
+    certificates: Option<&Arc<CertManager>>,
+) -> Result<Option<Arc<rustls::ServerConfig>>, String> {
+    Ok(match (certificates, &config.tls) {
+        (Some(manager), _) => Some(crate::tls::server_config(manager.resolver())?),
+        (None, Some((cert, key))) => Some(crate::tls::static_server_config(cert, key)?),
+        (None, None) => None,
+    })
+}
+
 /// The listeners `config` asks for, on `inherited` sockets (a supervisor's, already
 /// matched to the specs in order by `sockets::adopt`) or on sockets bound here. Called
 /// before PHP starts, so a taken port fails fast. With automatic HTTPS, `certificates`
@@ -121,16 +137,10 @@ pub(super) fn open(
     inherited: Option<Vec<std::net::TcpListener>>,
     certificates: Option<&Arc<CertManager>>,
 ) -> Result<Vec<AnyListener>, String> {
-    let tls = match (certificates, &config.tls) {
-        (Some(manager), _) => Some(TlsAcceptor::from(crate::tls::server_config(
-            manager.resolver(),
-        )?)),
-        (None, Some((cert, key))) => Some(crate::tls::acceptor(cert, key)?),
-        (None, None) => None,
-    };
+    let tls = server_tls(config, certificates)?.map(TlsAcceptor::from);
     let specs = sockets::specs(config);
     let mut inherited = inherited.map(Vec::into_iter);
-    let mut sockets = Vec::with_capacity(specs.len());
+    let mut bound = Vec::with_capacity(specs.len());
     for spec in &specs {
         let socket = match inherited.as_mut().and_then(Iterator::next) {
             Some(socket) => socket,
@@ -142,17 +152,17 @@ pub(super) fn open(
                 })
                 .map_err(|e| format!("cannot listen on {}: {e}", spec.addr))?,
         };
-        sockets.push((spec, socket));
+        bound.push((spec, socket));
     }
     // The port redirects name: the one bound (`--listen` may say port 0).
-    let https_port = sockets
+    let https_port = bound
         .iter()
         .find(|(spec, _)| spec.addr == config.listen)
         .and_then(|(_, socket)| socket.local_addr().ok())
         .map_or(config.listen.port(), |addr| addr.port());
     let plain_addr = config.auto_https.as_ref().map(|auto| auto.http_listen);
     let mut listeners = Vec::with_capacity(specs.len());
-    for (spec, socket) in sockets {
+    for (spec, socket) in bound {
         let listener = match spec.kind {
             SocketKind::Tcp => {
                 tokio::net::TcpListener::from_std(socket).and_then(|socket| {
