@@ -167,11 +167,18 @@ async fn serve(
 
     for listener in &listeners {
         let (scheme, local) = (listener.scheme(), listener.local_addr());
-        tracing::info!(
-            "listening on {scheme}://{local} (root {}, {} PHP threads)",
-            app.sites.current().document_root,
-            config.threads
-        );
+        if let listeners::AnyListener::Redirect(_) = listener {
+            tracing::info!(
+                "listening on {scheme}://{local}: ACME HTTP-01 answers, everything else \
+                 redirected to HTTPS"
+            );
+        } else {
+            tracing::info!(
+                "listening on {scheme}://{local} (root {}, {} PHP threads)",
+                app.sites.current().document_root,
+                config.threads
+            );
+        }
         if dev.is_some() {
             // PHP's test harnesses wait for this line on stderr (and read the port from it).
             eprintln!(
