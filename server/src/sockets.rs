@@ -192,6 +192,23 @@ mod tests {
     }
 
     #[test]
+    fn automatic_https_adds_the_plain_listener_after_the_https_one() {
+        let args = || crate::config::ServeArgs {
+            listen: Some("127.0.0.1:8443".parse().unwrap()),
+            ..Default::default()
+        };
+        let plain = ServeConfig::resolve(args(), Default::default()).unwrap();
+        assert_eq!(specs(&plain).len(), 1);
+        let mut args = args();
+        args.acme.domains = vec!["a.example.com".into()];
+        args.acme.data_dir = Some("/tmp/d".into());
+        args.acme.http_listen = Some("127.0.0.1:8080".parse().unwrap());
+        let auto = ServeConfig::resolve(args, Default::default()).unwrap();
+        let addrs: Vec<String> = specs(&auto).iter().map(|s| s.addr.to_string()).collect();
+        assert_eq!(addrs, ["127.0.0.1:8443", "127.0.0.1:8080"]);
+    }
+
+    #[test]
     fn adopted_sockets_must_match_their_specs_in_number_and_kind() {
         let addr: SocketAddr = "127.0.0.1:0".parse().unwrap();
         let spec = SocketSpec {
