@@ -297,6 +297,7 @@ fn two_names_by_sni_with_redirects_and_a_restart_that_orders_nothing() {
         // Pebble's default lifetime is five years.
         assert!(left > 86_400.0 * 365.0, "{left}");
     }
+    assert_eq!(sample(&text, "ferrophp_certificate_orders_total"), Some(2.0));
     let stderr = stop(server);
     assert!(stderr.contains("certificate obtained"), "{stderr}");
 
@@ -321,6 +322,7 @@ fn two_names_by_sni_with_redirects_and_a_restart_that_orders_nothing() {
     std::thread::sleep(Duration::from_secs(3));
     assert_eq!(pebble.orders(), 2, "{}", pebble.log());
     let text = metrics(&server);
+    assert_eq!(sample(&text, "ferrophp_certificate_orders_total"), Some(0.0), "{text}");
     assert!(
         !text.contains("ferrophp_certificate_renewals_total{"),
         "{text}"

@@ -35,7 +35,10 @@ pub use challenge::{Challenges, ACME_TLS_ALPN, HTTP01_PATH_PREFIX};
 pub use manager::{AcmeConfig, CertManager, Timing, LETS_ENCRYPT_DIRECTORY};
 pub use redirect::{https_redirect, REDIRECT_STATUS};
 pub use resolver::CertResolver;
-pub use stats::{AcmeSnapshot, CertificateStatus, EXPIRY_METRIC, FAILURES_METRIC, RENEWALS_METRIC};
+pub use stats::{
+    AcmeSnapshot, CertificateStatus, EXPIRY_METRIC, FAILURES_METRIC, ORDERS_METRIC,
+    RENEWALS_METRIC,
+};
 
 /// The HTTPS listener's rustls configuration for one certificate chain and key
 /// (`--tls-cert`, `--tls-key`), offering HTTP/2 and HTTP/1.1.
