@@ -274,10 +274,17 @@ fn two_names_by_sni_with_redirects_and_a_restart_that_orders_nothing() {
         common::IO_TIMEOUT,
     )
     .unwrap();
-    assert!(raw.starts_with(b"HTTP/1.1 400"), "{}", String::from_utf8_lossy(&raw));
+    assert!(
+        raw.starts_with(b"HTTP/1.1 400"),
+        "{}",
+        String::from_utf8_lossy(&raw)
+    );
 
     // The CA validated through the server's own listener (TLS-ALPN-01 is tried first).
-    assert_eq!(stored_challenge(data.path(), &pebble, "a.test"), "tls-alpn-01");
+    assert_eq!(
+        stored_challenge(data.path(), &pebble, "a.test"),
+        "tls-alpn-01"
+    );
     assert!(server.stderr().contains("TLS-ALPN-01 handshake"));
 
     let text = wait_metrics(&server, "both renewals counted", |t| {
@@ -297,7 +304,10 @@ fn two_names_by_sni_with_redirects_and_a_restart_that_orders_nothing() {
         // Pebble's default lifetime is five years.
         assert!(left > 86_400.0 * 365.0, "{left}");
     }
-    assert_eq!(sample(&text, "ferrophp_certificate_orders_total"), Some(2.0));
+    assert_eq!(
+        sample(&text, "ferrophp_certificate_orders_total"),
+        Some(2.0)
+    );
     let stderr = stop(server);
     assert!(stderr.contains("certificate obtained"), "{stderr}");
 
@@ -322,12 +332,19 @@ fn two_names_by_sni_with_redirects_and_a_restart_that_orders_nothing() {
     std::thread::sleep(Duration::from_secs(3));
     assert_eq!(pebble.orders(), 2, "{}", pebble.log());
     let text = metrics(&server);
-    assert_eq!(sample(&text, "ferrophp_certificate_orders_total"), Some(0.0), "{text}");
+    assert_eq!(
+        sample(&text, "ferrophp_certificate_orders_total"),
+        Some(0.0),
+        "{text}"
+    );
     assert!(
         !text.contains("ferrophp_certificate_renewals_total{"),
         "{text}"
     );
-    assert!(!text.contains("ferrophp_certificate_renewal_failures_total{"), "{text}");
+    assert!(
+        !text.contains("ferrophp_certificate_renewal_failures_total{"),
+        "{text}"
+    );
     stop(server);
 }
 
@@ -414,7 +431,12 @@ fn issuance_with_only(challenge: &str, log_line: &str, other_line: &str) {
         &["a.test"],
         &["--acme-challenge", challenge],
     );
-    let response = wait_served(&client(Some(&root), &["a.test"]), &server, "a.test", "/hello.php");
+    let response = wait_served(
+        &client(Some(&root), &["a.test"]),
+        &server,
+        "a.test",
+        "/hello.php",
+    );
     assert_eq!(response.text().unwrap(), "Hello, World!");
     assert_eq!(stored_challenge(data.path(), &pebble, "a.test"), challenge);
     let stderr = stop(server);

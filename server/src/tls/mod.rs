@@ -36,8 +36,7 @@ pub use manager::{AcmeConfig, CertManager, Timing, LETS_ENCRYPT_DIRECTORY};
 pub use redirect::{https_redirect, REDIRECT_STATUS};
 pub use resolver::CertResolver;
 pub use stats::{
-    AcmeSnapshot, CertificateStatus, EXPIRY_METRIC, FAILURES_METRIC, ORDERS_METRIC,
-    RENEWALS_METRIC,
+    AcmeSnapshot, CertificateStatus, EXPIRY_METRIC, FAILURES_METRIC, ORDERS_METRIC, RENEWALS_METRIC,
 };
 
 /// The HTTPS listener's rustls configuration for one certificate chain and key

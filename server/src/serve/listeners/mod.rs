@@ -86,7 +86,9 @@ impl Listener for AnyListener {
         // Each arm is its own future type: one `Either`, no allocation per connection.
         use futures_util::future::Either;
         match (self, conn) {
-            (AnyListener::Tcp(l), AnyConn::Tcp(c)) => Either::Left(l.serve(c, remote, shared, watcher)),
+            (AnyListener::Tcp(l), AnyConn::Tcp(c)) => {
+                Either::Left(l.serve(c, remote, shared, watcher))
+            }
             (AnyListener::Redirect(l), AnyConn::Tcp(c)) => {
                 Either::Right(l.serve(c, remote, shared, watcher))
             }
@@ -165,18 +167,12 @@ pub(super) fn open(
     for (spec, socket) in bound {
         let listener = match spec.kind {
             SocketKind::Tcp => {
-                tokio::net::TcpListener::from_std(socket).and_then(|socket| {
-                    match certificates {
-                        Some(manager) if Some(spec.addr) == plain_addr => {
-                            redirect::RedirectListener::new(
-                                socket,
-                                manager.challenges(),
-                                https_port,
-                            )
+                tokio::net::TcpListener::from_std(socket).and_then(|socket| match certificates {
+                    Some(manager) if Some(spec.addr) == plain_addr => {
+                        redirect::RedirectListener::new(socket, manager.challenges(), https_port)
                             .map(AnyListener::Redirect)
-                        }
-                        _ => tcp::TcpListener::new(socket, tls.clone()).map(AnyListener::Tcp),
                     }
+                    _ => tcp::TcpListener::new(socket, tls.clone()).map(AnyListener::Tcp),
                 })
             }
         };

@@ -116,10 +116,7 @@ pub(super) fn answer<B>(
         .authority()
         .map(|a| a.as_str())
         .or_else(|| req.headers().get(header::HOST)?.to_str().ok());
-    let target = req
-        .uri()
-        .path_and_query()
-        .map_or("/", |pq| pq.as_str());
+    let target = req.uri().path_and_query().map_or("/", |pq| pq.as_str());
     match tls::https_redirect(host, target, https_port) {
         Some(location) => Response::builder()
             .status(tls::REDIRECT_STATUS)
@@ -127,7 +124,10 @@ pub(super) fn answer<B>(
             .header(header::CONTENT_LENGTH, "0")
             .body(Full::new(Bytes::new()))
             .unwrap_or_else(|_| plain(StatusCode::BAD_REQUEST, String::new())),
-        None => plain(StatusCode::BAD_REQUEST, "no valid Host to redirect to\n".into()),
+        None => plain(
+            StatusCode::BAD_REQUEST,
+            "no valid Host to redirect to\n".into(),
+        ),
     }
 }
 
@@ -170,7 +170,11 @@ mod tests {
             &get("/.well-known/acme-challenge/tok_1", Some("a.example")),
         );
         assert_eq!(closed.status(), 404);
-        let moved = answer(&challenges, 8443, &get("/cart?id=1", Some("a.example:8080")));
+        let moved = answer(
+            &challenges,
+            8443,
+            &get("/cart?id=1", Some("a.example:8080")),
+        );
         assert_eq!(moved.status(), 308);
         assert_eq!(
             moved.headers()[header::LOCATION],
