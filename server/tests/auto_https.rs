@@ -516,3 +516,32 @@ fn short_lived_certificates_are_renewed_without_a_restart_or_a_dropped_connectio
     assert!(pebble.orders() >= 2, "{}", pebble.log());
     stop(server);
 }
+
+#[test]
+fn a_supervised_server_hands_both_sockets_to_its_child() {
+    let ports = Ports::free();
+    let pebble = ports.pebble(PebbleOptions::default());
+    let root = pebble.issuing_root();
+    let data = tempfile::tempdir().unwrap();
+    // The supervisor binds --listen and --http-listen and passes both down
+    // (FERROPHP_LISTEN_FD); the child serves HTTPS on one, redirects on the other.
+    let server = serve(&pebble, ports, data.path(), &["a.test"], &["--supervise"]);
+    let response = wait_served(
+        &client(Some(&root), &["a.test"]),
+        &server,
+        "a.test",
+        "/hello.php",
+    );
+    assert_eq!(response.text().unwrap(), "Hello, World!");
+    let moved = client(None, &["a.test"])
+        .get(format!("http://a.test:{}/hello.php", ports.http))
+        .send()
+        .unwrap();
+    assert_eq!(moved.status(), 308);
+    assert_eq!(
+        moved.headers()["location"],
+        format!("https://a.test:{}/hello.php", ports.https).as_str()
+    );
+    stop(server);
+    assert_eq!(pebble.orders(), 1, "{}", pebble.log());
+}
