@@ -545,3 +545,45 @@ fn a_supervised_server_hands_both_sockets_to_its_child() {
     stop(server);
     assert_eq!(pebble.orders(), 1, "{}", pebble.log());
 }
+
+#[test]
+fn configured_by_the_environment_alone_as_the_image_is() {
+    let ports = Ports::free();
+    let pebble = ports.pebble(PebbleOptions::default());
+    let root = pebble.issuing_root();
+    let data = tempfile::tempdir().unwrap();
+    let http_root = http_root();
+    // What docker/entrypoint.sh leaves for `ferrophp serve` with FERROPHP_DOMAINS set:
+    // no flags, every setting a FERROPHP_* variable.
+    let ca_root = pebble.ca_root.to_str().unwrap().to_owned();
+    let data_dir = data.path().to_str().unwrap().to_owned();
+    let env = [
+        ("FERROPHP_ROOT", http_root.to_str().unwrap().to_owned()),
+        ("FERROPHP_DOMAINS", "a.test,b.test".to_owned()),
+        ("FERROPHP_LISTEN", format!("127.0.0.1:{}", ports.https)),
+        ("FERROPHP_HTTP_LISTEN", format!("127.0.0.1:{}", ports.http)),
+        ("FERROPHP_ACME_DIRECTORY", pebble.directory_url.clone()),
+        ("FERROPHP_ACME_CA_ROOT", ca_root),
+        ("FERROPHP_ACME_CHALLENGES", "http-01".to_owned()),
+        ("FERROPHP_DATA_DIR", data_dir),
+        ("FERROPHP_THREADS", "2".to_owned()),
+    ];
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ferrophp"));
+    cmd.arg("serve");
+    let server = Server::from_command(cmd, &http_root, &env, Duration::from_secs(60));
+    assert_eq!((server.scheme, server.port()), ("https", ports.https));
+    let https = client(Some(&root), &["a.test", "b.test"]);
+    for name in ["a.test", "b.test"] {
+        let response = wait_served(&https, &server, name, "/hello.php");
+        assert_eq!(leaf(&response).1, [name]);
+        assert_eq!(response.text().unwrap(), "Hello, World!");
+        assert_eq!(stored_challenge(data.path(), &pebble, name), "http-01");
+    }
+    let moved = client(None, &["b.test"])
+        .get(format!("http://b.test:{}/", ports.http))
+        .send()
+        .unwrap();
+    assert_eq!(moved.status(), 308);
+    stop(server);
+}
