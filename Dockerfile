@@ -104,7 +104,7 @@ COPY --from=release /opt/ferrophp /opt/ferrophp
 COPY docker/entrypoint.sh docker/healthcheck.sh docker/add-extension.sh /opt/ferrophp/docker/
 COPY test-data/demo/public /app/public
 RUN useradd --system --uid 10001 --user-group --home-dir /app --shell /usr/sbin/nologin ferrophp \
- && mkdir -p /app/var/sessions && chown -R ferrophp:ferrophp /app/var \
+ && mkdir -p /app/var/sessions /app/var/data && chown -R ferrophp:ferrophp /app/var \
  && ln -s /opt/ferrophp/ferrophp /usr/local/bin/ferrophp \
  && ln -s /opt/ferrophp/ferrophp /usr/local/bin/php
 # Configuration by environment (see `ferrophp serve --help` for every FERROPHP_* variable;
