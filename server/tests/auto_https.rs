@@ -567,6 +567,7 @@ fn configured_by_the_environment_alone_as_the_image_is() {
         ("FERROPHP_ACME_CHALLENGES", "http-01".to_owned()),
         ("FERROPHP_DATA_DIR", data_dir),
         ("FERROPHP_THREADS", "2".to_owned()),
+        ("FERROPHP_HEADER_TIMEOUT_MS", "1500".to_owned()),
     ];
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_ferrophp"));
@@ -585,5 +586,30 @@ fn configured_by_the_environment_alone_as_the_image_is() {
         .send()
         .unwrap();
     assert_eq!(moved.status(), 308);
+    // A client that connects to the plain port and sends nothing, or half a request
+    // line, is closed at the header timeout (1.5 s here), not held.
+    for sent in [&b""[..], b"GET /x HT"] {
+        use std::io::{Read, Write};
+        let mut idle = common::connect(SocketAddr::from(([127, 0, 0, 1], ports.http)));
+        idle.write_all(sent).unwrap();
+        idle.set_read_timeout(Some(Duration::from_secs(8))).unwrap();
+        let started = Instant::now();
+        let mut rest = Vec::new();
+        // EOF, or a reset: either way the server let go (a read timeout is not).
+        let closed = idle.read_to_end(&mut rest);
+        assert!(
+            closed.is_ok()
+                || closed
+                    .as_ref()
+                    .is_err_and(|e| e.kind() == std::io::ErrorKind::ConnectionReset),
+            "{sent:?}: not closed: {closed:?}"
+        );
+        assert!(
+            started.elapsed() > Duration::from_millis(1000)
+                && started.elapsed() < Duration::from_secs(6),
+            "{sent:?}: {:?}",
+            started.elapsed()
+        );
+    }
     stop(server);
 }
