@@ -24,7 +24,6 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use hyper_util::server::graceful::Watcher;
-
 use tokio_rustls::TlsAcceptor;
 
 use super::connection::Connections;
