@@ -104,7 +104,7 @@ COPY --from=release /opt/ferrophp /opt/ferrophp
 COPY docker/entrypoint.sh docker/healthcheck.sh docker/add-extension.sh /opt/ferrophp/docker/
 COPY test-data/demo/public /app/public
 RUN useradd --system --uid 10001 --user-group --home-dir /app --shell /usr/sbin/nologin ferrophp \
- && mkdir -p /app/var/sessions && chown -R ferrophp:ferrophp /app/var \
+ && mkdir -p /app/var/sessions /app/var/data && chown -R ferrophp:ferrophp /app/var \
  && ln -s /opt/ferrophp/ferrophp /usr/local/bin/ferrophp \
  && ln -s /opt/ferrophp/ferrophp /usr/local/bin/php
 # Configuration by environment (see `ferrophp serve --help` for every FERROPHP_* variable;
@@ -113,10 +113,13 @@ ENV FERROPHP_ROOT=/app/public \
     FERROPHP_LISTEN=0.0.0.0:80 \
     FERROPHP_ADMIN=0.0.0.0:2019 \
     FERROPHP_WORKER_SCRIPT= \
-    FERROPHP_INI="session.save_path=/app/var/sessions"
+    FERROPHP_INI="session.save_path=/app/var/sessions" \
+    FERROPHP_DATA_DIR=/app/var/data
 WORKDIR /app
 USER ferrophp
-EXPOSE 80 2019
+# 443 with FERROPHP_DOMAINS (automatic HTTPS; mount a volume on /app/var/data to keep the
+# certificates across containers).
+EXPOSE 80 443 2019
 # The graceful drain: stop accepting, finish requests in flight (FERROPHP_GRACE_MS).
 STOPSIGNAL SIGTERM
 HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 CMD ["/opt/ferrophp/docker/healthcheck.sh"]

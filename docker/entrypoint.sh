@@ -6,6 +6,12 @@ set -e
 if [ "${1:-serve}" = serve ]; then
   [ $# -gt 0 ] && shift
   set -- serve "$@"
+  # FERROPHP_DOMAINS (automatic HTTPS): FERROPHP_LISTEN is then the HTTPS address, so
+  # the image's plain default moves to 443 and port 80 becomes the redirect and HTTP-01
+  # listener (--http-listen's default). A FERROPHP_LISTEN set by the user stays as it is.
+  if [ -n "$FERROPHP_DOMAINS" ] && [ "$FERROPHP_LISTEN" = 0.0.0.0:80 ]; then
+    export FERROPHP_LISTEN=0.0.0.0:443
+  fi
   if [ -n "$FERROPHP_WORKER_SCRIPT" ]; then
     set -- "$@" --worker "$FERROPHP_WORKER_SCRIPT"
   fi

@@ -555,9 +555,6 @@ static CERTIFICATES: OnceLock<Arc<crate::tls::CertManager>> = OnceLock::new();
 
 /// Reports `manager`'s certificates, renewals and failures on `/metrics` from now on;
 /// the server calls it once when it mounts automatic HTTPS.
-// Unused until serve/ mounts automatic HTTPS (the front-end change in flight); remove the
-// allow with that mount.
-#[allow(dead_code)]
 pub(crate) fn watch_certificates(manager: Arc<crate::tls::CertManager>) {
     let _ = CERTIFICATES.set(manager);
 }
@@ -565,7 +562,7 @@ pub(crate) fn watch_certificates(manager: Arc<crate::tls::CertManager>) {
 /// The families of automatic HTTPS: each served name's time to expiry (static
 /// certificates too), and renewals and failures by name and reason.
 fn render_certificates(out: &mut String, snapshot: &crate::tls::AcmeSnapshot, now: SystemTime) {
-    use crate::tls::{EXPIRY_METRIC, FAILURES_METRIC, RENEWALS_METRIC};
+    use crate::tls::{EXPIRY_METRIC, FAILURES_METRIC, ORDERS_METRIC, RENEWALS_METRIC};
     header(
         out,
         EXPIRY_METRIC,
@@ -581,6 +578,13 @@ fn render_certificates(out: &mut String, snapshot: &crate::tls::AcmeSnapshot, no
             );
         }
     }
+    header(
+        out,
+        ORDERS_METRIC,
+        "counter",
+        "Orders placed with the ACME CA by this process (failed ones too; none at a restart with certificates stored).",
+    );
+    let _ = writeln!(out, "{ORDERS_METRIC} {}", snapshot.orders);
     for (family, help, counts) in [
         (
             RENEWALS_METRIC,
@@ -829,6 +833,8 @@ mod tests {
             "# TYPE ferrophp_certificate_renewals_total counter",
             "ferrophp_certificate_renewals_total{name=\"shop.example.com\",reason=\"initial\"} 1",
             "ferrophp_certificate_renewal_failures_total{name=\"new.example.com\",reason=\"ca_unreachable\"} 3",
+            "# TYPE ferrophp_certificate_orders_total counter",
+            "ferrophp_certificate_orders_total 2",
         ] {
             assert!(out.lines().any(|l| l == line), "{line}\n{out}");
         }

@@ -39,12 +39,21 @@ pub(crate) struct SocketSpec {
 }
 
 /// The sockets `config` listens on, in the order the server serves them and a supervisor
-/// passes them: today the one `--listen` TCP socket.
+/// passes them: the `--listen` TCP socket, then with automatic HTTPS the plain
+/// `--http-listen` one (which `serve/listeners/` tells apart by its address: the
+/// configuration refuses the two being equal).
 pub(crate) fn specs(config: &ServeConfig) -> Vec<SocketSpec> {
-    vec![SocketSpec {
+    let mut specs = vec![SocketSpec {
         kind: SocketKind::Tcp,
         addr: config.listen,
-    }]
+    }];
+    if let Some(auto) = &config.auto_https {
+        specs.push(SocketSpec {
+            kind: SocketKind::Tcp,
+            addr: auto.http_listen,
+        });
+    }
+    specs
 }
 
 /// Binds `spec` (address reuse on, as tokio's own bind does) and, for TCP, listens;
@@ -180,6 +189,23 @@ mod tests {
         for bad in ["", "x", "2", "3,3", "3,", "-1", "3;4"] {
             assert_eq!(parse_fd_list(bad), None, "{bad:?}");
         }
+    }
+
+    #[test]
+    fn automatic_https_adds_the_plain_listener_after_the_https_one() {
+        let args = || crate::config::ServeArgs {
+            listen: Some("127.0.0.1:8443".parse().unwrap()),
+            ..Default::default()
+        };
+        let plain = ServeConfig::resolve(args(), Default::default()).unwrap();
+        assert_eq!(specs(&plain).len(), 1);
+        let mut args = args();
+        args.acme.domains = vec!["a.example.com".into()];
+        args.acme.data_dir = Some("/tmp/d".into());
+        args.acme.http_listen = Some("127.0.0.1:8080".parse().unwrap());
+        let auto = ServeConfig::resolve(args, Default::default()).unwrap();
+        let addrs: Vec<String> = specs(&auto).iter().map(|s| s.addr.to_string()).collect();
+        assert_eq!(addrs, ["127.0.0.1:8443", "127.0.0.1:8080"]);
     }
 
     #[test]

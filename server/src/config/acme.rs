@@ -54,6 +54,17 @@ pub struct AcmeArgs {
         requires = "acme_eab_kid"
     )]
     pub acme_eab_hmac_key: Option<String>,
+    /// With --domain: the ACME challenge types the server answers, `http-01` (on
+    /// --http-listen) and `tls-alpn-01` (on --listen) [default: both]. Name one when only
+    /// that port reaches the server from the CA (port 80 blocked, or a TCP proxy in front
+    /// of only one). Repeatable; FERROPHP_ACME_CHALLENGES takes a comma-separated list.
+    #[arg(
+        long = "acme-challenge",
+        env = "FERROPHP_ACME_CHALLENGES",
+        value_name = "TYPE",
+        value_delimiter = ','
+    )]
+    pub acme_challenges: Vec<String>,
     /// Directory for state kept across restarts: certificates and the ACME account
     /// under certs/, the job queue under jobs/, the Mercure hub's durable history under
     /// mercure/ [default: $XDG_DATA_HOME/ferrophp, else ~/.local/share/ferrophp]
@@ -145,6 +156,11 @@ pub(super) fn auto_https(
         (None, None) => None,
         _ => return Err("External Account Binding needs both a key id and an HMAC key".into()),
     };
+    let challenges = challenge_types(if args.acme_challenges.is_empty() {
+        file.acme_challenges.take().unwrap_or_default()
+    } else {
+        std::mem::take(&mut args.acme_challenges)
+    })?;
     let data_dir = data_dir
         .ok_or("no data directory: set --data-dir (FERROPHP_DATA_DIR)")?
         .to_path_buf();
@@ -162,15 +178,39 @@ pub(super) fn auto_https(
                 external_account,
             },
             data_dir,
-            // Both listeners run with automatic HTTPS: the CA may use either.
-            challenges: tls::ChallengeTypes {
-                http01: true,
-                tls_alpn01: true,
-            },
+            challenges,
             static_certificates: static_tls.cloned().into_iter().collect(),
             timing: tls::Timing::default(),
         },
     }))
+}
+
+/// `--acme-challenge` values: both types when none is named (both listeners run with
+/// automatic HTTPS, so the CA may use either).
+fn challenge_types(named: Vec<String>) -> Result<tls::ChallengeTypes, String> {
+    if named.is_empty() {
+        return Ok(tls::ChallengeTypes {
+            http01: true,
+            tls_alpn01: true,
+        });
+    }
+    let mut types = tls::ChallengeTypes {
+        http01: false,
+        tls_alpn01: false,
+    };
+    for name in named {
+        match name.trim().to_ascii_lowercase().as_str() {
+            "http-01" => types.http01 = true,
+            "tls-alpn-01" => types.tls_alpn01 = true,
+            _ => {
+                return Err(format!(
+                    "ACME challenge {name:?} is not one the server answers: http-01 or \
+                     tls-alpn-01 (DNS-01 needs a DNS provider)"
+                ))
+            }
+        }
+    }
+    Ok(types)
 }
 
 /// The directory for state kept across restarts, shared by everything that keeps some

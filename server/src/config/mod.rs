@@ -131,13 +131,6 @@ impl ServeConfig {
             eprintln!("ferrophp: {e}");
             2
         })?;
-        // Until the front end mounts `tls::CertManager` (its plain listener, the HTTPS
-        // listener over the resolver, the renewal task), `--domain` would serve plain HTTP
-        // on the HTTPS port: refused rather than that. Remove with the mount.
-        if config.auto_https.is_some() {
-            eprintln!("ferrophp: --domain: automatic HTTPS is not mounted in this build yet");
-            return Err(2);
-        }
         crate::logging::init(&config.log, config.log_format);
         Ok(config)
     }
@@ -729,5 +722,31 @@ mod tests {
             let err = resolve("", flags(&argv)).unwrap_err();
             assert!(err.contains(expected), "{argv:?}: {err}");
         }
+    }
+
+    #[test]
+    fn acme_challenge_types_default_to_both_and_can_be_narrowed() {
+        let types = |argv: &[&str], toml: &str| {
+            let mut argv = argv.to_vec();
+            argv.extend(["--domain", "a.example.com", "--data-dir", "/tmp/d"]);
+            resolve(toml, flags(&argv)).map(|c| c.auto_https.unwrap().acme.challenges)
+        };
+        let both = crate::tls::ChallengeTypes {
+            http01: true,
+            tls_alpn01: true,
+        };
+        assert_eq!(types(&[], ""), Ok(both));
+        let http = types(&["--acme-challenge", "http-01"], "").unwrap();
+        assert!(http.http01 && !http.tls_alpn01);
+        let alpn = types(&[], "acme_challenges = [\"tls-alpn-01\"]").unwrap();
+        assert!(!alpn.http01 && alpn.tls_alpn01);
+        // The flag wins over the file.
+        let flag = types(
+            &["--acme-challenge", "http-01,tls-alpn-01"],
+            "acme_challenges = [\"tls-alpn-01\"]",
+        );
+        assert_eq!(flag, Ok(both));
+        let err = types(&["--acme-challenge", "dns-01"], "").unwrap_err();
+        assert!(err.contains("http-01 or tls-alpn-01"), "{err}");
     }
 }

@@ -302,6 +302,7 @@ pub struct FileConfig {
     pub(super) acme_email: Option<String>,
     pub(super) acme_eab_kid: Option<String>,
     pub(super) acme_eab_hmac_key: Option<String>,
+    pub(super) acme_challenges: Option<Vec<String>>,
     pub(super) data_dir: Option<PathBuf>,
     pub(super) max_body_size: Option<u64>,
     pub(super) max_wait_ms: Option<u64>,

@@ -3,7 +3,12 @@
 //! them:
 //!
 //! - `listeners`: the list of listeners, each a socket with its protocol (`tcp.rs`: TCP,
-//!   plain or TLS), bound before PHP starts or taken over from a `--supervise` parent;
+//!   plain or TLS; `redirect.rs`: automatic HTTPS's plain listener), bound before PHP
+//!   starts or taken over from a `--supervise` parent;
+//! - automatic HTTPS (`--domain`): the certificate manager (`tls::CertManager`) is made
+//!   before the listeners (its resolver serves the HTTPS one, its challenges the plain
+//!   one), watched by `/metrics`, and its renewal task runs once they accept, until the
+//!   accept loops end;
 //! - `app`: building the `App` all requests share (router, workers, the PHP
 //!   engine and its permits, admin listener, metrics push, session sweeper);
 //! - `accept`: the file descriptor limit (raised, and the connection cap fitted into it)
@@ -147,8 +152,13 @@ async fn serve(
     // Before anything opens descriptors: connections, PHP and its files share them.
     let fd_limit = accept::raise_fd_limit();
     let site = app::site(&config, dev.is_some())?;
+    // Loads the stored certificates (a restart orders nothing); orders come later.
+    let certificates = match &config.auto_https {
+        Some(auto) => Some(crate::tls::CertManager::new(auto.acme.clone())?),
+        None => None,
+    };
     // Listening before PHP starts: a taken port fails fast, without booting PHP.
-    let listeners = listeners::open(&config, inherited)?;
+    let listeners = listeners::open(&config, inherited, certificates.as_ref())?;
     let (app, at_exit) = app::build(&config, site, dev.as_ref(), shutdown::replace_hook()).await?;
     let app = Arc::new(app);
     // Now that PHP and the listener hold their descriptors.
@@ -157,11 +167,18 @@ async fn serve(
 
     for listener in &listeners {
         let (scheme, local) = (listener.scheme(), listener.local_addr());
-        tracing::info!(
-            "listening on {scheme}://{local} (root {}, {} PHP threads)",
-            app.sites.current().document_root,
-            config.threads
-        );
+        if let listeners::AnyListener::Redirect(_) = listener {
+            tracing::info!(
+                "listening on {scheme}://{local}: ACME HTTP-01 answers, everything else \
+                 redirected to HTTPS"
+            );
+        } else {
+            tracing::info!(
+                "listening on {scheme}://{local} (root {}, {} PHP threads)",
+                app.sites.current().document_root,
+                config.threads
+            );
+        }
         if dev.is_some() {
             // PHP's test harnesses wait for this line on stderr (and read the port from it).
             eprintln!(
@@ -177,6 +194,16 @@ async fn serve(
     }
     // A supervisor replacing another server with this one may let that one drain now.
     crate::supervise::notify_ready();
+    // The CA validates against the listeners, which accept from here on (the kernel
+    // queues connections until the accept loops below take them).
+    let renewal = certificates.map(|manager| {
+        tracing::info!(
+            names = ?manager.managed_names(),
+            "automatic HTTPS: certificates are obtained and renewed in the background"
+        );
+        crate::metrics::watch_certificates(manager.clone());
+        tokio::spawn(manager.run())
+    });
 
     let connections = Arc::new(connection::Connections {
         app: app.clone(),
@@ -194,6 +221,10 @@ async fn serve(
         &graceful,
     )
     .await;
+    // An order cut short is harmless: the next start orders again (store.rs).
+    if let Some(renewal) = renewal {
+        renewal.abort();
+    }
     shutdown::drain(graceful, config.grace, app, at_exit).await
 }
 

@@ -9,7 +9,7 @@
 //!   [`Challenges::http01_answer_for_path`] (from [`CertManager::challenges`]) and every
 //!   other request with a [`REDIRECT_STATUS`] to [`https_redirect`]; a TLS connection that
 //!   negotiated [`ACME_TLS_ALPN`] is closed after its handshake.
-//! - With static certificates only, [`acceptor`] as before.
+//! - With static certificates only, [`static_server_config`].
 //!
 //! The protocol floor and the suites are rustls's and stay that way on purpose: rustls
 //! implements neither TLS 1.0/1.1 nor SSLv3, and its TLS 1.2 suites are all ECDHE key
@@ -30,24 +30,27 @@ mod store;
 use std::path::Path;
 use std::sync::Arc;
 
-use tokio_rustls::TlsAcceptor;
-
 pub use acme::{CaSettings, ChallengeTypes, ExternalAccount};
 pub use challenge::{Challenges, ACME_TLS_ALPN, HTTP01_PATH_PREFIX};
 pub use manager::{AcmeConfig, CertManager, Timing, LETS_ENCRYPT_DIRECTORY};
 pub use redirect::{https_redirect, REDIRECT_STATUS};
 pub use resolver::CertResolver;
-pub use stats::{AcmeSnapshot, CertificateStatus, EXPIRY_METRIC, FAILURES_METRIC, RENEWALS_METRIC};
+pub use stats::{
+    AcmeSnapshot, CertificateStatus, EXPIRY_METRIC, FAILURES_METRIC, ORDERS_METRIC, RENEWALS_METRIC,
+};
 
-/// The HTTPS listener's acceptor for one certificate chain and key (`--tls-cert`,
-/// `--tls-key`), offering HTTP/2 and HTTP/1.1.
-pub(crate) fn acceptor(cert_path: &Path, key_path: &Path) -> Result<TlsAcceptor, String> {
+/// The HTTPS listener's rustls configuration for one certificate chain and key
+/// (`--tls-cert`, `--tls-key`), offering HTTP/2 and HTTP/1.1.
+pub(crate) fn static_server_config(
+    cert_path: &Path,
+    key_path: &Path,
+) -> Result<Arc<rustls::ServerConfig>, String> {
     let loaded = certs::load_files(cert_path, key_path)?;
     let mut config = config_builder()?
         .with_no_client_auth()
         .with_cert_resolver(Arc::new(rustls::sign::SingleCertAndKey::from(loaded.key)));
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-    Ok(TlsAcceptor::from(Arc::new(config)))
+    Ok(Arc::new(config))
 }
 
 /// The HTTPS listener's rustls configuration over a [`CertResolver`]: HTTP/2 and

@@ -11,6 +11,8 @@ use std::time::SystemTime;
 pub const EXPIRY_METRIC: &str = "ferrophp_certificate_expiry_seconds";
 /// Counter: certificates obtained, by `name` and `reason` (`initial`, `expiring`, `ari`).
 pub const RENEWALS_METRIC: &str = "ferrophp_certificate_renewals_total";
+/// Counter: orders placed with the CA by this process (failed ones too).
+pub const ORDERS_METRIC: &str = "ferrophp_certificate_orders_total";
 /// Counter: failed attempts, by `name` and `reason` (`ca_unreachable`, `timeout`,
 /// `challenge_failed`, `storage`, an ACME error type such as `rateLimited`, ...).
 pub const FAILURES_METRIC: &str = "ferrophp_certificate_renewal_failures_total";

@@ -2,12 +2,21 @@
 //! connection is accepted from it and how one is served (handshake and protocol); the
 //! accept loop around them (`accept.rs`: connection cap, descriptor back-off, graceful
 //! drain) is the same for all. `tcp.rs`: TCP, plain or TLS, for HTTP/1.1 and HTTP/2.
+//! `redirect.rs`: with automatic HTTPS, the plain `--http-listen` listener (HTTP-01
+//! answers, redirects to HTTPS).
 //! A QUIC listener (HTTP/3) goes beside it as `quic.rs`: a UDP socket whose accepted
 //! connections each carry many request streams, served by its own `serve`.
 //!
-//! [`open`] makes the list, in the order of `sockets::specs` (today the one `--listen`
-//! socket): bound here, or taken over from a `--supervise` parent in the same order.
+//! [`open`] makes the list, in the order of `sockets::specs` (the `--listen` socket, and
+//! with automatic HTTPS the `--http-listen` one): bound here, or taken over from a
+//! `--supervise` parent in the same order.
+//!
+//! TLS: every TLS listener shares one rustls `ServerConfig`, made by [`server_tls`]:
+//! `tls::server_config` over the certificate manager's resolver with automatic HTTPS
+//! (ALPN `h2`, `http/1.1`, `acme-tls/1`), else `tls::static_server_config` from
+//! `--tls-cert`.
 
+mod redirect;
 mod tcp;
 
 use std::future::Future;
@@ -15,10 +24,12 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use hyper_util::server::graceful::Watcher;
+use tokio_rustls::TlsAcceptor;
 
 use super::connection::Connections;
 use crate::config::ServeConfig;
 use crate::sockets::{self, SocketKind};
+use crate::tls::CertManager;
 
 /// One listening socket and its protocol.
 pub(super) trait Listener: Send + Sync + 'static {
@@ -45,6 +56,7 @@ pub(super) trait Listener: Send + Sync + 'static {
 /// Every kind of listener `serve` runs, so that one list holds them all.
 pub(super) enum AnyListener {
     Tcp(tcp::TcpListener),
+    Redirect(redirect::RedirectListener),
 }
 
 /// A connection accepted by an [`AnyListener`].
@@ -59,6 +71,7 @@ impl Listener for AnyListener {
     async fn accept(&self) -> std::io::Result<(AnyConn, SocketAddr)> {
         match self {
             AnyListener::Tcp(l) => l.accept().await.map(|(c, a)| (AnyConn::Tcp(c), a)),
+            AnyListener::Redirect(l) => l.accept().await.map(|(c, a)| (AnyConn::Tcp(c), a)),
         }
     }
 
@@ -69,8 +82,15 @@ impl Listener for AnyListener {
         shared: Arc<Connections>,
         watcher: Watcher,
     ) -> impl Future<Output = ()> + Send + 'static {
+        // Each arm is its own future type: one `Either`, no allocation per connection.
+        use futures_util::future::Either;
         match (self, conn) {
-            (AnyListener::Tcp(l), AnyConn::Tcp(c)) => l.serve(c, remote, shared, watcher),
+            (AnyListener::Tcp(l), AnyConn::Tcp(c)) => {
+                Either::Left(l.serve(c, remote, shared, watcher))
+            }
+            (AnyListener::Redirect(l), AnyConn::Tcp(c)) => {
+                Either::Right(l.serve(c, remote, shared, watcher))
+            }
         }
     }
 }
@@ -80,6 +100,7 @@ impl AnyListener {
     pub(super) fn local_addr(&self) -> SocketAddr {
         match self {
             AnyListener::Tcp(l) => l.local_addr(),
+            AnyListener::Redirect(l) => l.local_addr(),
         }
     }
 
@@ -87,24 +108,40 @@ impl AnyListener {
     pub(super) fn scheme(&self) -> &'static str {
         match self {
             AnyListener::Tcp(l) => l.scheme(),
+            AnyListener::Redirect(_) => "http",
         }
     }
 }
 
+/// The one rustls configuration every TLS listener of this server shares (a QUIC
+/// listener clones it and sets its own ALPN): over the certificate manager's resolver
+/// with automatic HTTPS (`tls::server_config`: `h2`, `http/1.1`, `acme-tls/1`), else
+/// the `--tls-cert` pair's; `None` without TLS.
+pub(super) fn server_tls(
+    config: &ServeConfig,
+    certificates: Option<&Arc<CertManager>>,
+) -> Result<Option<Arc<rustls::ServerConfig>>, String> {
+    Ok(match (certificates, &config.tls) {
+        (Some(manager), _) => Some(crate::tls::server_config(manager.resolver())?),
+        (None, Some((cert, key))) => Some(crate::tls::static_server_config(cert, key)?),
+        (None, None) => None,
+    })
+}
+
 /// The listeners `config` asks for, on `inherited` sockets (a supervisor's, already
 /// matched to the specs in order by `sockets::adopt`) or on sockets bound here. Called
-/// before PHP starts, so a taken port fails fast.
+/// before PHP starts, so a taken port fails fast. With automatic HTTPS, `certificates`
+/// is its manager: the HTTPS listener resolves certificates through it and the plain
+/// one answers its HTTP-01 challenges.
 pub(super) fn open(
     config: &ServeConfig,
     inherited: Option<Vec<std::net::TcpListener>>,
+    certificates: Option<&Arc<CertManager>>,
 ) -> Result<Vec<AnyListener>, String> {
-    let tls = match &config.tls {
-        Some((cert, key)) => Some(crate::tls::acceptor(cert, key)?),
-        None => None,
-    };
+    let tls = server_tls(config, certificates)?.map(TlsAcceptor::from);
     let specs = sockets::specs(config);
     let mut inherited = inherited.map(Vec::into_iter);
-    let mut listeners = Vec::with_capacity(specs.len());
+    let mut bound = Vec::with_capacity(specs.len());
     for spec in &specs {
         let socket = match inherited.as_mut().and_then(Iterator::next) {
             Some(socket) => socket,
@@ -116,10 +153,27 @@ pub(super) fn open(
                 })
                 .map_err(|e| format!("cannot listen on {}: {e}", spec.addr))?,
         };
+        bound.push((spec, socket));
+    }
+    // The port redirects name: the one bound (`--listen` may say port 0).
+    let https_port = bound
+        .iter()
+        .find(|(spec, _)| spec.addr == config.listen)
+        .and_then(|(_, socket)| socket.local_addr().ok())
+        .map_or(config.listen.port(), |addr| addr.port());
+    let plain_addr = config.auto_https.as_ref().map(|auto| auto.http_listen);
+    let mut listeners = Vec::with_capacity(specs.len());
+    for (spec, socket) in bound {
         let listener = match spec.kind {
-            SocketKind::Tcp => tokio::net::TcpListener::from_std(socket)
-                .and_then(|socket| tcp::TcpListener::new(socket, tls.clone()))
-                .map(AnyListener::Tcp),
+            SocketKind::Tcp => {
+                tokio::net::TcpListener::from_std(socket).and_then(|socket| match certificates {
+                    Some(manager) if Some(spec.addr) == plain_addr => {
+                        redirect::RedirectListener::new(socket, manager.challenges(), https_port)
+                            .map(AnyListener::Redirect)
+                    }
+                    _ => tcp::TcpListener::new(socket, tls.clone()).map(AnyListener::Tcp),
+                })
+            }
         };
         listeners.push(listener.map_err(|e| format!("listener on {}: {e}", spec.addr))?);
     }

@@ -73,11 +73,18 @@ impl Listener for TcpListener {
             match tls {
                 None => connection::serve(stream, conn, &shared, watcher).await,
                 Some(acceptor) => {
-                    let Ok(Ok(stream)) =
+                    let Ok(Ok(mut stream)) =
                         tokio::time::timeout(shared.header_timeout, acceptor.accept(stream)).await
                     else {
                         return;
                     };
+                    // A CA's TLS-ALPN-01 validation (RFC 8737 §3): the handshake, which
+                    // showed it the validation certificate, was all it came for.
+                    if stream.get_ref().1.alpn_protocol() == Some(crate::tls::ACME_TLS_ALPN) {
+                        tracing::info!(%remote, "answered the ACME CA's TLS-ALPN-01 handshake");
+                        let _ = tokio::io::AsyncWriteExt::shutdown(&mut stream).await;
+                        return;
+                    }
                     connection::serve(stream, conn, &shared, watcher).await
                 }
             }
