@@ -33,6 +33,7 @@ const C_FILES: [&str; 13] = [
     "c/slow_capture.c",
     "c/metrics.c",
     "c/trace.c",
+    "c/mercure.c",
 ];
 
 /// The headers bindgen reads (the declarations Rust calls or implements).

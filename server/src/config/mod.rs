@@ -3,6 +3,7 @@
 //! defaults and checked here, into the [`ServeConfig`] the server runs with.
 
 mod acme;
+mod mercure;
 mod sources;
 
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
@@ -13,6 +14,7 @@ use crate::metrics::MetricsPush;
 use crate::static_cache;
 use crate::workers::WorkerSpec;
 pub use acme::{AcmeArgs, AutoHttps};
+pub use self::mercure::MercureArgs;
 use sources::parse_duration;
 pub use sources::{FileConfig, ServeArgs};
 
@@ -101,6 +103,8 @@ pub struct ServeConfig {
     pub confine: bool,
     /// Request deadlines and the slow log.
     pub deadlines: worker::DeadlineConfig,
+    /// The Mercure hub, when a publisher key is set (`--mercure-*`, `[mercure]`).
+    pub mercure: Option<::mercure::Config>,
 }
 
 impl ServeConfig {
@@ -151,7 +155,14 @@ impl ServeConfig {
         let root = document_root(args.root.take().or(file.root.take()))?;
         let php = php_threads(&args, &file)?;
         let tls = tls_pair(&mut args, &mut file)?;
+        // Only a data directory configured on purpose keeps the hub's history on disk.
+        let explicit_data_dir = args.acme.data_dir.is_some() || file.data_dir.is_some();
         let data_dir = acme::data_dir(&mut args.acme, &mut file);
+        let mercure = self::mercure::hub_config(
+            &mut args.mercure,
+            &mut file,
+            data_dir.as_deref().filter(|_| explicit_data_dir),
+        )?;
         let auto_https =
             acme::auto_https(&mut args.acme, &mut file, tls.as_ref(), data_dir.as_deref())?;
         let env = php_env(&args, &mut file)?;
@@ -225,6 +236,7 @@ impl ServeConfig {
             .max(Duration::from_millis(1)),
             confine: args.confine || file.confine.unwrap_or(false),
             deadlines,
+            mercure,
         })
     }
 }

@@ -1,0 +1,630 @@
+//! The Mercure hub mounted in the server, over real TCP: the core's conformance table
+//! (`mercure/tests/cases`) against `/.well-known/mercure` over HTTP/1.1 and HTTP/2 (h2c),
+//! authorization and heartbeats through the mount, `mercure_publish()` from a classic
+//! request and from a worker reaching SSE subscribers (private updates with and without
+//! the claim), the function without a hub, the hub's families on `/metrics`, a real
+//! browser (headless Chromium) whose `EventSource` shows what PHP published, and two
+//! instances on one real Redis (Debian's `redis-server`) with the `php` CLI publishing
+//! through it.
+//!
+//! "Not received" is decided by order, never by waiting: a marker update follows the
+//! update under test, and each stream is read up to its marker.
+
+#[path = "../../mercure/tests/cases/mod.rs"]
+mod cases;
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use mercure::sse::{parse_stream, ParsedEvent};
+use serde_json::json;
+
+use common::Server;
+
+const PUBLISHER_KEY: &str = "!ChangeThisMercureHubJWTSecretKey!";
+const SUBSCRIBER_KEY: &str = "!ChangeThisSubscriberKey!";
+const HUB: &str = "/.well-known/mercure";
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../test-data/mercure")
+        .canonicalize()
+        .expect("test-data/mercure exists")
+}
+
+/// `ferrophp serve` on test-data/mercure with the hub on (HMAC keys, anonymous
+/// subscribers allowed) and `extra` flags.
+fn start(extra: &[&str]) -> Server {
+    let mut args = vec![
+        "--threads",
+        "2",
+        "--mercure-publisher-jwt",
+        PUBLISHER_KEY,
+        "--mercure-subscriber-jwt",
+        SUBSCRIBER_KEY,
+        "--mercure-anonymous",
+    ];
+    args.extend_from_slice(extra);
+    Server::start(&root(), &args)
+}
+
+/// An HS256 token with `claims`, signed with `key`.
+fn jwt(key: &str, claims: serde_json::Value) -> String {
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let input = format!(
+        "{}.{}",
+        b64.encode(br#"{"alg":"HS256","typ":"JWT"}"#),
+        b64.encode(claims.to_string())
+    );
+    let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, key.as_bytes());
+    let tag = ring::hmac::sign(&key, input.as_bytes());
+    format!("{input}.{}", b64.encode(tag.as_ref()))
+}
+
+fn publisher_token() -> String {
+    jwt(PUBLISHER_KEY, json!({"mercure": {"publish": ["*"]}}))
+}
+
+fn subscriber_token(subscribe: &[&str]) -> String {
+    jwt(SUBSCRIBER_KEY, json!({"mercure": {"subscribe": subscribe}}))
+}
+
+fn enc(s: &str) -> String {
+    mercure::subscriptions::query_escape(s)
+}
+
+fn topics_query(selectors: &[&str]) -> String {
+    selectors
+        .iter()
+        .map(|s| format!("topic={}", enc(s)))
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+/// The HTTP/1.1 client, or the HTTP/2 one (h2c with prior knowledge).
+fn client(http2: bool) -> reqwest::Client {
+    let builder = reqwest::Client::builder().timeout(Duration::from_secs(60));
+    let builder = if http2 {
+        builder.http2_prior_knowledge()
+    } else {
+        builder.http1_only()
+    };
+    builder.build().unwrap()
+}
+
+/// A subscription over HTTP: the response whose body is the event stream.
+async fn subscribe(
+    client: &reqwest::Client,
+    server: &Server,
+    selectors: &[&str],
+    token: Option<&str>,
+) -> reqwest::Response {
+    let mut req = client.get(server.url(&format!("{HUB}?{}", topics_query(selectors))));
+    if let Some(token) = token {
+        req = req.bearer_auth(token);
+    }
+    let resp = req.send().await.expect("subscribe");
+    assert_eq!(resp.status(), 200, "subscribe {selectors:?}");
+    assert_eq!(
+        resp.headers()["content-type"].to_str().unwrap(),
+        "text/event-stream"
+    );
+    resp
+}
+
+/// Publishes `form` over HTTP with the publisher's token: (status, body).
+async fn publish_http(client: &reqwest::Client, server: &Server, form: &str) -> (u16, String) {
+    let resp = client
+        .post(server.url(HUB))
+        .bearer_auth(publisher_token())
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(form.to_owned())
+        .send()
+        .await
+        .expect("publish");
+    (resp.status().as_u16(), resp.text().await.unwrap())
+}
+
+/// Reads the stream until the event with id `marker` (inclusive); fails after 10 s.
+async fn read_until(resp: &mut reqwest::Response, marker: &str) -> Vec<ParsedEvent> {
+    let mut text = String::new();
+    loop {
+        let chunk = tokio::time::timeout(Duration::from_secs(10), resp.chunk())
+            .await
+            .unwrap_or_else(|_| panic!("no event {marker:?} within 10 s; got {text:?}"))
+            .expect("stream error")
+            .unwrap_or_else(|| panic!("stream ended before {marker:?}; got {text:?}"));
+        text.push_str(std::str::from_utf8(&chunk).unwrap());
+        let events = parse_stream(&text);
+        if events.iter().any(|e| e.id.as_deref() == Some(marker)) {
+            return events;
+        }
+    }
+}
+
+fn ids(events: &[ParsedEvent]) -> Vec<&str> {
+    events.iter().filter_map(|e| e.id.as_deref()).collect()
+}
+
+/// `GET path` on the server with a client, as text with its status.
+async fn get(client: &reqwest::Client, server: &Server, path: &str) -> (u16, String) {
+    let resp = client.get(server.url(path)).send().await.expect("GET");
+    (resp.status().as_u16(), resp.text().await.unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_conformance_table_over_http1_and_http2() {
+    let server = start(&[]);
+    for http2 in [false, true] {
+        let proto = if http2 { "h2" } else { "h1" };
+        let client = client(http2);
+        for (i, case) in cases::CASES.iter().enumerate() {
+            let marker = format!("urn:marker:{proto}:{i}");
+            let mut selectors = case.selectors.to_vec();
+            selectors.push(&marker);
+            let token = case.subscribe_claim.map(subscriber_token);
+            let mut sub = subscribe(&client, &server, &selectors, token.as_deref()).await;
+            let expected = if http2 {
+                reqwest::Version::HTTP_2
+            } else {
+                reqwest::Version::HTTP_11
+            };
+            assert_eq!(sub.version(), expected);
+
+            let id = format!("{proto}-{i}");
+            let data = format!("data for\n\n        {}", case.name);
+            let mut form = case
+                .update_topics
+                .iter()
+                .map(|t| format!("topic={}", enc(t)))
+                .collect::<Vec<_>>();
+            form.push(format!("id={}", enc(&id)));
+            form.push(format!("data={}", enc(&data)));
+            if case.private {
+                form.push("private=on".into());
+            }
+            let (status, body) = publish_http(&client, &server, &form.join("&")).await;
+            assert_eq!((status, body.as_str()), (200, id.as_str()), "{}", case.name);
+            let (status, _) = publish_http(
+                &client,
+                &server,
+                &format!("topic={}&id={}", enc(&marker), enc(&marker)),
+            )
+            .await;
+            assert_eq!(status, 200);
+
+            let events = read_until(&mut sub, &marker).await;
+            let got = events.iter().find(|e| e.id.as_deref() == Some(id.as_str()));
+            assert_eq!(
+                got.is_some(),
+                case.must_receive,
+                "{proto} case {:?}",
+                case.name
+            );
+            if let Some(e) = got {
+                assert_eq!(e.data, data, "{proto} {}", case.name);
+            }
+        }
+    }
+    server.assert_alive();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn authorization_reconnection_and_heartbeats_through_the_mount() {
+    // No anonymous subscribers here; heartbeats every 100 ms.
+    let server = Server::start(
+        &root(),
+        &[
+            "--threads",
+            "1",
+            "--mercure-publisher-jwt",
+            PUBLISHER_KEY,
+            "--mercure-subscriber-jwt",
+            SUBSCRIBER_KEY,
+            "--mercure-heartbeat",
+            "100ms",
+        ],
+    );
+    let client = client(false);
+    // Publishing needs the publisher's token with a mercure.publish claim.
+    let form = "topic=a&data=x";
+    let no_token = client
+        .post(server.url(HUB))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(no_token.status(), 401);
+    for token in [
+        // Signed with the subscribers' key.
+        jwt(SUBSCRIBER_KEY, json!({"mercure": {"publish": ["*"]}})),
+        // No publish claim.
+        jwt(PUBLISHER_KEY, json!({"mercure": {"subscribe": ["*"]}})),
+        // Expired.
+        jwt(
+            PUBLISHER_KEY,
+            json!({"mercure": {"publish": ["*"]}, "exp": 1_000_000_000}),
+        ),
+        "not.a.jwt".to_owned(),
+    ] {
+        let resp = client
+            .post(server.url(HUB))
+            .bearer_auth(&token)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(form)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 401, "token {token}");
+    }
+    // Subscribing needs a token here.
+    let (status, _) = get(&client, &server, &format!("{HUB}?topic=a")).await;
+    assert_eq!(status, 401);
+    let (status, _) = get(&client, &server, HUB).await;
+    assert_eq!(status, 401);
+
+    // Reconnection: the history replays what came after Last-Event-ID.
+    let token = subscriber_token(&["*"]);
+    for i in 1..=3 {
+        let (status, _) =
+            publish_http(&client, &server, &format!("topic=r&id=r{i}&data=d{i}")).await;
+        assert_eq!(status, 200);
+    }
+    let mut resumed = client
+        .get(server.url(&format!("{HUB}?topic=r")))
+        .bearer_auth(&token)
+        .header("last-event-id", "r1")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resumed.status(), 200);
+    assert_eq!(resumed.headers()["last-event-id"], "r1");
+    assert_eq!(ids(&read_until(&mut resumed, "r3").await), ["r2", "r3"]);
+
+    // An idle stream carries heartbeat comments.
+    let mut idle = subscribe(&client, &server, &["quiet"], Some(&token)).await;
+    let started = Instant::now();
+    let mut text = String::new();
+    while started.elapsed() < Duration::from_millis(800) {
+        if let Ok(Ok(Some(chunk))) =
+            tokio::time::timeout(Duration::from_millis(200), idle.chunk()).await
+        {
+            text.push_str(std::str::from_utf8(&chunk).unwrap());
+        }
+    }
+    let comments = text.lines().filter(|l| l.starts_with(':')).count();
+    assert!(
+        comments >= 3,
+        "expected heartbeats every 100 ms, got {text:?}"
+    );
+    assert!(parse_stream(&text).is_empty(), "no events: {text:?}");
+
+    // Not the hub's paths: the app's routing (404 here), and the hub's 405.
+    let (status, _) = get(&client, &server, "/.well-known/mercurex").await;
+    assert_eq!(status, 404);
+    let put = client.put(server.url(HUB)).send().await.unwrap();
+    assert_eq!(put.status(), 405);
+    server.assert_alive();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mercure_publish_from_a_classic_request_and_a_worker_reaches_subscribers() {
+    let worker = format!("{}/worker.php,1", root().display());
+    let server = start(&["--worker", &worker, "--admin", "127.0.0.1:0"]);
+    for http2 in [false, true] {
+        let client = client(http2);
+        let p = if http2 { "h2" } else { "h1" };
+        let topic = format!("https://example.com/books/{p}");
+        let marker = format!("urn:marker:php:{p}");
+        // An anonymous subscriber, and one whose claim covers the topic.
+        let mut anonymous = subscribe(&client, &server, &[&topic, &marker], None).await;
+        let token = subscriber_token(&["https://example.com/books/{id}", &marker]);
+        let mut entitled = subscribe(&client, &server, &[&topic, &marker], Some(&token)).await;
+
+        // Classic: a public update with every field.
+        let (status, id) = get(
+            &client,
+            &server,
+            &format!(
+                "/publish.php?topic={}&data={}&id=classic-{p}&type=book&retry=1500",
+                enc(&topic),
+                enc("from a classic request")
+            ),
+        )
+        .await;
+        assert_eq!((status, id.as_str()), (200, format!("classic-{p}").as_str()));
+        // Worker: the id is generated (a urn:uuid).
+        let (status, worker_id) = get(
+            &client,
+            &server,
+            &format!("/worker.php?topic={}&data={}", enc(&topic), enc("from a worker")),
+        )
+        .await;
+        assert_eq!(status, 200, "{worker_id}");
+        assert!(worker_id.starts_with("urn:uuid:"), "{worker_id}");
+        // Private, from the worker, with alternate topics (an array).
+        let (status, private_id) = get(
+            &client,
+            &server,
+            &format!(
+                "/worker.php?topics[]={}&topics[]=urn:other&data=secret&private=1&id=private-{p}",
+                enc(&topic)
+            ),
+        )
+        .await;
+        assert_eq!((status, private_id.as_str()), (200, format!("private-{p}").as_str()));
+        let (status, _) = get(
+            &client,
+            &server,
+            &format!("/publish.php?topic={}&id={}", enc(&marker), enc(&marker)),
+        )
+        .await;
+        assert_eq!(status, 200);
+
+        let seen = read_until(&mut anonymous, &marker).await;
+        assert_eq!(
+            ids(&seen),
+            [format!("classic-{p}").as_str(), &worker_id, &marker],
+            "the anonymous subscriber gets the public updates only, in order"
+        );
+        let classic = &seen[0];
+        assert_eq!(classic.data, "from a classic request");
+        assert_eq!(classic.event_type.as_deref(), Some("book"));
+        assert_eq!(classic.retry, Some(1500));
+        assert_eq!(seen[1].data, "from a worker");
+        let seen = read_until(&mut entitled, &marker).await;
+        assert_eq!(
+            ids(&seen),
+            [
+                format!("classic-{p}").as_str(),
+                &worker_id,
+                &format!("private-{p}"),
+                &marker
+            ]
+        );
+        assert_eq!(seen[2].data, "secret");
+    }
+
+    // Bad arguments are PHP's errors; the server goes on.
+    let client = client(false);
+    let (status, body) = get(&client, &server, "/publish.php?topics[]=").await;
+    assert_eq!(status, 200, "an empty topic is a topic: {body}");
+    let (status, body) = get(&client, &server, "/publish.php?topic=t&retry=-1").await;
+    assert_eq!(status, 500);
+    assert!(body.starts_with("ValueError: mercure_publish(): Argument #6 ($retry)"), "{body}");
+    let (status, body) = get(&client, &server, "/publish.php?topic=t&id=earliest").await;
+    assert_eq!(status, 500);
+    assert!(body.starts_with("RuntimeException: mercure_publish() could not publish"), "{body}");
+
+    // The hub's families on /metrics.
+    let admin = server.admin_addr().expect("admin listener");
+    let metrics = client
+        .get(format!("http://{admin}/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let value = |name: &str| -> f64 {
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(name).and_then(|v| v.strip_prefix(' ')))
+            .unwrap_or_else(|| panic!("{name} missing from /metrics:\n{metrics}"))
+            .parse()
+            .unwrap()
+    };
+    // 4 per protocol, plus the empty-topic one.
+    assert_eq!(value("ferrophp_mercure_updates_published_total"), 9.0);
+    assert!(value("ferrophp_mercure_updates_delivered_total") >= 14.0);
+    assert_eq!(value("ferrophp_mercure_subscribers"), 0.0);
+    assert_eq!(value("ferrophp_mercure_transport_connected"), 1.0);
+    server.assert_alive();
+}
+
+#[test]
+fn without_a_hub_mercure_publish_throws_and_the_path_is_the_apps() {
+    let server = Server::start(&root(), &["--threads", "1"]);
+    let r = server.get("/publish.php?topic=t&data=x");
+    assert_eq!(r.status, 500);
+    let text = r.text();
+    assert!(
+        text.starts_with("RuntimeException: mercure_publish() needs a Mercure hub"),
+        "{text}"
+    );
+    assert_eq!(server.get(HUB).status, 404);
+    // A subscriber key alone, or a publisher key without a way to subscribe, is refused
+    // at start.
+    let exited = common::serve_until_exit(
+        &root(),
+        &["--mercure-publisher-jwt", "k"],
+        Duration::from_secs(30),
+    );
+    assert_eq!(
+        exited.status.and_then(|s| s.code()),
+        Some(2),
+        "{}",
+        exited.stderr
+    );
+    assert!(exited.stderr.contains("subscriber key"), "{}", exited.stderr);
+}
+
+/// Headless Chromium (Debian's `chromium`) opens test-data/mercure/browser.html: its
+/// `EventSource` subscribes, and once open it asks publish.php to `mercure_publish()`;
+/// the page lists what it received. The DOM is read with `--dump-dom` after a
+/// virtual-time budget.
+#[test]
+fn a_browser_event_source_shows_what_php_published() {
+    let server = start(&["--mercure-heartbeat", "1s"]);
+    let topic = format!("browser-{}", std::process::id());
+    let url = server.url(&format!("/browser.html?topic={topic}"));
+    let profile = tempfile::tempdir().unwrap();
+    let output = Command::new("chromium")
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            &format!("--user-data-dir={}", profile.path().display()),
+            "--virtual-time-budget=5000",
+            "--dump-dom",
+            &url,
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .expect("chromium (Debian package chromium) must be installed");
+    let dom = String::from_utf8_lossy(&output.stdout);
+    let expected = format!("<li class=\"update\">hello from PHP to {topic}</li>");
+    assert!(
+        dom.contains(&expected),
+        "the page did not show the update; DOM:\n{dom}\nstderr:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+            .lines()
+            .filter(|l| !l.contains("dbus"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    assert!(dom.contains("<p id=\"state\">received"), "{dom}");
+    server.assert_alive();
+}
+
+/// A real `redis-server` on a free loopback port, killed (by its pid) on drop.
+struct Redis {
+    child: Child,
+    port: u16,
+}
+
+impl Redis {
+    fn start() -> Redis {
+        // Bound and released: redis-server has no `--port 0`.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new("redis-server")
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server (Debian package redis-server) must be installed");
+        assert!(
+            common::wait_until(Duration::from_secs(10), || {
+                std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+            }),
+            "redis-server did not start"
+        );
+        Redis { child, port }
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Waits until the instance's hub reports its Redis transport connected.
+async fn wait_connected(client: &reqwest::Client, server: &Server) {
+    let admin = server.admin_addr().expect("admin listener");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let metrics = client
+            .get(format!("http://{admin}/metrics"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        if metrics.contains("ferrophp_mercure_transport_connected 1") {
+            return;
+        }
+        assert!(Instant::now() < deadline, "not connected to Redis:\n{metrics}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_instances_on_one_redis_and_the_php_cli_publishing_through_it() {
+    let redis = Redis::start();
+    let url = redis.url();
+    let flags = ["--mercure-transport", &url, "--admin", "127.0.0.1:0"];
+    let a = start(&flags);
+    let b = start(&flags);
+    let client = client(false);
+    wait_connected(&client, &a).await;
+    wait_connected(&client, &b).await;
+
+    let mut on_b = subscribe(&client, &b, &["shared", "urn:marker:redis"], None).await;
+    let (status, id) = get(&client, &a, "/publish.php?topic=shared&data=from-a&id=a1").await;
+    assert_eq!((status, id.as_str()), (200, "a1"));
+    let (status, _) = publish_http(&client, &b, "topic=shared&data=from-b&id=b1").await;
+    assert_eq!(status, 200);
+
+    // The php CLI publishes through the same Redis stream.
+    let cli = Command::new(env!("CARGO_BIN_EXE_ferrophp"))
+        .args([
+            "php-cli",
+            "-r",
+            "echo mercure_publish(['shared'], 'from the cli', false, 'cli1');",
+        ])
+        .env("FERROPHP_MERCURE_TRANSPORT", &url)
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&cli.stdout),
+        "cli1",
+        "stderr: {}",
+        String::from_utf8_lossy(&cli.stderr)
+    );
+    assert!(cli.status.success());
+    let (status, _) = get(&client, &a, "/publish.php?topic=urn:marker:redis&id=urn:marker:redis").await;
+    assert_eq!(status, 200);
+
+    let seen = read_until(&mut on_b, "urn:marker:redis").await;
+    assert_eq!(ids(&seen), ["a1", "b1", "cli1", "urn:marker:redis"]);
+    assert_eq!(seen[0].data, "from-a");
+    assert_eq!(seen[2].data, "from the cli");
+
+    // A subscriber of A resumes from the shared history.
+    let mut resumed = client
+        .get(a.url(&format!("{HUB}?topic=shared")))
+        .header("last-event-id", "a1")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ids(&read_until(&mut resumed, "cli1").await), ["b1", "cli1"]);
+
+    // Without a transport, the CLI has no hub and says so.
+    let cli = Command::new(env!("CARGO_BIN_EXE_ferrophp"))
+        .args(["php-cli", "-r", "try { mercure_publish('t'); } catch (RuntimeException $e) { echo $e->getMessage(); }"])
+        .env_remove("FERROPHP_MERCURE_TRANSPORT")
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&cli.stdout).starts_with("mercure_publish() needs a Mercure hub"),
+        "{}",
+        String::from_utf8_lossy(&cli.stdout)
+    );
+    a.assert_alive();
+    b.assert_alive();
+}
