@@ -109,7 +109,9 @@ fn into_response(answer: mercure::Response) -> Response<ResponseBody> {
         // The core's names are static lowercase tokens; a value that is not a valid header
         // (an event id with odd bytes) is left out rather than failing the answer.
         if let Ok(value) = HeaderValue::from_str(&value) {
-            headers.append(HeaderName::from_static(name), value);
+            if let Ok(name) = HeaderName::from_bytes(name.as_bytes()) {
+                headers.append(name, value);
+            }
         }
     }
     response

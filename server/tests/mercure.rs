@@ -391,8 +391,15 @@ async fn mercure_publish_from_a_classic_request_and_a_worker_reaches_subscribers
 
     // Bad arguments are PHP's errors; the server goes on.
     let client = client(false);
-    let (status, body) = get(&client, &server, "/publish.php?topics[]=").await;
-    assert_eq!(status, 200, "an empty topic is a topic: {body}");
+    let (status, body) = get(&client, &server, "/publish.php?topics[0][]=x").await;
+    assert_eq!(status, 500);
+    assert!(
+        body.starts_with("TypeError: mercure_publish(): Argument #1 ($topics) must be a string or an array of strings"),
+        "{body}"
+    );
+    let (status, body) = get(&client, &server, "/publish.php?topic=/.well-known/mercure/x").await;
+    assert_eq!(status, 500);
+    assert!(body.starts_with("RuntimeException: mercure_publish() could not publish"), "{body}");
     let (status, body) = get(&client, &server, "/publish.php?topic=t&retry=-1").await;
     assert_eq!(status, 500);
     assert!(body.starts_with("ValueError: mercure_publish(): Argument #6 ($retry)"), "{body}");
@@ -418,8 +425,9 @@ async fn mercure_publish_from_a_classic_request_and_a_worker_reaches_subscribers
             .parse()
             .unwrap()
     };
-    // 4 per protocol, plus the empty-topic one.
-    assert_eq!(value("ferrophp_mercure_updates_published_total"), 9.0);
+    // 4 per protocol; the refused ones are errors.
+    assert_eq!(value("ferrophp_mercure_updates_published_total"), 8.0);
+    assert_eq!(value("ferrophp_mercure_publish_errors_total"), 2.0);
     assert!(value("ferrophp_mercure_updates_delivered_total") >= 14.0);
     assert_eq!(value("ferrophp_mercure_subscribers"), 0.0);
     assert_eq!(value("ferrophp_mercure_transport_connected"), 1.0);
