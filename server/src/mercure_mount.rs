@@ -8,12 +8,15 @@
 //! it.
 
 use std::fmt::Write as _;
+use std::pin::Pin;
 use std::sync::OnceLock;
+use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use http::{HeaderName, HeaderValue, Method, Request, Response, StatusCode};
 use http_body::Frame;
-use http_body_util::{BodyExt, Limited, StreamBody};
+use futures_core::Stream as _;
+use http_body_util::{BodyExt, Limited};
 
 use crate::body::{self, BodyErrorKind, RequestBody, ResponseBody};
 use crate::routes::RouteFuture;
@@ -126,7 +129,32 @@ fn events(subscription: mercure::Subscription) -> ResponseBody {
         let chunk = s.next_chunk().await?;
         Some((Ok::<_, std::io::Error>(Frame::data(chunk)), s))
     });
-    StreamBody::new(stream).boxed()
+    EventBody(std::sync::Mutex::new(Box::pin(stream))).boxed()
+}
+
+type EventStream =
+    Pin<Box<dyn futures_core::Stream<Item = Result<Frame<Bytes>, std::io::Error>> + Send>>;
+
+/// The event stream as an `http_body::Body`. A response body must be `Sync`; the stream
+/// (a future borrowing the subscription) need not be, so it sits in a `Mutex`, which is
+/// never locked: `poll_frame` has it exclusively (`Mutex::get_mut`).
+struct EventBody(std::sync::Mutex<EventStream>);
+
+impl http_body::Body for EventBody {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, std::io::Error>>> {
+        let stream = self
+            .get_mut()
+            .0
+            .get_mut()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        stream.as_mut().poll_next(cx)
+    }
 }
 
 /// The hub's families on `/metrics`, when one is mounted.

@@ -636,3 +636,44 @@ async fn two_instances_on_one_redis_and_the_php_cli_publishing_through_it() {
     a.assert_alive();
     b.assert_alive();
 }
+
+/// Symfony's Mercure component (Debian's `php-symfony-mercure`, over Symfony's
+/// HttpClient) publishing from a page to the server's own hub over HTTP with the
+/// publisher's JWT; a wrong token is the hub's 401, which Symfony reports.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn symfonys_mercure_component_publishes_over_http_with_a_jwt() {
+    assert!(
+        Path::new("/usr/share/php/Symfony/Component/Mercure/autoload.php").exists(),
+        "php-symfony-mercure (Debian) must be installed"
+    );
+    let server = start(&[]);
+    let client = client(false);
+    let mut sub = subscribe(&client, &server, &["symfony", "urn:marker:symfony"], None).await;
+    let (status, id) = get(
+        &client,
+        &server,
+        &format!(
+            "/symfony.php?topic=symfony&data={}&jwt={}",
+            enc("from Symfony"),
+            publisher_token()
+        ),
+    )
+    .await;
+    assert_eq!(status, 200, "{id}");
+    assert!(id.starts_with("urn:uuid:"), "{id}");
+    let wrong = jwt(SUBSCRIBER_KEY, json!({"mercure": {"publish": ["*"]}}));
+    let (status, body) = get(&client, &server, &format!("/symfony.php?jwt={wrong}")).await;
+    assert_eq!(status, 500);
+    assert!(body.contains("401"), "{body}");
+    let (status, _) = publish_http(
+        &client,
+        &server,
+        "topic=urn:marker:symfony&id=urn:marker:symfony",
+    )
+    .await;
+    assert_eq!(status, 200);
+    let seen = read_until(&mut sub, "urn:marker:symfony").await;
+    assert_eq!(ids(&seen), [id.as_str(), "urn:marker:symfony"]);
+    assert_eq!(seen[0].data, "from Symfony");
+    server.assert_alive();
+}
