@@ -15,7 +15,6 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use http::{HeaderName, HeaderValue, Method, Request, Response, StatusCode};
 use http_body::Frame;
-use futures_core::Stream as _;
 use http_body_util::{BodyExt, Limited};
 
 use crate::body::{self, BodyErrorKind, RequestBody, ResponseBody};

@@ -76,7 +76,7 @@ pub struct MercureArgs {
 /// `[mercure]` in the TOML file; every key optional.
 #[derive(Deserialize, Debug, Default)]
 #[serde(deny_unknown_fields, rename_all = "snake_case")]
-pub struct MercureFile {
+pub(super) struct MercureFile {
     publisher_jwt: Option<String>,
     subscriber_jwt: Option<String>,
     jwt_alg: Option<String>,
