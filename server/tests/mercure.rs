@@ -471,8 +471,11 @@ fn a_browser_event_source_shows_what_php_published() {
     let topic = format!("browser-{}", std::process::id());
     let url = server.url(&format!("/browser.html?topic={topic}"));
     let profile = tempfile::tempdir().unwrap();
-    let output = Command::new("chromium")
+    // A page that never receives the update would keep the browser waiting: 60 s at most.
+    let output = Command::new("timeout")
         .args([
+            "60",
+            "chromium",
             "--headless",
             "--no-sandbox",
             "--disable-gpu",

@@ -16,5 +16,7 @@ try {
     echo $hub->publish(new Update($_GET['topic'] ?? 'symfony', $_GET['data'] ?? '', isset($_GET['private'])));
 } catch (\Throwable $e) {
     http_response_code(500);
-    echo get_class($e), ': ', $e->getMessage();
+    for (; $e; $e = $e->getPrevious()) {
+        echo get_class($e), ': ', $e->getMessage(), "\n";
+    }
 }
