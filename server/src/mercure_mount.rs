@@ -64,7 +64,9 @@ async fn handle(hub: &mercure::Hub, req: Request<RequestBody>) -> Response<Respo
         match Limited::new(body, MAX_FORM_BYTES).collect().await {
             Ok(collected) => collected.to_bytes(),
             Err(e) => {
-                let too_large = e.downcast_ref::<http_body_util::LengthLimitError>().is_some()
+                let too_large = e
+                    .downcast_ref::<http_body_util::LengthLimitError>()
+                    .is_some()
                     || e.downcast_ref::<crate::body::BodyError>()
                         .is_some_and(|b| b.kind() == BodyErrorKind::TooLarge);
                 return if too_large {
@@ -86,7 +88,7 @@ async fn handle(hub: &mercure::Hub, req: Request<RequestBody>) -> Response<Respo
     let trace = parts
         .extensions
         .get::<ferrophp_trace::RequestTrace>()
-        .map(|t| t.context.clone());
+        .map(|t| t.context);
     let request = mercure::Request {
         method: parts.method.as_str(),
         path: parts.uri.path(),
@@ -161,19 +163,72 @@ pub(crate) fn render_metrics(out: &mut String) {
     let Some(hub) = HUB.get() else { return };
     let s = hub.stats();
     let families: [(&str, &str, &str, u64); 10] = [
-        ("ferrophp_mercure_subscribers", "gauge", "Mercure subscribers connected now.", s.subscribers),
-        ("ferrophp_mercure_subscriptions_total", "counter", "Mercure subscribers ever connected.", s.subscriptions_total),
-        ("ferrophp_mercure_updates_published_total", "counter", "Updates published through the hub (HTTP, mercure_publish(), subscription events).", s.published),
-        ("ferrophp_mercure_updates_delivered_total", "counter", "Update deliveries to subscribers (one per subscriber reached).", s.delivered),
-        ("ferrophp_mercure_updates_dropped_total", "counter", "Updates discarded with subscribers closed as too slow.", s.updates_dropped),
-        ("ferrophp_mercure_slow_subscribers_closed_total", "counter", "Subscribers closed because their buffer was full.", s.slow_subscribers_closed),
-        ("ferrophp_mercure_publish_errors_total", "counter", "Publishes that failed (transport down, hub stopped).", s.publish_errors),
-        ("ferrophp_mercure_history_errors_total", "counter", "History writes that failed (the update was still delivered).", s.history_errors),
-        ("ferrophp_mercure_transport_errors_total", "counter", "Transport errors (a Redis connection lost, a reply that failed).", s.transport_errors),
-        ("ferrophp_mercure_history_updates", "gauge", "Updates held in the history.", s.history_len),
+        (
+            "ferrophp_mercure_subscribers",
+            "gauge",
+            "Mercure subscribers connected now.",
+            s.subscribers,
+        ),
+        (
+            "ferrophp_mercure_subscriptions_total",
+            "counter",
+            "Mercure subscribers ever connected.",
+            s.subscriptions_total,
+        ),
+        (
+            "ferrophp_mercure_updates_published_total",
+            "counter",
+            "Updates published through the hub (HTTP, mercure_publish(), subscription events).",
+            s.published,
+        ),
+        (
+            "ferrophp_mercure_updates_delivered_total",
+            "counter",
+            "Update deliveries to subscribers (one per subscriber reached).",
+            s.delivered,
+        ),
+        (
+            "ferrophp_mercure_updates_dropped_total",
+            "counter",
+            "Updates discarded with subscribers closed as too slow.",
+            s.updates_dropped,
+        ),
+        (
+            "ferrophp_mercure_slow_subscribers_closed_total",
+            "counter",
+            "Subscribers closed because their buffer was full.",
+            s.slow_subscribers_closed,
+        ),
+        (
+            "ferrophp_mercure_publish_errors_total",
+            "counter",
+            "Publishes that failed (transport down, hub stopped).",
+            s.publish_errors,
+        ),
+        (
+            "ferrophp_mercure_history_errors_total",
+            "counter",
+            "History writes that failed (the update was still delivered).",
+            s.history_errors,
+        ),
+        (
+            "ferrophp_mercure_transport_errors_total",
+            "counter",
+            "Transport errors (a Redis connection lost, a reply that failed).",
+            s.transport_errors,
+        ),
+        (
+            "ferrophp_mercure_history_updates",
+            "gauge",
+            "Updates held in the history.",
+            s.history_len,
+        ),
     ];
     for (name, kind, help, value) in families {
-        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}");
+        let _ = writeln!(
+            out,
+            "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}"
+        );
     }
     let _ = writeln!(
         out,

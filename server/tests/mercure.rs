@@ -336,12 +336,19 @@ async fn mercure_publish_from_a_classic_request_and_a_worker_reaches_subscribers
             ),
         )
         .await;
-        assert_eq!((status, id.as_str()), (200, format!("classic-{p}").as_str()));
+        assert_eq!(
+            (status, id.as_str()),
+            (200, format!("classic-{p}").as_str())
+        );
         // Worker: the id is generated (a urn:uuid).
         let (status, worker_id) = get(
             &client,
             &server,
-            &format!("/worker.php?topic={}&data={}", enc(&topic), enc("from a worker")),
+            &format!(
+                "/worker.php?topic={}&data={}",
+                enc(&topic),
+                enc("from a worker")
+            ),
         )
         .await;
         assert_eq!(status, 200, "{worker_id}");
@@ -356,7 +363,10 @@ async fn mercure_publish_from_a_classic_request_and_a_worker_reaches_subscribers
             ),
         )
         .await;
-        assert_eq!((status, private_id.as_str()), (200, format!("private-{p}").as_str()));
+        assert_eq!(
+            (status, private_id.as_str()),
+            (200, format!("private-{p}").as_str())
+        );
         let (status, _) = get(
             &client,
             &server,
@@ -397,15 +407,29 @@ async fn mercure_publish_from_a_classic_request_and_a_worker_reaches_subscribers
         body.starts_with("TypeError: mercure_publish(): Argument #1 ($topics) must be a string or an array of strings"),
         "{body}"
     );
-    let (status, body) = get(&client, &server, "/publish.php?topic=/.well-known/mercure/x").await;
+    let (status, body) = get(
+        &client,
+        &server,
+        "/publish.php?topic=/.well-known/mercure/x",
+    )
+    .await;
     assert_eq!(status, 500);
-    assert!(body.starts_with("RuntimeException: mercure_publish() could not publish"), "{body}");
+    assert!(
+        body.starts_with("RuntimeException: mercure_publish() could not publish"),
+        "{body}"
+    );
     let (status, body) = get(&client, &server, "/publish.php?topic=t&retry=-1").await;
     assert_eq!(status, 500);
-    assert!(body.starts_with("ValueError: mercure_publish(): Argument #6 ($retry)"), "{body}");
+    assert!(
+        body.starts_with("ValueError: mercure_publish(): Argument #6 ($retry)"),
+        "{body}"
+    );
     let (status, body) = get(&client, &server, "/publish.php?topic=t&id=earliest").await;
     assert_eq!(status, 500);
-    assert!(body.starts_with("RuntimeException: mercure_publish() could not publish"), "{body}");
+    assert!(
+        body.starts_with("RuntimeException: mercure_publish() could not publish"),
+        "{body}"
+    );
 
     // The hub's families on /metrics.
     let admin = server.admin_addr().expect("admin listener");
@@ -458,7 +482,11 @@ fn without_a_hub_mercure_publish_throws_and_the_path_is_the_apps() {
         "{}",
         exited.stderr
     );
-    assert!(exited.stderr.contains("subscriber key"), "{}", exited.stderr);
+    assert!(
+        exited.stderr.contains("subscriber key"),
+        "{}",
+        exited.stderr
+    );
 }
 
 /// Headless Chromium (Debian's `chromium`) opens test-data/mercure/browser.html: its
@@ -569,7 +597,10 @@ async fn wait_connected(client: &reqwest::Client, server: &Server) {
         if metrics.contains("ferrophp_mercure_transport_connected 1") {
             return;
         }
-        assert!(Instant::now() < deadline, "not connected to Redis:\n{metrics}");
+        assert!(
+            Instant::now() < deadline,
+            "not connected to Redis:\n{metrics}"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
@@ -608,7 +639,12 @@ async fn two_instances_on_one_redis_and_the_php_cli_publishing_through_it() {
         String::from_utf8_lossy(&cli.stderr)
     );
     assert!(cli.status.success());
-    let (status, _) = get(&client, &a, "/publish.php?topic=urn:marker:redis&id=urn:marker:redis").await;
+    let (status, _) = get(
+        &client,
+        &a,
+        "/publish.php?topic=urn:marker:redis&id=urn:marker:redis",
+    )
+    .await;
     assert_eq!(status, 200);
 
     let seen = read_until(&mut on_b, "urn:marker:redis").await;
@@ -627,7 +663,11 @@ async fn two_instances_on_one_redis_and_the_php_cli_publishing_through_it() {
 
     // Without a transport, the CLI has no hub and says so.
     let cli = Command::new(env!("CARGO_BIN_EXE_ferrophp"))
-        .args(["php-cli", "-r", "try { mercure_publish('t'); } catch (RuntimeException $e) { echo $e->getMessage(); }"])
+        .args([
+            "php-cli",
+            "-r",
+            "try { mercure_publish('t'); } catch (RuntimeException $e) { echo $e->getMessage(); }",
+        ])
         .env_remove("FERROPHP_MERCURE_TRANSPORT")
         .output()
         .unwrap();

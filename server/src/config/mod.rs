@@ -10,11 +10,11 @@ use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub use self::mercure::MercureArgs;
 use crate::metrics::MetricsPush;
 use crate::static_cache;
 use crate::workers::WorkerSpec;
 pub use acme::{AcmeArgs, AutoHttps};
-pub use self::mercure::MercureArgs;
 use sources::parse_duration;
 pub use sources::{FileConfig, ServeArgs};
 
