@@ -720,3 +720,115 @@ async fn symfonys_mercure_component_publishes_over_http_with_a_jwt() {
     assert_eq!(seen[0].data, "from Symfony");
     server.assert_alive();
 }
+
+/// Reads a stream to its end (10 s at most).
+async fn read_to_end(resp: &mut reqwest::Response) -> String {
+    let mut text = String::new();
+    while let Some(chunk) = tokio::time::timeout(Duration::from_secs(10), resp.chunk())
+        .await
+        .expect("the stream did not end within 10 s")
+        .unwrap_or(None)
+    {
+        text.push_str(std::str::from_utf8(&chunk).unwrap());
+    }
+    text
+}
+
+/// With a data directory the history is on disk (`<data-dir>/mercure`): a restarted server
+/// replays what the last one published. SIGTERM ends open streams at once (the hub stops
+/// first in the drain), so the server exits well within its grace period.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn durable_history_survives_a_restart_and_shutdown_ends_streams() {
+    let data = tempfile::tempdir().unwrap();
+    let dir = data.path().to_str().unwrap().to_owned();
+    let flags = ["--data-dir", dir.as_str(), "--grace-ms", "20000"];
+    let client = client(false);
+    let mut first = start(&flags);
+    let mut open = subscribe(&client, &first, &["durable"], None).await;
+    for i in 1..=3 {
+        let (status, _) = get(
+            &client,
+            &first,
+            &format!("/publish.php?topic=durable&id=d{i}&data=kept{i}"),
+        )
+        .await;
+        assert_eq!(status, 200);
+    }
+    assert_eq!(ids(&read_until(&mut open, "d3").await), ["d1", "d2", "d3"]);
+    let stopping = Instant::now();
+    first.sigterm();
+    read_to_end(&mut open).await;
+    assert!(first.wait_exit(Duration::from_secs(10)).is_some());
+    assert!(
+        stopping.elapsed() < Duration::from_secs(10),
+        "an open event stream held the drain: {:?}",
+        stopping.elapsed()
+    );
+    assert!(data.path().join("mercure").is_dir());
+
+    let second = start(&flags);
+    let mut resumed = client
+        .get(second.url(&format!("{HUB}?topic=durable")))
+        .header("last-event-id", "d1")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resumed.headers()["last-event-id"], "d1");
+    let seen = read_until(&mut resumed, "d3").await;
+    assert_eq!(ids(&seen), ["d2", "d3"]);
+    assert_eq!(seen[1].data, "kept3");
+    let mut everything = client
+        .get(second.url(&format!("{HUB}?topic=durable&lastEventID=earliest")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ids(&read_until(&mut everything, "d3").await), ["d1", "d2", "d3"]);
+    second.assert_alive();
+}
+
+/// With tracing on, each publish is a `mercure.publish` span (kind producer) under the
+/// request that published: PHP's `mercure_publish()` and an HTTP POST alike.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_publish_is_a_span_under_its_request() {
+    let collector = common::collector::Collector::start(&[]);
+    let env = common::collector::otel_env(&collector.endpoint());
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let server = Server::start_with_env(
+        &root(),
+        &[
+            "--threads",
+            "1",
+            "--mercure-publisher-jwt",
+            PUBLISHER_KEY,
+            "--mercure-anonymous",
+        ],
+        &env,
+    );
+    let client = client(false);
+    for (i, php) in [true, false].into_iter().enumerate() {
+        let trace_id = format!("{:016x}{:016x}", std::process::id(), 0x5a00 + i);
+        let traceparent = format!("00-{trace_id}-00f067aa0ba902b7-01");
+        let req = if php {
+            client.get(server.url("/publish.php?topic=traced&data=x&id=t-php"))
+        } else {
+            client
+                .post(server.url(HUB))
+                .bearer_auth(publisher_token())
+                .header("content-type", "application/x-www-form-urlencoded")
+                .body("topic=traced&data=x&id=t-http")
+        };
+        let resp = req.header("traceparent", &traceparent).send().await.unwrap();
+        assert_eq!(resp.status(), 200);
+        let spans = collector.trace(&trace_id, 2);
+        let server_span = spans.iter().find(|s| s["kind"] == 2).expect("server span");
+        let publish = spans
+            .iter()
+            .find(|s| s["name"] == "mercure.publish")
+            .unwrap_or_else(|| panic!("no mercure.publish span: {spans:#?}"));
+        assert_eq!(publish["kind"], 4, "producer");
+        assert_eq!(publish["parent_span_id"], server_span["span_id"], "{spans:#?}");
+        let id = if php { "t-php" } else { "t-http" };
+        assert!(publish["attributes"].to_string().contains(id), "{publish:#}");
+    }
+    server.assert_alive();
+}

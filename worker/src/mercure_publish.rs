@@ -156,7 +156,8 @@ pub(crate) unsafe extern "C" fn zif_mercure_publish(
         );
         return;
     };
-    match hub.publish_blocking(update, None) {
+    // A sampled request records the publish as a child span of where PHP is now.
+    match hub.publish_blocking(update, crate::trace::sampled_parent().as_ref()) {
         // SAFETY: return_value is this call's return slot; PHP copies the bytes.
         Ok(id) => unsafe { sys::ferrophp_zval_stringl(return_value, id.as_ptr().cast(), id.len()) },
         Err(e) => throw_runtime(&format!("could not publish the update: {e}")),
