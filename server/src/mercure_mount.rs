@@ -158,6 +158,58 @@ impl http_body::Body for EventBody {
     }
 }
 
+/// `--hot-reload`: each burst of changed files becomes one update on
+/// [`crate::config::HOT_RELOAD_TOPIC`], its data `{"changed": [paths]}`, for the pages'
+/// client ([`HOT_RELOAD_JS`]).
+pub(crate) fn hot_reload(hub: mercure::Hub) -> crate::workers::OnChange {
+    Box::new(move |changed| {
+        let paths: Vec<String> = changed.iter().map(|p| p.display().to_string()).collect();
+        let update = mercure::Update::new(
+            crate::config::HOT_RELOAD_TOPIC,
+            serde_json::json!({ "changed": paths }).to_string(),
+        );
+        // The watch thread is not the runtime's: publishing may block it.
+        match hub.publish_blocking(update, None) {
+            Ok(_) => tracing::info!(files = paths.len(), "hot reload: change published"),
+            Err(e) => tracing::warn!("hot reload: could not publish the change: {e}"),
+        }
+    })
+}
+
+/// Where the hot-reload client is served.
+pub(crate) const HOT_RELOAD_JS_PATH: &str = "/.well-known/ferrophp/hot-reload.js";
+
+/// The hot-reload client: subscribes to the URL in the page's
+/// `<meta name="frankenphp-hot-reload:url">` (FrankenPHP's, which
+/// `$_SERVER['FRANKENPHP_HOT_RELOAD']` fills), else ferrophp's topic, and reloads the
+/// page on each change event.
+pub(crate) const HOT_RELOAD_JS: &str = r#"// ferrophp hot reload (--hot-reload): reload when a watched file changes.
+(() => {
+  const meta = document.querySelector('meta[name="frankenphp-hot-reload:url"]');
+  const url = (meta && meta.content) || '/.well-known/mercure?topic=urn%3Aferrophp%3Ahot-reload';
+  const source = new EventSource(url);
+  source.onmessage = (e) => {
+    document.dispatchEvent(new CustomEvent('ferrophp:hot-reload', { detail: JSON.parse(e.data) }));
+    source.close();
+    location.reload();
+  };
+})();
+"#;
+
+/// The answer to [`HOT_RELOAD_JS_PATH`].
+pub(crate) fn hot_reload_js() -> Response<ResponseBody> {
+    let mut response = Response::new(body::full(HOT_RELOAD_JS));
+    response.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        HeaderValue::from_static("text/javascript; charset=utf-8"),
+    );
+    response.headers_mut().insert(
+        http::header::CACHE_CONTROL,
+        HeaderValue::from_static("no-cache"),
+    );
+    response
+}
+
 /// The hub's families on `/metrics`, when one is mounted.
 pub(crate) fn render_metrics(out: &mut String) {
     let Some(hub) = HUB.get() else { return };

@@ -782,7 +782,10 @@ async fn durable_history_survives_a_restart_and_shutdown_ends_streams() {
         .send()
         .await
         .unwrap();
-    assert_eq!(ids(&read_until(&mut everything, "d3").await), ["d1", "d2", "d3"]);
+    assert_eq!(
+        ids(&read_until(&mut everything, "d3").await),
+        ["d1", "d2", "d3"]
+    );
     second.assert_alive();
 }
 
@@ -817,7 +820,11 @@ async fn each_publish_is_a_span_under_its_request() {
                 .header("content-type", "application/x-www-form-urlencoded")
                 .body("topic=traced&data=x&id=t-http")
         };
-        let resp = req.header("traceparent", &traceparent).send().await.unwrap();
+        let resp = req
+            .header("traceparent", &traceparent)
+            .send()
+            .await
+            .unwrap();
         assert_eq!(resp.status(), 200);
         let spans = collector.trace(&trace_id, 2);
         let server_span = spans.iter().find(|s| s["kind"] == 2).expect("server span");
@@ -826,9 +833,121 @@ async fn each_publish_is_a_span_under_its_request() {
             .find(|s| s["name"] == "mercure.publish")
             .unwrap_or_else(|| panic!("no mercure.publish span: {spans:#?}"));
         assert_eq!(publish["kind"], 4, "producer");
-        assert_eq!(publish["parent_span_id"], server_span["span_id"], "{spans:#?}");
+        assert_eq!(
+            publish["parent_span_id"], server_span["span_id"],
+            "{spans:#?}"
+        );
         let id = if php { "t-php" } else { "t-http" };
-        assert!(publish["attributes"].to_string().contains(id), "{publish:#}");
+        assert!(
+            publish["attributes"].to_string().contains(id),
+            "{publish:#}"
+        );
     }
     server.assert_alive();
+}
+
+/// `--hot-reload` with `--watch`: a changed file is published on the hot-reload topic
+/// (what `$_SERVER['FRANKENPHP_HOT_RELOAD']` names, and the served client script
+/// subscribes to); without `--watch` or anonymous subscribers it is refused at start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hot_reload_publishes_changed_files() {
+    let app = tempfile::tempdir().unwrap();
+    let dir = app.path().canonicalize().unwrap();
+    std::fs::copy(root().join("hello.php"), dir.join("hello.php")).unwrap();
+    std::fs::write(
+        dir.join("page.php"),
+        "<?php echo $_SERVER['FRANKENPHP_HOT_RELOAD'] ?? 'none';",
+    )
+    .unwrap();
+    let glob = format!("{}/*.php", dir.display());
+    let server = Server::start(
+        &dir,
+        &[
+            "--threads",
+            "1",
+            "--watch",
+            &glob,
+            "--hot-reload",
+            "--mercure-publisher-jwt",
+            PUBLISHER_KEY,
+            "--mercure-anonymous",
+        ],
+    );
+    let client = client(false);
+    let (status, url) = get(&client, &server, "/page.php").await;
+    assert_eq!(status, 200);
+    assert!(url.starts_with("/.well-known/mercure?topic="), "{url}");
+    let script = client
+        .get(server.url("/.well-known/ferrophp/hot-reload.js"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(script.status(), 200);
+    assert!(script.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/javascript"));
+    assert!(script
+        .text()
+        .await
+        .unwrap()
+        .contains("new EventSource(url)"));
+
+    let mut sub = client.get(server.url(&url)).send().await.unwrap();
+    assert_eq!(sub.status(), 200);
+    // The watcher is armed once the server serves; a change now is announced.
+    std::fs::write(dir.join("page.php"), "<?php echo 'changed';").unwrap();
+    let mut text = String::new();
+    let events = loop {
+        let chunk = tokio::time::timeout(Duration::from_secs(10), sub.chunk())
+            .await
+            .unwrap_or_else(|_| panic!("no change event within 10 s; got {text:?}"))
+            .unwrap()
+            .expect("stream open");
+        text.push_str(std::str::from_utf8(&chunk).unwrap());
+        let events = parse_stream(&text);
+        if !events.is_empty() {
+            break events;
+        }
+    };
+    let change: serde_json::Value = serde_json::from_str(&events[0].data).unwrap();
+    assert_eq!(
+        change["changed"],
+        json!([dir.join("page.php").display().to_string()]),
+        "{change}"
+    );
+    server.assert_alive();
+
+    for (flags, why) in [
+        (
+            vec![
+                "--hot-reload",
+                "--mercure-publisher-jwt",
+                "k",
+                "--mercure-anonymous",
+            ],
+            "--watch",
+        ),
+        (
+            vec![
+                "--hot-reload",
+                "--watch",
+                glob.as_str(),
+                "--mercure-publisher-jwt",
+                "k",
+                "--mercure-subscriber-jwt",
+                "s",
+            ],
+            "anonymous",
+        ),
+    ] {
+        let exited = common::serve_until_exit(&dir, &flags, Duration::from_secs(30));
+        assert_eq!(
+            exited.status.and_then(|s| s.code()),
+            Some(2),
+            "{}",
+            exited.stderr
+        );
+        assert!(exited.stderr.contains(why), "{}", exited.stderr);
+    }
 }

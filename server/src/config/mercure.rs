@@ -71,6 +71,12 @@ pub struct MercureArgs {
     /// [default: 40s]
     #[arg(long, env = "FERROPHP_MERCURE_HEARTBEAT", value_name = "DURATION", value_parser = parse_duration)]
     pub mercure_heartbeat: Option<Duration>,
+    /// With --watch and the Mercure hub (anonymous subscribers): publish a change event
+    /// on the hot-reload topic when a watched file changes; pages that load
+    /// /.well-known/ferrophp/hot-reload.js reload themselves ($_SERVER
+    /// ['FRANKENPHP_HOT_RELOAD'] is the URL they subscribe to)
+    #[arg(long, env = "FERROPHP_HOT_RELOAD")]
+    pub hot_reload: bool,
 }
 
 /// `[mercure]` in the TOML file; every key optional.
@@ -86,6 +92,38 @@ pub(super) struct MercureFile {
     publish_origins: Option<Vec<String>>,
     transport: Option<String>,
     heartbeat: Option<String>,
+    hot_reload: Option<bool>,
+}
+
+/// The hub's topic of file-change events (`--hot-reload`).
+pub const HOT_RELOAD_TOPIC: &str = "urn:ferrophp:hot-reload";
+
+/// What pages subscribe to for hot reload, `$_SERVER['FRANKENPHP_HOT_RELOAD']`.
+pub(super) const HOT_RELOAD_URL: &str = "/.well-known/mercure?topic=urn%3Aferrophp%3Ahot-reload";
+
+/// `--hot-reload`, checked against the rest: it needs `--watch` (something to watch) and
+/// the hub with anonymous subscribers (pages subscribe without a token).
+pub(super) fn hot_reload(
+    args: &MercureArgs,
+    file: &FileConfig,
+    hub: Option<&mercure::Config>,
+    watching: bool,
+) -> Result<bool, String> {
+    let table = file.mercure.as_ref().and_then(|m| m.hot_reload);
+    if !(args.hot_reload || table.unwrap_or(false)) {
+        return Ok(false);
+    }
+    if !watching {
+        return Err("--hot-reload needs --watch (the files whose changes it announces)".into());
+    }
+    match hub {
+        Some(hub) if hub.anonymous => Ok(true),
+        _ => Err(
+            "--hot-reload needs the Mercure hub with anonymous subscribers \
+                  (--mercure-publisher-jwt KEY --mercure-anonymous)"
+                .into(),
+        ),
+    }
 }
 
 /// The hub's configuration when a publisher key is set (flags, else the file), `None`
@@ -97,7 +135,9 @@ pub(super) fn hub_config(
     file: &mut FileConfig,
     durable_dir: Option<&Path>,
 ) -> Result<Option<mercure::Config>, String> {
-    let mut table = file.mercure.take().unwrap_or_default();
+    let mut table = std::mem::take(file.mercure.get_or_insert_with(MercureFile::default));
+    // What hot_reload() reads after us stays in the file's table.
+    file.mercure.as_mut().expect("just set").hot_reload = table.hot_reload;
     let publisher = args
         .mercure_publisher_jwt
         .take()

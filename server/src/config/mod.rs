@@ -10,7 +10,7 @@ use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-pub use self::mercure::MercureArgs;
+pub use self::mercure::{MercureArgs, HOT_RELOAD_TOPIC};
 use crate::metrics::MetricsPush;
 use crate::static_cache;
 use crate::workers::WorkerSpec;
@@ -105,6 +105,8 @@ pub struct ServeConfig {
     pub deadlines: worker::DeadlineConfig,
     /// The Mercure hub, when a publisher key is set (`--mercure-*`, `[mercure]`).
     pub mercure: Option<::mercure::Config>,
+    /// `--hot-reload`: file changes under `--watch` are published on the hub.
+    pub hot_reload: bool,
 }
 
 impl ServeConfig {
@@ -165,7 +167,17 @@ impl ServeConfig {
         )?;
         let auto_https =
             acme::auto_https(&mut args.acme, &mut file, tls.as_ref(), data_dir.as_deref())?;
-        let env = php_env(&args, &mut file)?;
+        let mut env = php_env(&args, &mut file)?;
+        let watching = !args.watch.is_empty() || file.watch.as_ref().is_some_and(|w| !w.is_empty());
+        let hot_reload =
+            self::mercure::hot_reload(&args.mercure, &file, mercure.as_ref(), watching)?;
+        if hot_reload {
+            // FrankenPHP's name: what a page's hot-reload client subscribes to.
+            env.push((
+                "FRANKENPHP_HOT_RELOAD".into(),
+                self::mercure::HOT_RELOAD_URL.into(),
+            ));
+        }
         let ini = php_ini_settings(&args, &mut file)?;
         let workers = workers(&mut args, &mut file)?;
         let instance = instance_name(&mut args, &mut file)?;
@@ -237,6 +249,7 @@ impl ServeConfig {
             confine: args.confine || file.confine.unwrap_or(false),
             deadlines,
             mercure,
+            hot_reload,
         })
     }
 }

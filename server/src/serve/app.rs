@@ -193,7 +193,11 @@ pub(super) async fn build(
     let watcher = if config.watch.is_empty() {
         None
     } else {
-        Some(workers::watch(control.clone(), &config.watch)?)
+        let on_change = mercure
+            .as_ref()
+            .filter(|_| config.hot_reload)
+            .map(|hub| crate::mercure_mount::hot_reload(hub.clone()));
+        Some(workers::watch(control.clone(), &config.watch, on_change)?)
     };
     if let Some(addr) = config.admin {
         if !addr.ip().is_loopback() {

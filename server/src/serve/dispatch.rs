@@ -288,6 +288,11 @@ pub(super) fn server_routes(mercure: bool) -> Routes<App> {
                 PathMatch::Prefix(crate::mercure_mount::HUB_PREFIX),
                 &[],
                 |app, req| crate::mercure_mount::answer(app.mercure.as_ref(), req),
+            )
+            .add(
+                PathMatch::Exact(crate::mercure_mount::HOT_RELOAD_JS_PATH),
+                &[Method::GET, Method::HEAD],
+                |_, _| routes::ready(crate::mercure_mount::hot_reload_js()),
             );
     }
     table
