@@ -214,18 +214,14 @@ async fn the_conformance_table_over_http1_and_http2() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn authorization_reconnection_and_heartbeats_through_the_mount() {
-    // No anonymous subscribers here; heartbeats every 100 ms.
-    let server = Server::start(
+    // The keys from the environment, as FrankenPHP's image takes them; no anonymous
+    // subscribers here; heartbeats every 100 ms.
+    let server = Server::start_with_env(
         &root(),
+        &["--threads", "1", "--mercure-heartbeat", "100ms"],
         &[
-            "--threads",
-            "1",
-            "--mercure-publisher-jwt",
-            PUBLISHER_KEY,
-            "--mercure-subscriber-jwt",
-            SUBSCRIBER_KEY,
-            "--mercure-heartbeat",
-            "100ms",
+            ("MERCURE_PUBLISHER_JWT_KEY", PUBLISHER_KEY),
+            ("MERCURE_SUBSCRIBER_JWT_KEY", SUBSCRIBER_KEY),
         ],
     );
     let client = client(false);
