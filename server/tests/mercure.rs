@@ -1,11 +1,13 @@
 //! The Mercure hub mounted in the server, over real TCP: the core's conformance table
 //! (`mercure/tests/cases`) against `/.well-known/mercure` over HTTP/1.1 and HTTP/2 (h2c),
-//! authorization and heartbeats through the mount, `mercure_publish()` from a classic
-//! request and from a worker reaching SSE subscribers (private updates with and without
-//! the claim), the function without a hub, the hub's families on `/metrics`, a real
-//! browser (headless Chromium) whose `EventSource` shows what PHP published, and two
+//! authorization, reconnection and heartbeats through the mount, `mercure_publish()` from
+//! a classic request and from a worker reaching SSE subscribers (private updates with and
+//! without the claim), the function without a hub, the hub's families on `/metrics`, a
+//! subscriber that stops reading closed and counted, the durable history across a
+//! restart (and the drain ending open streams), a span per publish, `--hot-reload`, a
+//! real browser (headless Chromium) whose `EventSource` shows what PHP published, two
 //! instances on one real Redis (Debian's `redis-server`) with the `php` CLI publishing
-//! through it.
+//! through it, and Symfony's Mercure component publishing over HTTP.
 //!
 //! "Not received" is decided by order, never by waiting: a marker update follows the
 //! update under test, and each stream is read up to its marker.
@@ -946,4 +948,87 @@ async fn hot_reload_publishes_changed_files() {
         );
         assert!(exited.stderr.contains(why), "{}", exited.stderr);
     }
+}
+
+/// A subscriber that stops reading is closed by the hub once its buffer is full (the
+/// kernel's socket buffers fill first), counted on `/metrics`, and the server goes on;
+/// publishing never waits for it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscriber_that_stops_reading_is_closed_and_counted() {
+    use std::io::{Read, Write};
+    let server = start(&["--admin", "127.0.0.1:0"]);
+    // A small receive window, so the server's writes stall early.
+    let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    socket.connect(&server.addr.into()).unwrap();
+    let mut stalled: std::net::TcpStream = socket.into();
+    write!(
+        stalled,
+        "GET {HUB}?topic=flood HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+    )
+    .unwrap();
+    let client = client(false);
+    let admin = server.admin_addr().unwrap();
+    let metric = |text: &str, name: &str| -> f64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name).and_then(|v| v.strip_prefix(' ')))
+            .map_or(0.0, |v| v.parse().unwrap())
+    };
+    let scrape = || async {
+        client
+            .get(format!("http://{admin}/metrics"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    };
+    // Until the subscriber is registered.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while metric(&scrape().await, "ferrophp_mercure_subscribers") < 1.0 {
+        assert!(Instant::now() < deadline, "the subscriber never registered");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // 16 MiB: more than the socket buffers and the subscriber's 1000-update buffer.
+    let started = Instant::now();
+    let (status, body) = get(&client, &server, "/flood.php?n=8000&size=2048").await;
+    assert_eq!((status, body.as_str()), (200, "8000"));
+    let publishing = started.elapsed();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let metrics = loop {
+        let metrics = scrape().await;
+        if metric(&metrics, "ferrophp_mercure_slow_subscribers_closed_total") >= 1.0 {
+            break metrics;
+        }
+        assert!(Instant::now() < deadline, "not closed:\n{metrics}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(
+        metric(&metrics, "ferrophp_mercure_updates_dropped_total") >= 1000.0,
+        "{metrics}"
+    );
+    assert_eq!(
+        metric(&metrics, "ferrophp_mercure_updates_published_total"),
+        8000.0
+    );
+    // The stalled client finds its response ended once it reads again.
+    stalled
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut received = Vec::new();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        match stalled.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => received.extend_from_slice(&buf[..n]),
+            Err(e) => panic!("the closed stream did not end: {e}"),
+        }
+        if received.ends_with(b"0\r\n\r\n") {
+            break;
+        }
+    }
+    assert!(received.len() < 16 << 20, "{} bytes", received.len());
+    eprintln!("8000 publishes of 2 KiB with a stalled subscriber: {publishing:?}");
+    server.assert_alive();
 }
