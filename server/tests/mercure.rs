@@ -5,7 +5,8 @@
 //! without the claim), the function without a hub, the hub's families on `/metrics`, a
 //! subscriber that stops reading closed and counted, the durable history across a
 //! restart (and the drain ending open streams), a span per publish, `--hot-reload`, a
-//! real browser (headless Chromium) whose `EventSource` shows what PHP published, two
+//! real browser (headless Chromium) whose `EventSource` shows what PHP published (and,
+//! after a restart, the durable history), two
 //! instances on one real Redis (Debian's `redis-server`) with the `php` CLI publishing
 //! through it, and Symfony's Mercure component publishing over HTTP.
 //!
@@ -487,17 +488,12 @@ fn without_a_hub_mercure_publish_throws_and_the_path_is_the_apps() {
     );
 }
 
-/// Headless Chromium (Debian's `chromium`) opens test-data/mercure/browser.html: its
-/// `EventSource` subscribes, and once open it asks publish.php to `mercure_publish()`;
-/// the page lists what it received. The DOM is read with `--dump-dom` after a
-/// virtual-time budget.
-#[test]
-fn a_browser_event_source_shows_what_php_published() {
-    let server = start(&["--mercure-heartbeat", "1s"]);
-    let topic = format!("browser-{}", std::process::id());
-    let url = server.url(&format!("/browser.html?topic={topic}"));
+/// The DOM of `page` on `server` as headless Chromium (Debian's `chromium`) leaves it
+/// after a virtual-time budget (the page closes its stream once done, so the budget can
+/// run out; a page that never gets its updates is cut after 60 s).
+fn browser_dom(server: &Server, page: &str) -> String {
+    let url = server.url(page);
     let profile = tempfile::tempdir().unwrap();
-    // A page that never receives the update would keep the browser waiting: 60 s at most.
     let output = Command::new("timeout")
         .args([
             "60",
@@ -514,18 +510,45 @@ fn a_browser_event_source_shows_what_php_published() {
         .stdin(Stdio::null())
         .output()
         .expect("chromium (Debian package chromium) must be installed");
-    let dom = String::from_utf8_lossy(&output.stdout);
+    let dom = String::from_utf8_lossy(&output.stdout).into_owned();
+    if !dom.contains("<p id=\"state\">received") {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let stderr: Vec<&str> = stderr.lines().filter(|l| !l.contains("dbus")).collect();
+        panic!(
+            "the page did not receive its updates; DOM:\n{dom}\nstderr:\n{}",
+            stderr.join("\n")
+        );
+    }
+    dom
+}
+
+/// test-data/mercure/browser.html in a real browser: its `EventSource` subscribes, and
+/// once open it asks publish.php to `mercure_publish()`; the page lists what it received.
+/// Then, after a restart with the durable history, a page that subscribes with
+/// `lastEventID=earliest` shows what the previous server published.
+#[test]
+fn a_browser_event_source_shows_what_php_published() {
+    let data = tempfile::tempdir().unwrap();
+    let dir = data.path().to_str().unwrap().to_owned();
+    let mut server = start(&["--data-dir", &dir]);
+    let topic = format!("browser-{}", std::process::id());
+    let dom = browser_dom(&server, &format!("/browser.html?topic={topic}"));
     let expected = format!("<li class=\"update\">hello from PHP to {topic}</li>");
-    assert!(
-        dom.contains(&expected),
-        "the page did not show the update; DOM:\n{dom}\nstderr:\n{}",
-        String::from_utf8_lossy(&output.stderr)
-            .lines()
-            .filter(|l| !l.contains("dbus"))
-            .collect::<Vec<_>>()
-            .join("\n")
+    assert!(dom.contains(&expected), "{dom}");
+    let r = server.get(&format!("/publish.php?topic={topic}&data=second&id=b2"));
+    assert_eq!(r.status, 200);
+    server.sigterm();
+    assert!(server.wait_exit(Duration::from_secs(20)).is_some());
+
+    let server = start(&["--data-dir", &dir]);
+    let dom = browser_dom(
+        &server,
+        &format!("/browser.html?topic={topic}&last=earliest&publish=0&expect=2"),
     );
-    assert!(dom.contains("<p id=\"state\">received"), "{dom}");
+    assert!(
+        dom.contains(&format!("{expected}<li class=\"update\">second</li>")),
+        "{dom}"
+    );
     server.assert_alive();
 }
 
