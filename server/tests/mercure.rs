@@ -6,9 +6,10 @@
 //! subscriber that stops reading closed and counted, the durable history across a
 //! restart (and the drain ending open streams), a span per publish, `--hot-reload`, a
 //! real browser (headless Chromium) whose `EventSource` shows what PHP published (and,
-//! after a restart, the durable history), two
-//! instances on one real Redis (Debian's `redis-server`) with the `php` CLI publishing
-//! through it, and Symfony's Mercure component publishing over HTTP.
+//! after a restart, the durable history), two instances on one real Redis (Debian's
+//! `redis-server`) with the `php` CLI publishing through it and a killed instance's
+//! subscriber resuming on the other, and Symfony's Mercure component publishing over
+//! HTTP.
 //!
 //! "Not received" is decided by order, never by waiting: a marker update follows the
 //! update under test, and each stream is read up to its marker.
@@ -682,6 +683,27 @@ async fn two_instances_on_one_redis_and_the_php_cli_publishing_through_it() {
         .unwrap();
     assert_eq!(ids(&read_until(&mut resumed, "cli1").await), ["b1", "cli1"]);
 
+    // B dies (SIGKILL) while A goes on publishing; its subscriber reconnects to A with
+    // the last id it saw and misses nothing.
+    drop(on_b);
+    drop(b);
+    for i in 2..=4 {
+        let (status, _) = get(
+            &client,
+            &a,
+            &format!("/publish.php?topic=shared&id=a{i}&data=while-b-is-down"),
+        )
+        .await;
+        assert_eq!(status, 200);
+    }
+    let mut moved = client
+        .get(a.url(&format!("{HUB}?topic=shared")))
+        .header("last-event-id", "urn:marker:redis")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ids(&read_until(&mut moved, "a4").await), ["a2", "a3", "a4"]);
+
     // Without a transport, the CLI has no hub and says so.
     let cli = Command::new(env!("CARGO_BIN_EXE_ferrophp"))
         .args([
@@ -698,7 +720,6 @@ async fn two_instances_on_one_redis_and_the_php_cli_publishing_through_it() {
         String::from_utf8_lossy(&cli.stdout)
     );
     a.assert_alive();
-    b.assert_alive();
 }
 
 /// Symfony's Mercure component (Debian's `php-symfony-mercure`, over Symfony's
