@@ -299,5 +299,10 @@ pub(crate) fn render_metrics(out: &mut String) {
             let _ = writeln!(out, "{name}{{quantile=\"{q}\"}} {v}");
         }
     }
-    let _ = writeln!(out, "{name}_count {}", s.fanout_seconds.count());
+    let _ = writeln!(
+        out,
+        "{name}_sum {}\n{name}_count {}",
+        s.fanout_seconds.sum(),
+        s.fanout_seconds.count()
+    );
 }

@@ -455,6 +455,9 @@ async fn mercure_publish_from_a_classic_request_and_a_worker_reaches_subscribers
     assert!(value("ferrophp_mercure_updates_delivered_total") >= 14.0);
     assert_eq!(value("ferrophp_mercure_subscribers"), 0.0);
     assert_eq!(value("ferrophp_mercure_transport_connected"), 1.0);
+    // Every publish's fan-out is timed.
+    assert_eq!(value("ferrophp_mercure_fanout_seconds_count"), 8.0);
+    assert!(metrics.contains("ferrophp_mercure_fanout_seconds{quantile=\"0.99\"}"));
     server.assert_alive();
 }
 
