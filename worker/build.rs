@@ -19,7 +19,7 @@ use std::process::Command;
 mod arginfo;
 
 /// The C files, each owning one role (c/worker.h says which).
-const C_FILES: [&str; 13] = [
+const C_FILES: [&str; 14] = [
     "c/module.c",
     "c/server_vars.c",
     "c/input.c",
@@ -33,6 +33,7 @@ const C_FILES: [&str; 13] = [
     "c/slow_capture.c",
     "c/metrics.c",
     "c/trace.c",
+    "c/mercure.c",
 ];
 
 /// The headers bindgen reads (the declarations Rust calls or implements).

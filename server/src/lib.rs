@@ -19,6 +19,7 @@ mod confine;
 pub mod fuzzing;
 mod interim;
 mod logging;
+mod mercure_mount;
 mod metrics;
 mod mode;
 pub mod package;

@@ -651,6 +651,7 @@ pub(crate) fn render() -> String {
         render_certificates(&mut out, &manager.snapshot(), SystemTime::now());
     }
     render_instance(&mut out);
+    crate::mercure_mount::render_metrics(&mut out);
     crate::traces::render(&mut out);
     let _ = write!(
         out,

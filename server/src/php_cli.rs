@@ -91,7 +91,42 @@ pub fn run_if_php(argv: &[OsString], cli: impl FnOnce() -> clap::Command) -> Opt
     let mut cli_argv = Vec::with_capacity(php_args.len() + 1);
     cli_argv.push(argv0);
     cli_argv.extend_from_slice(php_args);
+    // Held while the script runs: mercure_publish()'s hub and the runtime it talks on.
+    let _mercure = cli_mercure_hub();
     Some(worker::cli::run(cli_argv))
+}
+
+/// The `php` CLI's Mercure hub: with `FERROPHP_MERCURE_TRANSPORT=redis://...` (what
+/// `--mercure-transport` reads), a publish-only hub on that Redis stream, so a console
+/// command's `mercure_publish()` reaches the subscribers of every server on it. None
+/// otherwise (the function then throws): a CLI process has no subscribers of its own.
+fn cli_mercure_hub() -> Option<(tokio::runtime::Runtime, mercure::Hub)> {
+    let url = std::env::var("FERROPHP_MERCURE_TRANSPORT").ok()?;
+    if !(url.starts_with("redis://") || url.starts_with("rediss://")) {
+        return None;
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("ferrophp-mercure")
+        .enable_all()
+        .build()
+        .ok()?;
+    let config = mercure::Config {
+        // Nobody subscribes here; the hub only needs a way to start.
+        anonymous: true,
+        transport: mercure::TransportConfig::redis(url),
+        ..mercure::Config::default()
+    };
+    match runtime.block_on(async { mercure::Hub::start(config) }) {
+        Ok(hub) => {
+            worker::set_mercure_hub(Some(hub.clone()));
+            Some((runtime, hub))
+        }
+        Err(e) => {
+            eprintln!("ferrophp: FERROPHP_MERCURE_TRANSPORT: {e}");
+            None
+        }
+    }
 }
 
 /// `php`'s options that take a value (the next argument, or the rest of the same one).

@@ -28,9 +28,8 @@ type Handler<S> = Box<dyn for<'a> Fn(&'a S, Request<RequestBody>) -> RouteFuture
 pub(crate) enum PathMatch {
     /// This path only.
     Exact(&'static str),
-    /// Every path that starts with this one (`/.well-known/acme-challenge/`). No route of
-    /// today's takes a prefix; the ACME challenge and the Mercure hub will.
-    #[allow(dead_code)]
+    /// Every path that starts with this one (`/.well-known/acme-challenge/`,
+    /// `/.well-known/mercure/`).
     Prefix(&'static str),
 }
 

@@ -162,11 +162,16 @@ impl WorkerRouter {
     }
 }
 
-/// Restarts workers when a file matching one of `patterns` changes (debounced), until
-/// the returned watcher is dropped.
+/// What else a change is told to, after the workers restarted: the files changed in the
+/// burst (`--hot-reload` publishes them on the Mercure hub).
+pub(crate) type OnChange = Box<dyn Fn(Vec<PathBuf>) + Send>;
+
+/// Restarts workers when a file matching one of `patterns` changes (debounced), then
+/// calls `on_change`, until the returned watcher is dropped.
 pub(crate) fn watch(
     engine: EngineControl,
     patterns: &[String],
+    on_change: Option<OnChange>,
 ) -> Result<notify::RecommendedWatcher, String> {
     use notify::{RecursiveMode, Watcher};
     let mut builder = GlobSetBuilder::new();
@@ -186,11 +191,16 @@ pub(crate) fn watch(
         roots.push(glob_root(&absolute));
     }
     let set: GlobSet = builder.build().map_err(|e| e.to_string())?;
-    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let (tx, rx) = std::sync::mpsc::channel::<Vec<PathBuf>>();
     let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
         if let Ok(event) = event {
-            if event.paths.iter().any(|p| set.is_match(p)) {
-                let _ = tx.send(());
+            let matched: Vec<PathBuf> = event
+                .paths
+                .into_iter()
+                .filter(|p| set.is_match(p))
+                .collect();
+            if !matched.is_empty() {
+                let _ = tx.send(matched);
             }
         }
     })
@@ -203,11 +213,18 @@ pub(crate) fn watch(
     std::thread::Builder::new()
         .name("watch".into())
         .spawn(move || {
-            while rx.recv().is_ok() {
+            while let Ok(mut changed) = rx.recv() {
                 // Editors write in bursts: wait for quiet before restarting once.
-                while rx.recv_timeout(Duration::from_millis(200)).is_ok() {}
+                while let Ok(more) = rx.recv_timeout(Duration::from_millis(200)) {
+                    changed.extend(more);
+                }
+                changed.sort();
+                changed.dedup();
                 tracing::info!("files changed: restarting workers");
                 engine.restart_workers();
+                if let Some(on_change) = &on_change {
+                    on_change(changed);
+                }
             }
         })
         .map_err(|e| e.to_string())?;

@@ -24,4 +24,8 @@ static zend_module_entry ferrophp_module = {
     STANDARD_MODULE_PROPERTIES
 };
 
-zend_module_entry *ferrophp_module_entry(void) { return &ferrophp_module; }
+zend_module_entry *ferrophp_module_entry(void) {
+    /* mercure_publish() (mercure.c): the module's own functions, in every SAPI. */
+    ferrophp_module.functions = ferrophp_mercure_functions();
+    return &ferrophp_module;
+}

@@ -32,6 +32,8 @@
 /* ferrophp's own PHP extension (classes such as UserCache\Cache, ini entries). Its
  * MINIT/MSHUTDOWN/RINIT/RSHUTDOWN/MINFO bodies are Rust (worker/src/module.rs). */
 zend_module_entry *ferrophp_module_entry(void);
+/* The module's function table: mercure_publish() (mercure.c). */
+const zend_function_entry *ferrophp_mercure_functions(void);
 zend_result ferrophp_module_minit(int type, int module_number);
 zend_result ferrophp_module_mshutdown(int type, int module_number);
 zend_result ferrophp_module_rinit(int type, int module_number);

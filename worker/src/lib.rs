@@ -45,6 +45,7 @@ mod functions;
 pub mod fuzzing;
 mod job;
 pub mod layout;
+mod mercure_publish;
 mod metrics;
 mod module;
 pub mod observe;
@@ -70,6 +71,7 @@ pub use deadline::{
     stats as deadline_stats, DeadlineConfig, DeadlineStats, ReplaceHook, SlowEntry, SlowFrame,
     SlowSink, DEFAULT_RETIRE_GRACE,
 };
+pub use mercure_publish::set_mercure_hub;
 pub use observe::{PoolId, PoolKind};
 pub use queue::{Placement, Ticket, STALLED_AFTER};
 pub use request::{

@@ -3,12 +3,14 @@
 //! defaults and checked here, into the [`ServeConfig`] the server runs with.
 
 mod acme;
+mod mercure;
 mod sources;
 
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub use self::mercure::{MercureArgs, HOT_RELOAD_TOPIC};
 use crate::metrics::MetricsPush;
 use crate::static_cache;
 use crate::workers::WorkerSpec;
@@ -101,6 +103,10 @@ pub struct ServeConfig {
     pub confine: bool,
     /// Request deadlines and the slow log.
     pub deadlines: worker::DeadlineConfig,
+    /// The Mercure hub, when a publisher key is set (`--mercure-*`, `[mercure]`).
+    pub mercure: Option<::mercure::Config>,
+    /// `--hot-reload`: file changes under `--watch` are published on the hub.
+    pub hot_reload: bool,
 }
 
 impl ServeConfig {
@@ -144,10 +150,27 @@ impl ServeConfig {
         let root = document_root(args.root.take().or(file.root.take()))?;
         let php = php_threads(&args, &file)?;
         let tls = tls_pair(&mut args, &mut file)?;
+        // Only a data directory configured on purpose keeps the hub's history on disk.
+        let explicit_data_dir = args.acme.data_dir.is_some() || file.data_dir.is_some();
         let data_dir = acme::data_dir(&mut args.acme, &mut file);
+        let mercure = self::mercure::hub_config(
+            &mut args.mercure,
+            &mut file,
+            data_dir.as_deref().filter(|_| explicit_data_dir),
+        )?;
         let auto_https =
             acme::auto_https(&mut args.acme, &mut file, tls.as_ref(), data_dir.as_deref())?;
-        let env = php_env(&args, &mut file)?;
+        let mut env = php_env(&args, &mut file)?;
+        let watching = !args.watch.is_empty() || file.watch.as_ref().is_some_and(|w| !w.is_empty());
+        let hot_reload =
+            self::mercure::hot_reload(&args.mercure, &file, mercure.as_ref(), watching)?;
+        if hot_reload {
+            // FrankenPHP's name: what a page's hot-reload client subscribes to.
+            env.push((
+                "FRANKENPHP_HOT_RELOAD".into(),
+                self::mercure::HOT_RELOAD_URL.into(),
+            ));
+        }
         let ini = php_ini_settings(&args, &mut file)?;
         let workers = workers(&mut args, &mut file)?;
         let instance = instance_name(&mut args, &mut file)?;
@@ -218,6 +241,8 @@ impl ServeConfig {
             .max(Duration::from_millis(1)),
             confine: args.confine || file.confine.unwrap_or(false),
             deadlines,
+            mercure,
+            hot_reload,
         })
     }
 }

@@ -57,6 +57,9 @@ pub struct ServeArgs {
     /// Automatic HTTPS: `--domain`, `--acme-*`, `--data-dir`, `--http-listen`.
     #[command(flatten)]
     pub acme: super::acme::AcmeArgs,
+    /// The Mercure hub: `--mercure-*`.
+    #[command(flatten)]
+    pub mercure: super::mercure::MercureArgs,
     /// Largest request body accepted, in bytes; larger ones get 413 [default: 1073741824]
     #[arg(long, env = "FERROPHP_MAX_BODY_SIZE", value_name = "BYTES")]
     pub max_body_size: Option<u64>,
@@ -344,6 +347,8 @@ pub struct FileConfig {
     pub(super) retire_grace: Option<String>,
     pub(super) max_retired_threads: Option<usize>,
     pub(super) slowlog_ms: Option<u64>,
+    /// `[mercure]`: the Mercure hub.
+    pub(super) mercure: Option<super::mercure::MercureFile>,
     /// `[package]`: read by `ferrophp package` only (`serve` checks and ignores it).
     pub(super) package: Option<ferrophp_package::AppSettings>,
 }

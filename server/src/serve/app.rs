@@ -62,6 +62,8 @@ pub(super) struct App {
     /// The server's own routes, looked up before the app's (`dispatch::server_routes`).
     pub(super) routes: crate::routes::Routes<App>,
     pub(super) access_log: bool,
+    /// The Mercure hub, when one is configured (`mercure_mount.rs`).
+    pub(super) mercure: Option<mercure::Hub>,
     /// The PHP threads the pools may run at most (their ceilings, classic and workers):
     /// what the file descriptor reserve is sized for.
     pub(super) php_threads: usize,
@@ -142,6 +144,11 @@ pub(super) async fn build(
         tracing::info!("confined: open_basedir={basedir}");
         forced_ini.push(("open_basedir".into(), basedir));
     }
+    // Before PHP starts: a worker script may publish while it boots.
+    let mercure = match &config.mercure {
+        Some(hub) => Some(crate::mercure_mount::start(hub.clone())?),
+        None => None,
+    };
     let engine = Engine::start(EngineConfig {
         threads: config.threads,
         max_threads: config.max_threads,
@@ -186,7 +193,11 @@ pub(super) async fn build(
     let watcher = if config.watch.is_empty() {
         None
     } else {
-        Some(workers::watch(control.clone(), &config.watch)?)
+        let on_change = mercure
+            .as_ref()
+            .filter(|_| config.hot_reload)
+            .map(|hub| crate::mercure_mount::hot_reload(hub.clone()));
+        Some(workers::watch(control.clone(), &config.watch, on_change)?)
     };
     if let Some(addr) = config.admin {
         if !addr.ip().is_loopback() {
@@ -243,7 +254,8 @@ pub(super) async fn build(
             sendfile,
         },
         sites,
-        routes: super::dispatch::server_routes(),
+        routes: super::dispatch::server_routes(mercure.is_some()),
+        mercure,
         dev: dev.is_some(),
         dev_router: dev.and_then(|d| d.router.clone()),
         access_log: config.access_log,

@@ -273,11 +273,28 @@ const ROUTED_METHODS: &str = "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS";
 ///
 /// `OPTIONS *` (the asterisk form, RFC 9112 §3.2.4): the only method the asterisk target
 /// is defined for. Any other method with `*` goes on to routing, which refuses it (400).
-pub(super) fn server_routes() -> Routes<App> {
+pub(super) fn server_routes(mercure: bool) -> Routes<App> {
     let mut table = Routes::<App>::default();
     table.add(PathMatch::Exact("*"), &[Method::OPTIONS], |_, _| {
         routes::ready(server_options())
     });
+    if mercure {
+        // The hub and its subscriptions API, any method (the hub answers 405 itself).
+        table
+            .add(PathMatch::Exact(::mercure::HUB_PATH), &[], |app, req| {
+                crate::mercure_mount::answer(app.mercure.as_ref(), req)
+            })
+            .add(
+                PathMatch::Prefix(crate::mercure_mount::HUB_PREFIX),
+                &[],
+                |app, req| crate::mercure_mount::answer(app.mercure.as_ref(), req),
+            )
+            .add(
+                PathMatch::Exact(crate::mercure_mount::HOT_RELOAD_JS_PATH),
+                &[Method::GET, Method::HEAD],
+                |_, _| routes::ready(crate::mercure_mount::hot_reload_js()),
+            );
+    }
     table
 }
 

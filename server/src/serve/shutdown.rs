@@ -83,6 +83,11 @@ pub(super) async fn drain(
         grace
     );
     admin::set_draining();
+    // Event streams never end on their own: the hub ends them (subscribers reconnect
+    // elsewhere with Last-Event-ID), and its history is synced to disk.
+    if let Some(hub) = &app.mercure {
+        hub.stop();
+    }
     let started = Instant::now();
     let linger_until = started + LINGER.min(grace);
     while graceful.count() > 0 && Instant::now() < linger_until {

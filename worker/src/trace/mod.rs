@@ -73,6 +73,17 @@ pub(crate) fn request_begin(trace: Option<RequestTrace>) {
     });
 }
 
+/// The parent a span recorded outside PHP's own (`mercure_publish()`'s publish span)
+/// names: the innermost open span, else the server span; None unless the request is
+/// sampled.
+pub(crate) fn sampled_parent() -> Option<ft::SpanContext> {
+    STATE.with(|s| {
+        let mut s = s.try_borrow_mut().ok()?;
+        s.request.as_ref()?;
+        propagation::current_context(&mut s)
+    })
+}
+
 /// The engine request ends: spans still open end now, this request's spans go to the
 /// exporter, and the server span gets what the PHP side knows (`bytes_written`: the
 /// response body PHP wrote).
