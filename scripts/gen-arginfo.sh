@@ -43,7 +43,9 @@ trap 'rm -rf "$scratch"' EXIT
 if [ -n "${GEN_STUB:-}" ]; then
     cp "$GEN_STUB" "$scratch/gen_stub.php"
 else
-    version=$(sed -n 's/^PHP_VERSION=//p' scripts/build-php.sh)
+    # The version PHP was built at (build-php.sh picks it; quick when built), so the
+    # generator is that PHP's.
+    version=$("$(scripts/build-php.sh 2>/dev/null)/bin/php-config" --version 2>/dev/null || true)
     cache=${FERROPHP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ferrophp}
     tarball=$cache/src/php8.2_$version.orig.tar.xz
     if [ ! -f "$tarball" ] \
