@@ -246,6 +246,7 @@ fn frankenphp_threads_json() -> String {
                 "Name": match t.kind {
                     worker::PoolKind::Classic => "regular".into(),
                     worker::PoolKind::Worker => format!("worker-{}", t.pool),
+                    worker::PoolKind::Background => format!("background-{}", t.pool),
                 },
                 // FrankenPHP's state names for ours.
                 "State": match t.state {

@@ -33,6 +33,7 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 #![deny(unreachable_pub)]
 
+mod background;
 mod classic;
 pub mod cli;
 mod deadline;
@@ -50,6 +51,7 @@ mod module;
 pub mod observe;
 mod opcache_guard;
 mod php;
+mod php_jobs;
 mod pool;
 mod queue;
 pub mod request;
@@ -78,7 +80,19 @@ pub use request::{
 };
 pub use sapi::{LogTarget, SapiName};
 pub use spawn::DEFAULT_PHP_STACK_SIZE;
+pub use background::{BackgroundConfig, DEFAULT_STOP_TIMEOUT as DEFAULT_BACKGROUND_STOP_TIMEOUT};
 pub use worker_mode::{MemoryGrowth, WorkerConfig};
+
+/// The process's job queue, once opened (by the first `Ferrophp\Jobs` call, or at start-up
+/// when background workers run): for `/metrics`, the admin view and the scheduler.
+pub fn jobs_queue() -> Option<std::sync::Arc<jobs::Queue>> {
+    php_jobs::opened()
+}
+
+/// The process's job queue, opened now if it was not yet (the scheduler's store).
+pub fn open_jobs_queue() -> Result<std::sync::Arc<jobs::Queue>, String> {
+    php_jobs::open()
+}
 
 /// Smaller stacks than this would not even start PHP reliably.
 pub const MIN_PHP_STACK_SIZE: usize = 2 * 1024 * 1024;
@@ -109,6 +123,10 @@ pub struct EngineConfig {
     pub ini_defaults: Vec<(String, String)>,
     /// Worker scripts, each with its own PHP threads (in addition to `threads`).
     pub workers: Vec<WorkerConfig>,
+    /// Background scripts, each with its own PHP threads running it in a loop.
+    pub background: Vec<BackgroundConfig>,
+    /// Where `Ferrophp\Jobs` keeps jobs (None: no store known; its calls throw).
+    pub jobs: Option<jobs::QueueConfig>,
     /// Where PHP's log lines (`log_errors`, `error_log()`) go.
     pub log_target: LogTarget,
     /// The SAPI name scripts see: "ferrophp", or "cli" / "cli-server" when ferrophp stands
@@ -153,6 +171,8 @@ impl Default for EngineConfig {
             no_php_ini: false,
             ini_defaults: Vec::new(),
             workers: Vec::new(),
+            background: Vec::new(),
+            jobs: None,
             log_target: LogTarget::Tracing,
             sapi_name: SapiName::Server,
             php_stack_size: spawn::DEFAULT_PHP_STACK_SIZE,
@@ -215,7 +235,7 @@ impl EngineControl {
     fn workers(&self) -> impl Iterator<Item = (usize, &std::sync::Arc<worker_mode::WorkerPool>)> {
         self.pools.iter().filter_map(|pool| match pool {
             EnginePool::Worker { index, pool } => Some((*index, pool)),
-            EnginePool::Classic(_) => None,
+            EnginePool::Classic(_) | EnginePool::Background { .. } => None,
         })
     }
 
@@ -254,6 +274,25 @@ impl EngineControl {
     /// request (`sapi::forget_resolved_paths`).
     pub fn forget_resolved_paths(&self) {
         sapi::forget_resolved_paths();
+    }
+
+    /// Queues a script run on the classic pool (a scheduled task); the receiver yields
+    /// its outcome once it ran. Never blocks.
+    pub fn submit(
+        &self,
+        request: ScriptRequest,
+    ) -> Result<tokio::sync::oneshot::Receiver<ScriptOutcome>, EngineStopped> {
+        let classic = self
+            .pools
+            .iter()
+            .find(|pool| pool.target() == Some(Target::Classic))
+            .ok_or(EngineStopped)?;
+        let (done, rx) = tokio::sync::oneshot::channel();
+        classic
+            .queue()
+            .push(job::Job::new(request, Some(done)))
+            .ok_or(EngineStopped)?;
+        Ok(rx)
     }
 
     /// Requests served so far by each worker, in the order of [`EngineConfig::workers`].
@@ -300,14 +339,20 @@ enum EnginePool {
         index: usize,
         pool: std::sync::Arc<worker_mode::WorkerPool>,
     },
+    /// The threads of one background script of [`EngineConfig::background`] (they take
+    /// no requests: no [`Target`] names them).
+    Background {
+        pool: std::sync::Arc<background::BackgroundPool>,
+    },
 }
 
 impl EnginePool {
-    /// The name the server gives this pool.
-    fn target(&self) -> Target {
+    /// The name the server gives this pool (None: a background pool).
+    fn target(&self) -> Option<Target> {
         match self {
-            EnginePool::Classic(_) => Target::Classic,
-            EnginePool::Worker { index, .. } => Target::Worker(*index),
+            EnginePool::Classic(_) => Some(Target::Classic),
+            EnginePool::Worker { index, .. } => Some(Target::Worker(*index)),
+            EnginePool::Background { .. } => None,
         }
     }
 
@@ -315,6 +360,7 @@ impl EnginePool {
         match self {
             EnginePool::Classic(pool) => &pool.queue,
             EnginePool::Worker { pool, .. } => &pool.queue,
+            EnginePool::Background { pool } => &pool.queue,
         }
     }
 
@@ -322,6 +368,7 @@ impl EnginePool {
         match self {
             EnginePool::Classic(pool) => &pool.scaling,
             EnginePool::Worker { pool, .. } => &pool.scaling,
+            EnginePool::Background { pool } => &pool.scaling,
         }
     }
 
@@ -329,6 +376,7 @@ impl EnginePool {
         match self {
             EnginePool::Classic(pool) => pool.stats.id,
             EnginePool::Worker { pool, .. } => pool.stats.id,
+            EnginePool::Background { pool } => pool.stats.id,
         }
     }
 
@@ -338,6 +386,7 @@ impl EnginePool {
         match self {
             EnginePool::Classic(pool) => pool.stop(),
             EnginePool::Worker { pool, .. } => pool.stop(),
+            EnginePool::Background { pool } => pool.stop(),
         }
     }
 }
@@ -348,10 +397,13 @@ enum PoolSpec {
     Classic(scale::Scaling),
     /// The worker script at `index` of [`EngineConfig::workers`].
     Worker { index: usize, config: WorkerConfig },
+    /// A background script.
+    Background(BackgroundConfig),
 }
 
 impl EngineConfig {
-    /// The pools to start, in order: the classic pool, then each worker script.
+    /// The pools to start, in order: the classic pool, each worker script, then each
+    /// background script (stopped first).
     fn pool_specs(&self) -> Vec<PoolSpec> {
         let threads = self.threads.max(1);
         let classic = PoolSpec::Classic(scale::Scaling {
@@ -367,7 +419,11 @@ impl EngineConfig {
                 index,
                 config: config.clone(),
             });
-        std::iter::once(classic).chain(workers).collect()
+        let background = self.background.iter().cloned().map(PoolSpec::Background);
+        std::iter::once(classic)
+            .chain(workers)
+            .chain(background)
+            .collect()
     }
 
     /// What PHP's start-up needs of the configuration.
@@ -395,6 +451,9 @@ fn start_pool(spec: PoolSpec, max_idle: std::time::Duration) -> Result<EnginePoo
         PoolSpec::Worker { index, config } => {
             worker_mode::start(config, max_idle).map(|pool| EnginePool::Worker { index, pool })
         }
+        PoolSpec::Background(config) => {
+            background::start(config).map(|pool| EnginePool::Background { pool })
+        }
     }
 }
 
@@ -418,6 +477,12 @@ impl Engine {
             return Err(EngineError::AlreadyStarted);
         }
         prepare_process(&config);
+        php_jobs::configure(config.jobs.clone());
+        if !config.background.is_empty() {
+            // Background workers take jobs at once: a store that cannot open fails the
+            // start, not their first call.
+            php_jobs::open().map_err(EngineError::Startup)?;
+        }
         let settings = config.module_settings();
         let specs = config.pool_specs();
         let max_idle = config.max_idle_time;
@@ -511,7 +576,7 @@ impl Engine {
 
     /// The pool `target` names.
     fn pool(&self, target: Target) -> Option<&EnginePool> {
-        self.pools.iter().find(|pool| pool.target() == target)
+        self.pools.iter().find(|pool| pool.target() == Some(target))
     }
 
     fn queue(&self, target: Target) -> Result<&queue::JobQueue, EngineStopped> {
@@ -633,11 +698,13 @@ fn php_main(
             let _ = ready.send(Err(e));
         }
     }
+    // Blocked takes (background workers', requests') return null now; acks still work.
+    php_jobs::close();
     for pool in pools.iter().rev() {
         pool.stop();
     }
     drop(pools);
-    let stuck = deadline::stuck_threads();
+    let stuck = deadline::stuck_threads() + pool::left_running();
     if stuck > 0 {
         // They may come back into PHP at any moment: shutting it down under them could
         // crash the process on its way out. The module is left as it is (PHP keeps

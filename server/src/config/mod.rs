@@ -3,6 +3,7 @@
 //! defaults and checked here, into the [`ServeConfig`] the server runs with.
 
 mod acme;
+mod jobs;
 mod sources;
 
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
@@ -13,7 +14,8 @@ use crate::metrics::MetricsPush;
 use crate::static_cache;
 use crate::workers::WorkerSpec;
 pub use acme::{AcmeArgs, AutoHttps};
-use sources::parse_duration;
+pub use jobs::{BackgroundSpec, JobsArgs, JobsSettings, ScheduleSpec};
+pub(crate) use sources::parse_duration;
 pub use sources::{FileConfig, ServeArgs};
 
 /// Resolved settings: what the server runs with.
@@ -101,6 +103,8 @@ pub struct ServeConfig {
     pub confine: bool,
     /// Request deadlines and the slow log.
     pub deadlines: worker::DeadlineConfig,
+    /// Background workers, the job queue's backend, the scheduler.
+    pub jobs: JobsSettings,
 }
 
 impl ServeConfig {
@@ -157,6 +161,7 @@ impl ServeConfig {
         let env = php_env(&args, &mut file)?;
         let ini = php_ini_settings(&args, &mut file)?;
         let workers = workers(&mut args, &mut file)?;
+        let jobs = jobs::settings(&mut args.jobs, &mut file)?;
         let instance = instance_name(&mut args, &mut file)?;
         let (metrics, metrics_push) = metrics(&mut args, &mut file, &instance)?;
         let limits = http_limits(&args, &file)?;
@@ -225,6 +230,7 @@ impl ServeConfig {
             .max(Duration::from_millis(1)),
             confine: args.confine || file.confine.unwrap_or(false),
             deadlines,
+            jobs,
         })
     }
 }

@@ -57,6 +57,9 @@ pub struct ServeArgs {
     /// Automatic HTTPS: `--domain`, `--acme-*`, `--data-dir`, `--http-listen`.
     #[command(flatten)]
     pub acme: super::acme::AcmeArgs,
+    /// Background workers, the job queue's backend: `--background-worker`, `--jobs-*`.
+    #[command(flatten)]
+    pub jobs: super::jobs::JobsArgs,
     /// Largest request body accepted, in bytes; larger ones get 413 [default: 1073741824]
     #[arg(long, env = "FERROPHP_MAX_BODY_SIZE", value_name = "BYTES")]
     pub max_body_size: Option<u64>,
@@ -343,6 +346,13 @@ pub struct FileConfig {
     pub(super) retire_grace: Option<String>,
     pub(super) max_retired_threads: Option<usize>,
     pub(super) slowlog_ms: Option<u64>,
+    /// `[[background]]`: background workers (`config/jobs.rs`).
+    pub(super) background: Option<Vec<super::jobs::BackgroundSpec>>,
+    pub(super) background_stop_timeout: Option<String>,
+    pub(super) jobs_backend: Option<String>,
+    pub(super) jobs_durability: Option<String>,
+    /// `[[schedule]]`: scheduled scripts and commands.
+    pub(super) schedule: Option<Vec<super::jobs::ScheduleSpec>>,
     /// `[package]`: read by `ferrophp package` only (`serve` checks and ignores it).
     pub(super) package: Option<ferrophp_package::AppSettings>,
 }

@@ -76,7 +76,7 @@ pub(super) async fn drain(
     graceful: GracefulShutdown,
     grace: Duration,
     app: Arc<App>,
-    at_exit: AtExit,
+    mut at_exit: AtExit,
 ) -> Result<(), String> {
     tracing::info!(
         "shutting down: no new connections, waiting up to {:?} for requests in flight",
@@ -95,6 +95,9 @@ pub(super) async fn drain(
     {
         tracing::warn!("grace period over with requests still in flight");
     }
+    // No scheduled run starts any more; those under way finish in PHP's drain below.
+    let scheduler = at_exit.scheduler.take();
+    let _ = tokio::task::spawn_blocking(move || crate::background::stop_scheduler(scheduler)).await;
     let app = Arc::try_unwrap(app).map_err(|_| "connections still hold the app".to_string());
     match app {
         Ok(app) => {
@@ -110,6 +113,7 @@ pub(super) async fn drain(
         _watcher,
         metrics_push,
         remove_at_exit,
+        scheduler: _,
     } = at_exit;
     // What PHP recorded since the last push interval leaves the process too.
     if let Some(push) = metrics_push {

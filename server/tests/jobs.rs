@@ -1,0 +1,447 @@
+//! Background work over real HTTP (issue 38, docs/jobs.md): requests dispatch jobs with
+//! `Ferrophp\Jobs::dispatch()`, a background worker (`--background-worker`) takes and
+//! acknowledges them and records each handling in a file (test-data/jobs/consumer.php);
+//! delays, retries into the dead-letter list, a fatal error inside a job, a background
+//! script that exits at once (backoff, no busy loop), payloads that cannot be stored,
+//! a prompt stop on SIGTERM, a `[[schedule]]` entry, and durability: dispatch under load
+//! with the server SIGKILLed at random moments 20 times, then every job whose dispatch
+//! returned is done at least once.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::{wait_until, Server};
+
+fn jobs_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../test-data/jobs")
+        .canonicalize()
+        .expect("test-data/jobs exists")
+}
+
+fn script(name: &str) -> String {
+    jobs_root().join(name).to_string_lossy().into_owned()
+}
+
+/// One handling the consumer recorded: "op id attempts n handled_at dispatched_at".
+#[derive(Debug, Clone)]
+struct Handled {
+    op: String,
+    id: String,
+    attempts: u32,
+    n: u64,
+    handled_at: f64,
+    dispatched_at: f64,
+}
+
+fn handled(out: &Path) -> Vec<Handled> {
+    let text = std::fs::read_to_string(out).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            if f.len() != 6 {
+                return None;
+            }
+            Some(Handled {
+                op: f[0].into(),
+                id: f[1].into(),
+                attempts: f[2].parse().ok()?,
+                n: f[3].parse().ok()?,
+                handled_at: f[4].parse().ok()?,
+                dispatched_at: f[5].parse().ok()?,
+            })
+        })
+        .collect()
+}
+
+/// A server with the consumer as a background worker, its data dir and output file in
+/// `dir`.
+fn start(dir: &Path, extra: &[&str]) -> Server {
+    let data = dir.join("data");
+    let out = dir.join("out.log");
+    let consumer = format!("{},2", script("consumer.php"));
+    let mut args = vec![
+        "--data-dir",
+        data.to_str().unwrap(),
+        "--background-worker",
+        &consumer,
+        "--admin",
+        "127.0.0.1:0",
+    ];
+    args.extend_from_slice(extra);
+    Server::start_with_env(&jobs_root(), &args, &[("JOBS_OUT", out.to_str().unwrap())])
+}
+
+fn scrape(admin: SocketAddr) -> String {
+    common::client()
+        .get(format!("http://{admin}/metrics"))
+        .send()
+        .and_then(|r| r.text())
+        .unwrap_or_default()
+}
+
+/// The value of the sample `line_start` (its name and labels) in a scrape.
+fn sample(text: &str, line_start: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(line_start)?.trim().parse().ok())
+}
+
+fn dispatch(server: &Server, query: &str) -> String {
+    let r = server.get(&format!("/dispatch.php?{query}"));
+    assert_eq!(r.status, 200, "dispatch {query}: {}", r.text());
+    r.text()
+}
+
+#[test]
+fn requests_dispatch_and_a_background_worker_takes_and_acknowledges() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path(), &[]);
+    let mut ids = BTreeMap::new();
+    for n in 1..=50u64 {
+        let body = dispatch(&server, &format!("n={n}"));
+        let id = body.split(' ').next().unwrap().to_string();
+        assert_eq!(id.len(), 16, "a job id is 16 hex digits: {body}");
+        ids.insert(id, n);
+    }
+    let out = dir.path().join("out.log");
+    assert!(
+        wait_until(Duration::from_secs(20), || handled(&out).len() >= 50),
+        "handled {} of 50; stderr:\n{}",
+        handled(&out).len(),
+        server.stderr()
+    );
+    let done = handled(&out);
+    for h in &done {
+        assert_eq!(h.op, "record");
+        assert_eq!(ids.get(&h.id), Some(&h.n), "job {} came back with n={}", h.id, h.n);
+        assert_eq!(h.attempts, 1);
+    }
+    let seen: BTreeSet<u64> = done.iter().map(|h| h.n).collect();
+    assert_eq!(seen.len(), 50, "each job handled once: {done:?}");
+    // Both background threads and the queue show on /metrics.
+    let admin = server.admin_addr().unwrap();
+    assert!(wait_until(Duration::from_secs(5), || {
+        sample(&scrape(admin), "ferrophp_jobs_total{event=\"acked\"}") == Some(50.0)
+    }));
+    let text = scrape(admin);
+    let threads = format!(
+        "ferrophp_background_threads{{background=\"{}\"}}",
+        script("consumer.php")
+    );
+    assert_eq!(sample(&text, &threads), Some(2.0), "{text}");
+    assert_eq!(
+        sample(&text, "ferrophp_jobs_total{event=\"dispatched\"}"),
+        Some(50.0)
+    );
+    assert_eq!(
+        sample(&text, "ferrophp_jobs{queue=\"work\",state=\"ready\"}"),
+        Some(0.0)
+    );
+    // The admin view lists the background threads.
+    let threads = common::client()
+        .get(format!("http://{admin}/threads"))
+        .send()
+        .and_then(|r| r.text())
+        .unwrap();
+    assert!(threads.contains("php-bg-0") && threads.contains("php-bg-1"), "{threads}");
+}
+
+#[test]
+fn a_delayed_job_waits_for_its_delay() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path(), &[]);
+    dispatch(&server, "n=1&delay=1.5");
+    dispatch(&server, "n=2");
+    let out = dir.path().join("out.log");
+    assert!(
+        wait_until(Duration::from_secs(15), || handled(&out).len() >= 2),
+        "stderr:\n{}",
+        server.stderr()
+    );
+    let done = handled(&out);
+    let delayed = done.iter().find(|h| h.n == 1).unwrap();
+    let prompt = done.iter().find(|h| h.n == 2).unwrap();
+    let waited = delayed.handled_at - delayed.dispatched_at;
+    assert!(waited >= 1.5, "a 1.5 s delay ran after {waited:.3} s");
+    assert!(waited < 5.0, "a 1.5 s delay ran after {waited:.3} s");
+    assert!(
+        prompt.handled_at - prompt.dispatched_at < 1.0,
+        "the undelayed job waited {:.3} s",
+        prompt.handled_at - prompt.dispatched_at
+    );
+    assert!(prompt.handled_at < delayed.handled_at);
+}
+
+#[test]
+fn a_failing_job_is_retried_then_dead_lettered_and_a_fatal_job_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path(), &[]);
+    let failing = dispatch(&server, "op=fail&n=7&max=3");
+    let failing = failing.split(' ').next().unwrap().to_string();
+    let fatal = dispatch(&server, "op=fatal&n=8&max=2");
+    let fatal = fatal.split(' ').next().unwrap().to_string();
+    let admin = server.admin_addr().unwrap();
+    let dead = || sample(&scrape(admin), "ferrophp_jobs{queue=\"work\",state=\"dead\"}");
+    assert!(
+        wait_until(Duration::from_secs(30), || dead() == Some(2.0)),
+        "dead: {:?}; handled: {:?}; stderr:\n{}",
+        dead(),
+        handled(&dir.path().join("out.log")),
+        server.stderr()
+    );
+    let done = handled(&dir.path().join("out.log"));
+    let attempts = |id: &str| -> Vec<u32> {
+        done.iter().filter(|h| h.id == id).map(|h| h.attempts).collect()
+    };
+    assert_eq!(attempts(&failing), vec![1, 2, 3], "{done:?}");
+    assert_eq!(attempts(&fatal), vec![1, 2], "{done:?}");
+    // Retries waited their backoff (1 s, then 2 s, less up to 20% jitter).
+    let at: Vec<f64> = done
+        .iter()
+        .filter(|h| h.id == failing)
+        .map(|h| h.handled_at)
+        .collect();
+    assert!(at[1] - at[0] >= 0.75, "first retry after {:.3} s", at[1] - at[0]);
+    assert!(at[2] - at[1] >= 1.5, "second retry after {:.3} s", at[2] - at[1]);
+    // The fatal error ended the script; it runs again and keeps consuming.
+    dispatch(&server, "n=9");
+    assert!(wait_until(Duration::from_secs(10), || handled(
+        &dir.path().join("out.log")
+    )
+    .iter()
+    .any(|h| h.n == 9)));
+    let stderr = server.stderr();
+    assert!(
+        stderr.contains("undefined_function_in_a_job"),
+        "the fatal error is logged: {stderr}"
+    );
+    assert!(stderr.contains("released without ack"), "{stderr}");
+    server.assert_alive();
+}
+
+#[test]
+fn a_background_script_that_exits_at_once_backs_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("runs.log");
+    let data = dir.path().join("data");
+    let exits = script("exits.php");
+    let server = Server::start_with_env(
+        &jobs_root(),
+        &[
+            "--data-dir",
+            data.to_str().unwrap(),
+            "--background-worker",
+            &exits,
+        ],
+        &[("JOBS_OUT", out.to_str().unwrap())],
+    );
+    std::thread::sleep(Duration::from_secs(4));
+    let runs = std::fs::read_to_string(&out).unwrap_or_default().lines().count();
+    // 100, 200, 400, 800, 1600 ms between runs: 5 or 6 runs in 4 s, never thousands.
+    assert!(
+        (3..=8).contains(&runs),
+        "{runs} runs in 4 s; stderr:\n{}",
+        server.stderr()
+    );
+    assert!(server.stderr().contains("running it again after a backoff"));
+    server.assert_alive();
+}
+
+#[test]
+fn payloads_that_cannot_be_stored_get_a_clear_exception() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let server = Server::start(&jobs_root(), &["--data-dir", data.to_str().unwrap()]);
+    let get = |kind: &str| server.get(&format!("/payloads.php?kind={kind}")).text();
+    let r = get("resource");
+    assert!(
+        r.starts_with("Ferrophp\\JobsException: ") && r.contains("is a resource"),
+        "{r}"
+    );
+    let r = get("nested");
+    assert!(r.contains("[a][b][2] is a resource"), "{r}");
+    let r = get("closure");
+    assert!(r.contains("[cb] is a closure"), "{r}");
+    let r = get("big");
+    assert!(
+        r.starts_with("Ferrophp\\JobsException: ") && r.contains("exceeds the limit"),
+        "{r}"
+    );
+    let r = get("queue");
+    assert!(r.starts_with("Ferrophp\\JobsException: ") && r.contains("queue"), "{r}");
+    let r = get("priority");
+    assert!(r.contains("priority"), "{r}");
+    let r = get("ok");
+    assert!(r.starts_with("OK "), "{r}");
+    server.assert_alive();
+}
+
+#[test]
+fn sigterm_stops_a_background_worker_blocked_in_take_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = start(dir.path(), &[]);
+    let out = dir.path().join("out.log");
+    assert!(wait_until(Duration::from_secs(10), || std::fs::read_to_string(&out)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.starts_with("start"))
+        .count()
+        == 2));
+    // The consumer waits up to 30 s in take(): the stop wakes it.
+    let started = Instant::now();
+    server.sigterm();
+    let status = server.wait_exit(Duration::from_secs(15)).expect("exits");
+    assert!(status.success(), "{status}; stderr:\n{}", server.stderr());
+    let stopped = std::fs::read_to_string(&out)
+        .unwrap()
+        .lines()
+        .filter(|l| *l == "stopped")
+        .count();
+    assert_eq!(stopped, 2, "each thread's script saw shouldStop()");
+    // Most of it is the HTTP side's one-second linger.
+    assert!(started.elapsed() < Duration::from_secs(8), "{:?}", started.elapsed());
+}
+
+#[test]
+fn a_schedule_entry_runs_its_script_every_second() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("sched.log");
+    let config = dir.path().join("ferrophp.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "data_dir = {:?}\n[[schedule]]\nname = \"tick\"\nevery = \"1s\"\nscript = {:?}\n",
+            dir.path().join("data"),
+            script("scheduled.php")
+        ),
+    )
+    .unwrap();
+    let server = Server::start_with_env(
+        &jobs_root(),
+        &["--config", config.to_str().unwrap()],
+        &[("JOBS_OUT", out.to_str().unwrap())],
+    );
+    let runs = || {
+        std::fs::read_to_string(&out)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.strip_prefix("scheduled ")?.parse::<f64>().ok())
+            .collect::<Vec<f64>>()
+    };
+    assert!(
+        wait_until(Duration::from_secs(10), || runs().len() >= 3),
+        "stderr:\n{}",
+        server.stderr()
+    );
+    let r = runs();
+    for pair in r.windows(2) {
+        let gap = pair[1] - pair[0];
+        assert!((0.5..1.6).contains(&gap), "runs {gap:.3} s apart: {r:?}");
+    }
+    server.assert_alive();
+}
+
+#[test]
+fn a_bad_background_or_schedule_setting_is_a_clear_error() {
+    for (args, needle) in [
+        (vec!["--background-worker", "/nonexistent/bg.php"], "background worker script"),
+        (vec!["--jobs-backend", "mysql://x"], "jobs backend"),
+        (vec!["--jobs-durability", "sometimes"], "durability"),
+    ] {
+        let run = common::serve_until_exit(&jobs_root(), &args, Duration::from_secs(20));
+        assert!(
+            run.status.is_some_and(|s| !s.success()),
+            "{args:?}: {:?}",
+            run.status
+        );
+        assert!(run.stderr.contains(needle), "{args:?}: {}", run.stderr);
+    }
+}
+
+/// Dispatch under load from four clients while the server is SIGKILLed at random moments,
+/// 20 times over one data directory; then every job whose dispatch returned must be done
+/// at least once (at-least-once: some twice, when a kill fell between the record and the
+/// ack).
+#[test]
+fn no_dispatched_job_is_lost_across_twenty_sigkills() {
+    const KILLS: usize = 20;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.log");
+    let dispatched: Arc<Mutex<BTreeSet<u64>>> = Arc::default();
+    let next = Arc::new(AtomicU64::new(1));
+    let mut rng = 0x2545_f491_4f6c_dd1du64;
+    let mut rand = move |n: u64| {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng % n
+    };
+    for _ in 0..KILLS {
+        let server = start(dir.path(), &[]);
+        let addr = server.addr;
+        let stop = Arc::new(AtomicBool::new(false));
+        let clients: Vec<_> = (0..4)
+            .map(|_| {
+                let (stop, next, dispatched) = (stop.clone(), next.clone(), dispatched.clone());
+                std::thread::spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        let n = next.fetch_add(1, Ordering::Relaxed);
+                        let request = format!(
+                            "GET /dispatch.php?n={n} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+                        );
+                        let Ok(bytes) = common::exchange(addr, request.as_bytes(), Duration::from_secs(5))
+                        else {
+                            continue;
+                        };
+                        if let Some(r) = common::parse_response(&bytes) {
+                            if r.status == 200 && r.text().split(' ').next().is_some_and(|id| id.len() == 16) {
+                                dispatched.lock().unwrap().insert(n);
+                            }
+                        }
+                    }
+                })
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(150 + rand(600)));
+        drop(server); // SIGKILL
+        stop.store(true, Ordering::Relaxed);
+        for c in clients {
+            let _ = c.join();
+        }
+    }
+    let server = start(dir.path(), &[]);
+    let want: BTreeSet<u64> = dispatched.lock().unwrap().clone();
+    let done_set = || -> BTreeSet<u64> {
+        handled(&out).iter().filter(|h| h.op == "record").map(|h| h.n).collect()
+    };
+    let finished = wait_until(Duration::from_secs(120), || want.is_subset(&done_set()));
+    let records = handled(&out);
+    let done = done_set();
+    let lost: Vec<&u64> = want.difference(&done).collect();
+    let redelivered = records.len() - done.len();
+    let admin = server.admin_addr().unwrap();
+    let acked = sample(&scrape(admin), "ferrophp_jobs_total{event=\"acked\"}").unwrap_or(0.0);
+    println!("| kills | dispatched (returned) | acknowledged (final run) | done (distinct) | handled twice | lost |");
+    println!("|---|---|---|---|---|---|");
+    println!(
+        "| {KILLS} | {} | {acked} | {} | {redelivered} | {} |",
+        want.len(),
+        done.intersection(&want).count(),
+        lost.len()
+    );
+    assert!(
+        finished && lost.is_empty(),
+        "lost {} of {}: {:?}; stderr:\n{}",
+        lost.len(),
+        want.len(),
+        &lost[..lost.len().min(20)],
+        server.stderr()
+    );
+    assert!(want.len() > 200, "only {} dispatches returned", want.len());
+}

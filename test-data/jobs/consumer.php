@@ -1,0 +1,36 @@
+<?php
+// A background worker: takes jobs from `work` until told to stop and appends one line
+// per handling to $JOBS_OUT: "op id attempts n handled_at dispatched_at".
+$out = getenv('JOBS_OUT');
+$log = function (string $line) use ($out) {
+    file_put_contents($out, $line . "\n", FILE_APPEND | LOCK_EX);
+};
+$log('start ' . getmypid());
+while (!Ferrophp\Background::shouldStop()) {
+    $job = Ferrophp\Jobs::take(['work'], 30);
+    if ($job === null) {
+        continue;
+    }
+    $p = $job->payload;
+    $line = sprintf('%s %s %d %d %.6f %.6f', $p['op'], $job->id, $job->attempts, $p['n'], microtime(true), $p['at']);
+    switch ($p['op']) {
+        case 'record':
+            $log($line);
+            $job->ack();
+            break;
+        case 'fail':
+            $log($line);
+            $job->fail('boom ' . $job->attempts);
+            break;
+        case 'fatal':
+            $log($line);
+            undefined_function_in_a_job();
+            break;
+        case 'slow':
+            usleep(300000);
+            $log($line);
+            $job->ack();
+            break;
+    }
+}
+$log('stopped');
