@@ -210,6 +210,7 @@ fn threads_json() -> String {
             serde_json::json!({
                 "name": t.name,
                 "pool": t.pool,
+                "kind": t.kind.as_str(),
                 "state": t.state.as_str(),
                 "busy": t.state == worker::observe::ThreadState::Busy,
                 "uri": t.current,

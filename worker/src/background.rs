@@ -83,7 +83,8 @@ pub(crate) fn start(config: BackgroundConfig) -> Result<Arc<BackgroundPool>, Str
     let scaling = Scaling {
         min: threads,
         max: threads,
-        max_idle: Duration::MAX,
+        // Never read: background threads do not autoscale.
+        max_idle: Duration::from_secs(3600),
     };
     let name = config
         .name
