@@ -445,3 +445,71 @@ fn no_dispatched_job_is_lost_across_twenty_sigkills() {
     );
     assert!(want.len() > 200, "only {} dispatches returned", want.len());
 }
+
+/// A redis-server (Debian's package) on a free loopback port, no persistence; killed by
+/// its pid when dropped.
+struct Redis {
+    child: std::process::Child,
+    _dir: tempfile::TempDir,
+    port: u16,
+}
+
+impl Redis {
+    fn start() -> Redis {
+        let dir = tempfile::tempdir().unwrap();
+        let port = common::pebble::free_port();
+        let child = std::process::Command::new("redis-server")
+            .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .arg("--port")
+            .arg(port.to_string())
+            .arg("--dir")
+            .arg(dir.path())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("redis-server (apt-get install redis-server) starts");
+        let redis = Redis {
+            child,
+            _dir: dir,
+            port,
+        };
+        assert!(wait_until(Duration::from_secs(10), || {
+            std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+        }));
+        redis
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Two instances on one Redis (`--jobs-backend`): one only serves requests that dispatch,
+/// the other runs the consumer; every job crosses over.
+#[test]
+fn two_instances_share_one_queue_on_redis() {
+    let redis = Redis::start();
+    let url = format!("redis://127.0.0.1:{}/", redis.port);
+    let dir = tempfile::tempdir().unwrap();
+    let web = Server::start(&jobs_root(), &["--jobs-backend", &url]);
+    let consumer = start(dir.path(), &["--jobs-backend", &url]);
+    for n in 1..=20u64 {
+        dispatch(&web, &format!("n={n}"));
+    }
+    let out = dir.path().join("out.log");
+    assert!(
+        wait_until(Duration::from_secs(20), || handled(&out).len() >= 20),
+        "handled {:?}; stderr:\n{}",
+        handled(&out),
+        consumer.stderr()
+    );
+    let seen: BTreeSet<u64> = handled(&out).iter().map(|h| h.n).collect();
+    assert_eq!(seen, (1..=20).collect());
+    assert!(
+        !dir.path().join("data/jobs").exists(),
+        "the Redis backend keeps nothing in the data directory"
+    );
+}

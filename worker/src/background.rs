@@ -29,9 +29,9 @@ use crate::scale::Scaling;
 use crate::thread_state::ThreadState;
 
 /// A run shorter than this counts as failing (backoff), whatever its exit status.
-pub const QUICK_EXIT: Duration = Duration::from_secs(1);
+pub(crate) const QUICK_EXIT: Duration = Duration::from_secs(1);
 /// The longest wait between two failing runs.
-pub const MAX_BACKOFF: Duration = Duration::from_secs(10);
+pub(crate) const MAX_BACKOFF: Duration = Duration::from_secs(10);
 /// How long a stopping background script may take to end, unless configured.
 pub const DEFAULT_STOP_TIMEOUT: Duration = Duration::from_secs(30);
 

@@ -234,7 +234,7 @@ pub struct ServeArgs {
 }
 
 /// `5s`, `500ms`, `2m`, or a number of seconds.
-pub(super) fn parse_duration(value: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(value: &str) -> Result<Duration, String> {
     let t = value.trim();
     let invalid = || format!("invalid duration {value:?}: expected 5s, 500ms, 2m or seconds");
     let (number, unit_ms) = if let Some(n) = t.strip_suffix("ms") {
