@@ -11,7 +11,8 @@ $payload = match ($kind) {
 $queue = $kind === 'queue' ? 'bad queue name!' : 'payloads';
 $priority = $kind === 'priority' ? 5000 : 0;
 try {
-    echo 'OK ', Ferrophp\Jobs::dispatch($queue, $payload, 0, $priority);
+    $id = Ferrophp\Jobs::dispatch($queue, $payload, 0, $priority);
+    echo 'OK ', $id;
 } catch (Throwable $e) {
     echo get_class($e), ': ', $e->getMessage();
 }
