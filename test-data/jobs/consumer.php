@@ -1,6 +1,7 @@
 <?php
 // A background worker: takes jobs from `work` until told to stop and appends one line
-// per handling to $JOBS_OUT: "op id attempts n handled_at dispatched_at".
+// per handling to $JOBS_OUT: "op id attempts n handled_at dispatched_at pid", and
+// "acked id" once an ack returned.
 $out = getenv('JOBS_OUT');
 $log = function (string $line) use ($out) {
     file_put_contents($out, $line . "\n", FILE_APPEND | LOCK_EX);
@@ -12,11 +13,19 @@ while (!Ferrophp\Background::shouldStop()) {
         continue;
     }
     $p = $job->payload;
-    $line = sprintf('%s %s %d %d %.6f %.6f', $p['op'], $job->id, $job->attempts, $p['n'], microtime(true), $p['at']);
+    $line = sprintf('%s %s %d %d %.6f %.6f %d', $p['op'], $job->id, $job->attempts, $p['n'], microtime(true), $p['at'], getmypid());
     switch ($p['op']) {
         case 'record':
             $log($line);
             $job->ack();
+            $log('acked ' . $job->id);
+            break;
+        case 'work':
+            // 2 ms of work: a backlog builds under load, so kills find jobs waiting.
+            usleep(2000);
+            $log($line);
+            $job->ack();
+            $log('acked ' . $job->id);
             break;
         case 'fail':
             $log($line);

@@ -1,7 +1,7 @@
 <?php
 // Dispatches one job to the queue `work` (or ?queue=): ?op=record&n=N (the consumer
 // appends N to its log), ?op=fail, ?op=fatal; ?delay= seconds, ?max= attempts.
-// Prints the job's id and the dispatch time.
+// Prints the job's id, the dispatch time and this process's id.
 $queue = $_GET['queue'] ?? 'work';
 $payload = ['op' => $_GET['op'] ?? 'record', 'n' => (int)($_GET['n'] ?? 0), 'at' => microtime(true)];
 try {
@@ -13,7 +13,7 @@ try {
         $_GET['unique'] ?? null,
         (int)($_GET['max'] ?? 3),
     );
-    echo $id, ' ', sprintf('%.6f', $payload['at']);
+    echo $id, ' ', sprintf('%.6f', $payload['at']), ' ', getmypid();
 } catch (Ferrophp\JobsException $e) {
     http_response_code(500);
     echo get_class($e), ': ', $e->getMessage();
