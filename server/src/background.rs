@@ -36,9 +36,8 @@ pub(crate) fn background_configs(config: &ServeConfig) -> Result<Vec<BackgroundC
         .background
         .iter()
         .map(|spec| {
-            let script = std::fs::canonicalize(&spec.script).map_err(|e| {
-                format!("background worker script {}: {e}", spec.script.display())
-            })?;
+            let script = std::fs::canonicalize(&spec.script)
+                .map_err(|e| format!("background worker script {}: {e}", spec.script.display()))?;
             let mut bg = BackgroundConfig::new(script, spec.threads.unwrap_or(1).max(1));
             bg.name = Some(spec.script.display().to_string());
             bg.stop_timeout = match &spec.stop_timeout {
@@ -109,8 +108,12 @@ impl Runner {
         };
         let ms = started.elapsed().as_millis() as u64;
         match &outcome {
-            Ok(()) => tracing::info!(entry = %run.entry, duration_ms = ms, catch_up = run.catch_up, "schedule: run succeeded"),
-            Err(why) => tracing::warn!(entry = %run.entry, duration_ms = ms, "schedule: run failed: {why}"),
+            Ok(()) => {
+                tracing::info!(entry = %run.entry, duration_ms = ms, catch_up = run.catch_up, "schedule: run succeeded")
+            }
+            Err(why) => {
+                tracing::warn!(entry = %run.entry, duration_ms = ms, "schedule: run failed: {why}")
+            }
         }
         run.finish(match outcome {
             Ok(()) => jobs::RunOutcome::Succeeded,

@@ -121,7 +121,13 @@ fn requests_dispatch_and_a_background_worker_takes_and_acknowledges() {
     let done = handled(&out);
     for h in &done {
         assert_eq!(h.op, "record");
-        assert_eq!(ids.get(&h.id), Some(&h.n), "job {} came back with n={}", h.id, h.n);
+        assert_eq!(
+            ids.get(&h.id),
+            Some(&h.n),
+            "job {} came back with n={}",
+            h.id,
+            h.n
+        );
         assert_eq!(h.attempts, 1);
     }
     let seen: BTreeSet<u64> = done.iter().map(|h| h.n).collect();
@@ -151,7 +157,10 @@ fn requests_dispatch_and_a_background_worker_takes_and_acknowledges() {
         .send()
         .and_then(|r| r.text())
         .unwrap();
-    assert!(threads.contains("php-bg-0") && threads.contains("php-bg-1"), "{threads}");
+    assert!(
+        threads.contains("php-bg-0") && threads.contains("php-bg-1"),
+        "{threads}"
+    );
 }
 
 #[test]
@@ -189,7 +198,12 @@ fn a_failing_job_is_retried_then_dead_lettered_and_a_fatal_job_too() {
     let fatal = dispatch(&server, "op=fatal&n=8&max=2");
     let fatal = fatal.split(' ').next().unwrap().to_string();
     let admin = server.admin_addr().unwrap();
-    let dead = || sample(&scrape(admin), "ferrophp_jobs{queue=\"work\",state=\"dead\"}");
+    let dead = || {
+        sample(
+            &scrape(admin),
+            "ferrophp_jobs{queue=\"work\",state=\"dead\"}",
+        )
+    };
     assert!(
         wait_until(Duration::from_secs(30), || dead() == Some(2.0)),
         "dead: {:?}; handled: {:?}; stderr:\n{}",
@@ -199,7 +213,10 @@ fn a_failing_job_is_retried_then_dead_lettered_and_a_fatal_job_too() {
     );
     let done = handled(&dir.path().join("out.log"));
     let attempts = |id: &str| -> Vec<u32> {
-        done.iter().filter(|h| h.id == id).map(|h| h.attempts).collect()
+        done.iter()
+            .filter(|h| h.id == id)
+            .map(|h| h.attempts)
+            .collect()
     };
     assert_eq!(attempts(&failing), vec![1, 2, 3], "{done:?}");
     assert_eq!(attempts(&fatal), vec![1, 2], "{done:?}");
@@ -209,8 +226,16 @@ fn a_failing_job_is_retried_then_dead_lettered_and_a_fatal_job_too() {
         .filter(|h| h.id == failing)
         .map(|h| h.handled_at)
         .collect();
-    assert!(at[1] - at[0] >= 0.75, "first retry after {:.3} s", at[1] - at[0]);
-    assert!(at[2] - at[1] >= 1.5, "second retry after {:.3} s", at[2] - at[1]);
+    assert!(
+        at[1] - at[0] >= 0.75,
+        "first retry after {:.3} s",
+        at[1] - at[0]
+    );
+    assert!(
+        at[2] - at[1] >= 1.5,
+        "second retry after {:.3} s",
+        at[2] - at[1]
+    );
     // The fatal error ended the script; it runs again and keeps consuming.
     dispatch(&server, "n=9");
     assert!(wait_until(Duration::from_secs(10), || handled(
@@ -244,7 +269,10 @@ fn a_background_script_that_exits_at_once_backs_off() {
         &[("JOBS_OUT", out.to_str().unwrap())],
     );
     std::thread::sleep(Duration::from_secs(4));
-    let runs = std::fs::read_to_string(&out).unwrap_or_default().lines().count();
+    let runs = std::fs::read_to_string(&out)
+        .unwrap_or_default()
+        .lines()
+        .count();
     // 100, 200, 400, 800, 1600 ms between runs: 5 or 6 runs in 4 s, never thousands.
     assert!(
         (3..=8).contains(&runs),
@@ -276,7 +304,10 @@ fn payloads_that_cannot_be_stored_get_a_clear_exception() {
         "{r}"
     );
     let r = get("queue");
-    assert!(r.starts_with("Ferrophp\\JobsException: ") && r.contains("queue"), "{r}");
+    assert!(
+        r.starts_with("Ferrophp\\JobsException: ") && r.contains("queue"),
+        "{r}"
+    );
     let r = get("priority");
     assert!(r.contains("priority"), "{r}");
     let r = get("ok");
@@ -289,12 +320,15 @@ fn sigterm_stops_a_background_worker_blocked_in_take_at_once() {
     let dir = tempfile::tempdir().unwrap();
     let mut server = start(dir.path(), &[]);
     let out = dir.path().join("out.log");
-    assert!(wait_until(Duration::from_secs(10), || std::fs::read_to_string(&out)
-        .unwrap_or_default()
-        .lines()
-        .filter(|l| l.starts_with("start"))
-        .count()
-        == 2));
+    assert!(wait_until(
+        Duration::from_secs(10),
+        || std::fs::read_to_string(&out)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.starts_with("start"))
+            .count()
+            == 2
+    ));
     // The consumer waits up to 30 s in take(): the stop wakes it.
     let started = Instant::now();
     server.sigterm();
@@ -307,7 +341,11 @@ fn sigterm_stops_a_background_worker_blocked_in_take_at_once() {
         .count();
     assert_eq!(stopped, 2, "each thread's script saw shouldStop()");
     // Most of it is the HTTP side's one-second linger.
-    assert!(started.elapsed() < Duration::from_secs(8), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "{:?}",
+        started.elapsed()
+    );
 }
 
 #[test]
@@ -352,7 +390,10 @@ fn a_schedule_entry_runs_its_script_every_second() {
 #[test]
 fn a_bad_background_or_schedule_setting_is_a_clear_error() {
     for (args, needle) in [
-        (vec!["--background-worker", "/nonexistent/bg.php"], "background worker script"),
+        (
+            vec!["--background-worker", "/nonexistent/bg.php"],
+            "background worker script",
+        ),
         (vec!["--jobs-backend", "mysql://x"], "jobs backend"),
         (vec!["--jobs-durability", "sometimes"], "durability"),
     ] {
@@ -427,13 +468,20 @@ fn no_dispatched_job_is_lost_across_twenty_sigkills() {
     let server = start(dir.path(), &[]);
     let want: BTreeMap<u64, u32> = dispatched.lock().unwrap().clone();
     let done_set = || -> BTreeSet<u64> {
-        handled(&out).iter().filter(|h| h.op == "work").map(|h| h.n).collect()
+        handled(&out)
+            .iter()
+            .filter(|h| h.op == "work")
+            .map(|h| h.n)
+            .collect()
     };
     let finished = wait_until(Duration::from_secs(120), || {
         let done = done_set();
         want.keys().all(|n| done.contains(n))
     });
-    let records: Vec<Handled> = handled(&out).into_iter().filter(|h| h.op == "work").collect();
+    let records: Vec<Handled> = handled(&out)
+        .into_iter()
+        .filter(|h| h.op == "work")
+        .collect();
     let done = done_set();
     let lost: Vec<&u64> = want.keys().filter(|n| !done.contains(n)).collect();
     let twice = records.len() - done.len();
@@ -469,7 +517,10 @@ fn no_dispatched_job_is_lost_across_twenty_sigkills() {
         server.stderr()
     );
     assert!(want.len() > 200, "only {} dispatches returned", want.len());
-    assert!(survived > 0, "no job was waiting at any of the {KILLS} kills: the test proved nothing");
+    assert!(
+        survived > 0,
+        "no job was waiting at any of the {KILLS} kills: the test proved nothing"
+    );
 }
 
 /// A redis-server (Debian's package) on a free loopback port, no persistence; killed by

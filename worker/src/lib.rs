@@ -68,6 +68,7 @@ mod worker_mode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 
+pub use background::{BackgroundConfig, DEFAULT_STOP_TIMEOUT as DEFAULT_BACKGROUND_STOP_TIMEOUT};
 pub use deadline::{
     stats as deadline_stats, DeadlineConfig, DeadlineStats, ReplaceHook, SlowEntry, SlowFrame,
     SlowSink, DEFAULT_RETIRE_GRACE,
@@ -80,7 +81,6 @@ pub use request::{
 };
 pub use sapi::{LogTarget, SapiName};
 pub use spawn::DEFAULT_PHP_STACK_SIZE;
-pub use background::{BackgroundConfig, DEFAULT_STOP_TIMEOUT as DEFAULT_BACKGROUND_STOP_TIMEOUT};
 pub use worker_mode::{MemoryGrowth, WorkerConfig};
 
 /// The process's job queue, once opened (by the first `Ferrophp\Jobs` call, or at start-up

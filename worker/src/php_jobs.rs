@@ -68,7 +68,8 @@ pub(crate) fn open() -> Result<Arc<Queue>, String> {
                 .into(),
         );
     };
-    let opened = Arc::new(Queue::open(config).map_err(|e| format!("cannot open the job queue: {e}"))?);
+    let opened =
+        Arc::new(Queue::open(config).map_err(|e| format!("cannot open the job queue: {e}"))?);
     *queue = Some(opened.clone());
     Ok(opened)
 }
@@ -148,7 +149,7 @@ fn return_bool(rv: Rv, b: bool) {
 
 /// Seconds as a PHP float into a duration; `what` names the argument in the error.
 fn seconds(what: &str, s: f64) -> Result<Duration, String> {
-    if !s.is_finite() || s < 0.0 || s > 1e9 {
+    if !s.is_finite() || !(0.0..=1e9).contains(&s) {
         return Err(format!(
             "{what} must be a number of seconds from 0 to 1e9, {s} given"
         ));
@@ -235,9 +236,10 @@ unsafe fn queue_names(arg: *const sys::zval) -> Result<Vec<String>, String> {
     unsafe {
         let arg = zv::deref(arg);
         match zv::ztype(arg) {
-            zv::IS_STRING => Ok(vec![
-                String::from_utf8_lossy(zv::str_bytes((*arg).value.str_)).into_owned(),
-            ]),
+            zv::IS_STRING => Ok(vec![String::from_utf8_lossy(zv::str_bytes(
+                (*arg).value.str_,
+            ))
+            .into_owned()]),
             zv::IS_ARRAY => {
                 let mut names = Vec::new();
                 zv::for_each((*arg).value.arr, |_, v| {
@@ -245,7 +247,8 @@ unsafe fn queue_names(arg: *const sys::zval) -> Result<Vec<String>, String> {
                     if zv::ztype(v) != zv::IS_STRING {
                         return Err("take(): every queue name must be a string".to_string());
                     }
-                    names.push(String::from_utf8_lossy(zv::str_bytes((*v).value.str_)).into_owned());
+                    names
+                        .push(String::from_utf8_lossy(zv::str_bytes((*v).value.str_)).into_owned());
                     Ok(())
                 })?;
                 if names.is_empty() {

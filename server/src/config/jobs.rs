@@ -66,7 +66,9 @@ impl BackgroundSpec {
             return Err(format!("--background-worker {spec:?}: no script"));
         }
         if threads == Some(0) {
-            return Err(format!("--background-worker {spec}: threads must be at least 1"));
+            return Err(format!(
+                "--background-worker {spec}: threads must be at least 1"
+            ));
         }
         Ok(BackgroundSpec {
             script: PathBuf::from(script),
@@ -178,9 +180,8 @@ fn schedule_entry(index: usize, spec: &ScheduleSpec) -> Result<jobs::ScheduleEnt
         .unwrap_or_else(|| format!("[[schedule]] #{}", index + 1));
     let err = |e: &dyn std::fmt::Display| format!("schedule {label}: {e}");
     let trigger = match (&spec.cron, &spec.every) {
-        (Some(cron), None) => {
-            jobs::Trigger::cron(cron, spec.timezone.as_deref().unwrap_or("UTC")).map_err(|e| err(&e))?
-        }
+        (Some(cron), None) => jobs::Trigger::cron(cron, spec.timezone.as_deref().unwrap_or("UTC"))
+            .map_err(|e| err(&e))?,
         (None, Some(every)) => jobs::Trigger::every(every).map_err(|e| err(&e))?,
         _ => return Err(err(&"give one of cron or every")),
     };
@@ -203,7 +204,13 @@ fn schedule_entry(index: usize, spec: &ScheduleSpec) -> Result<jobs::ScheduleEnt
         };
         let cleaned: String = source
             .chars()
-            .map(|c| if c.is_ascii_alphanumeric() || "_-.:".contains(c) { c } else { '-' })
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || "_-.:".contains(c) {
+                    c
+                } else {
+                    '-'
+                }
+            })
             .take(100)
             .collect();
         format!("{cleaned}-{}", index + 1)
