@@ -36,8 +36,17 @@ pub(crate) fn background_configs(config: &ServeConfig) -> Result<Vec<BackgroundC
         .background
         .iter()
         .map(|spec| {
-            let script = std::fs::canonicalize(&spec.script)
-                .map_err(|e| format!("background worker script {}: {e}", spec.script.display()))?;
+            // Absolute, links kept: after a deploy switched `current`, the next run (a
+            // reload restarts them) runs the new release's script.
+            let script = std::path::absolute(&spec.script)
+                .ok()
+                .filter(|p| p.is_file())
+                .ok_or_else(|| {
+                    format!(
+                        "background worker script {}: not a file",
+                        spec.script.display()
+                    )
+                })?;
             let mut bg = BackgroundConfig::new(script, spec.threads.unwrap_or(1).max(1));
             bg.name = Some(spec.script.display().to_string());
             bg.stop_timeout = match &spec.stop_timeout {

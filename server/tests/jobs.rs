@@ -590,3 +590,51 @@ fn two_instances_share_one_queue_on_redis() {
         "the Redis backend keeps nothing in the data directory"
     );
 }
+
+/// The admin endpoint's restart (as a reload or a deploy) tells background scripts to
+/// stop; each returns and runs again at once, without a backoff.
+#[test]
+fn a_restart_stops_background_scripts_and_runs_them_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path(), &[]);
+    let out = dir.path().join("out.log");
+    let count = |what: &str| {
+        std::fs::read_to_string(&out)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.starts_with(what))
+            .count()
+    };
+    assert!(wait_until(Duration::from_secs(10), || count("start") == 2));
+    let admin = server.admin_addr().unwrap();
+    let started = Instant::now();
+    let r = common::client()
+        .post(format!("http://{admin}/workers/restart"))
+        .send()
+        .unwrap();
+    assert!(r.status().is_success(), "{r:?}");
+    assert!(
+        wait_until(Duration::from_secs(5), || count("stopped") == 2
+            && count("start") == 4),
+        "starts {} stops {}; stderr:\n{}",
+        count("start"),
+        count("stopped"),
+        server.stderr()
+    );
+    // Woken in take() (30 s), not after it.
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    // The new runs consume.
+    dispatch(&server, "n=5");
+    assert!(wait_until(Duration::from_secs(10), || handled(&out)
+        .iter()
+        .any(|h| h.n == 5)));
+    assert!(
+        !server.stderr().contains("after a backoff"),
+        "{}",
+        server.stderr()
+    );
+}

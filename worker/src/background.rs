@@ -6,11 +6,15 @@
 //! and when it ends runs it again: at once after a run that lasted [`QUICK_EXIT`] or
 //! more and exited with status 0, else after a backoff that doubles from 100 ms up to
 //! [`MAX_BACKOFF`] while the runs keep failing (an exit status other than 0, a fatal
-//! error, a script that returns at once), so a broken script never spins. The pool is
-//! told to stop (engine shutdown) through one [`StopSignal`]: `Background::shouldStop()`
-//! turns true and a blocked `Jobs::take()` returns null at once; a script that has not
+//! error, a script that returns at once), so a broken script never spins. The threads
+//! are told to stop through a [`StopSignal`]: `Background::shouldStop()` turns true and a
+//! blocked `Jobs::take()` returns null at once. At engine shutdown a script that has not
 //! ended [`BackgroundConfig::stop_timeout`] later is left running and the process exits
-//! without PHP's shutdown (`pool.rs`, `Pool::stop`). The thread's state is `busy` while
+//! without PHP's shutdown (`pool.rs`, `Pool::stop`). A restart (a reload, a deploy, the
+//! admin endpoint: [`BackgroundPool::restart`]) raises the signal of the current
+//! generation and puts a fresh one in its place: each script finishes its job, returns,
+//! and runs again at once (a deploy's new release, since the script's path is kept as
+//! configured, symlinks unresolved). The thread's state is `busy` while
 //! its script runs, `restarting` during a backoff; each run counts as one request in the
 //! pool's statistics, a failed one as a crash.
 
@@ -66,7 +70,29 @@ impl BackgroundConfig {
 /// The role of a background script's threads.
 pub(crate) struct Background {
     config: BackgroundConfig,
-    stop: StopSignal,
+    /// The signal runs started now get; a restart raises it and replaces it.
+    generation: std::sync::Mutex<StopSignal>,
+    /// The engine stops: no run starts any more.
+    stopping: std::sync::atomic::AtomicBool,
+}
+
+impl Background {
+    fn stopping(&self) -> bool {
+        self.stopping.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    fn current(&self) -> StopSignal {
+        self.generation.lock().unwrap().clone()
+    }
+}
+
+impl Pool<Background> {
+    /// Tells every running script to stop; each runs again at once once it returned.
+    pub(crate) fn restart(&self) {
+        let old = std::mem::take(&mut *self.role.generation.lock().unwrap());
+        old.stop();
+        self.stats.restart();
+    }
 }
 
 pub(crate) type BackgroundPool = Pool<Background>;
@@ -92,7 +118,8 @@ pub(crate) fn start(config: BackgroundConfig) -> Result<Arc<BackgroundPool>, Str
         .unwrap_or_else(|| config.script.display().to_string());
     let role = Background {
         config,
-        stop: StopSignal::new(),
+        generation: std::sync::Mutex::new(StopSignal::new()),
+        stopping: std::sync::atomic::AtomicBool::new(false),
     };
     Pool::start(role, name, scaling).map_err(|e| format!("cannot spawn a background thread: {e}"))
 }
@@ -103,7 +130,9 @@ impl Role for Background {
     const DRAIN_ON_STOP: bool = false;
 
     fn stopping(&self) {
-        self.stop.stop();
+        self.stopping
+            .store(true, std::sync::atomic::Ordering::Release);
+        self.current().stop();
     }
 
     fn stop_timeout(&self) -> Option<Duration> {
@@ -121,12 +150,13 @@ impl Role for Background {
         let mut failures: u32 = 0;
         let script = role.config.script.display().to_string();
         loop {
-            if role.stop.is_stopped() || state.take_job().is_err() {
+            let stop = role.current();
+            if role.stopping() || state.take_job().is_err() {
                 break;
             }
             pool.stats.boot();
             slot.begin("BACKGROUND", &script);
-            crate::php_jobs::set_thread_stop(Some(role.stop.clone()));
+            crate::php_jobs::set_thread_stop(Some(stop.clone()));
             let started = Instant::now();
             let outcome = sapi::run_script(run_request(&role.config), &arena, false);
             let ran = started.elapsed();
@@ -137,8 +167,17 @@ impl Role for Background {
                 state.drain_self("back from the run it was retired in");
                 return Exit::Abandoned;
             }
-            if role.stop.is_stopped() {
+            if role.stopping() {
                 break;
+            }
+            if stop.is_stopped() {
+                // Restarted: told to stop, it did; the next run starts at once.
+                failures = 0;
+                tracing::info!(script, "background script restarted");
+                if state.job_done().is_err() {
+                    break;
+                }
+                continue;
             }
             let failed = outcome.exit_status != 0 || outcome.not_found || ran < QUICK_EXIT;
             if !failed {
@@ -166,7 +205,7 @@ impl Role for Background {
             if state.restart_self("background script failed").is_err() {
                 break;
             }
-            if pool.queue.wait_closed(backoff) || role.stop.is_stopped() {
+            if pool.queue.wait_closed(backoff) || role.stopping() {
                 break;
             }
             if state.reboot().is_err() || state.booted().is_err() {

@@ -247,6 +247,17 @@ impl EngineControl {
         for (_, pool) in self.workers() {
             pool.restart(None);
         }
+        self.restart_background();
+    }
+
+    /// Tells every background script to stop; each thread runs its script again as soon
+    /// as it returned (see `background.rs`).
+    pub fn restart_background(&self) {
+        for pool in &self.pools {
+            if let EnginePool::Background { pool } = pool {
+                pool.restart();
+            }
+        }
     }
 
     /// [`EngineControl::restart_workers`] with each worker's script at a new path (one
@@ -267,6 +278,7 @@ impl EngineControl {
                 }));
             }
         }
+        self.restart_background();
     }
 
     /// Paths PHP resolved through symlinks may name other files now (a deploy switched a
