@@ -39,7 +39,8 @@ PACKAGES=(nginx php8.2-fpm php8.2-xml php8.2-mysql php8.2-sqlite3 php8.2-mbstrin
   phpmyadmin roundcube-core roundcube-pgsql dovecot-imapd postfixadmin davical
   phpunit phpab pkg-php-tools dpkg-dev php-league-commonmark php-twig php-embed pebble
   php-nyholm-psr7 php-shellcommand php-symfony-finder php-symfony-yaml
-  php-symfony-phpunit-bridge php-psr-container php-cli php-parser)
+  php-symfony-phpunit-bridge php-psr-container php-cli php-parser
+  php-symfony-messenger)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

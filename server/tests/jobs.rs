@@ -638,3 +638,51 @@ fn a_restart_stops_background_scripts_and_runs_them_again() {
         server.stderr()
     );
 }
+
+/// A Symfony Messenger app (Debian's php-symfony-messenger): web requests dispatch
+/// messages through Messenger's bus onto a transport over `Ferrophp\Jobs`
+/// (test-data/jobs/messenger/bootstrap.php), and Messenger's own `Worker` (what
+/// `messenger:consume` runs) handles them as a background worker, and stops on SIGTERM.
+#[test]
+fn symfony_messenger_consumes_as_a_background_worker() {
+    if !Path::new("/usr/share/php/Symfony/Component/Messenger/Worker.php").exists() {
+        panic!("needs Debian's php-symfony-messenger (scripts/install-test-deps.sh)");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.log");
+    let data = dir.path().join("data");
+    let consume = format!("{},2", script("messenger/consume.php"));
+    let mut server = Server::start_with_env(
+        &jobs_root(),
+        &[
+            "--data-dir",
+            data.to_str().unwrap(),
+            "--background-worker",
+            &consume,
+        ],
+        &[("JOBS_OUT", out.to_str().unwrap())],
+    );
+    for n in 1..=30 {
+        let r = server.get(&format!("/messenger/dispatch.php?n={n}"));
+        assert_eq!(r.text(), "sent", "{r:?}; stderr:\n{}", server.stderr());
+    }
+    let handled = || -> BTreeSet<u64> {
+        std::fs::read_to_string(&out)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.strip_prefix("messenger ")?.split(' ').next()?.parse().ok())
+            .collect()
+    };
+    assert!(
+        wait_until(Duration::from_secs(20), || handled().len() == 30),
+        "handled {:?}; stderr:\n{}",
+        handled(),
+        server.stderr()
+    );
+    assert_eq!(handled(), (1..=30).collect());
+    let started = Instant::now();
+    server.sigterm();
+    let status = server.wait_exit(Duration::from_secs(15)).expect("exits");
+    assert!(status.success(), "{status}; stderr:\n{}", server.stderr());
+    assert!(started.elapsed() < Duration::from_secs(8), "{:?}", started.elapsed());
+}
