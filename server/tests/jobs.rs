@@ -670,7 +670,13 @@ fn symfony_messenger_consumes_as_a_background_worker() {
         std::fs::read_to_string(&out)
             .unwrap_or_default()
             .lines()
-            .filter_map(|l| l.strip_prefix("messenger ")?.split(' ').next()?.parse().ok())
+            .filter_map(|l| {
+                l.strip_prefix("messenger ")?
+                    .split(' ')
+                    .next()?
+                    .parse()
+                    .ok()
+            })
             .collect()
     };
     assert!(
@@ -684,5 +690,60 @@ fn symfony_messenger_consumes_as_a_background_worker() {
     server.sigterm();
     let status = server.wait_exit(Duration::from_secs(15)).expect("exits");
     assert!(status.success(), "{status}; stderr:\n{}", server.stderr());
-    assert!(started.elapsed() < Duration::from_secs(8), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+/// The PHP-level benchmark (not part of the suite): `Ferrophp\Jobs::dispatch()` against
+/// phpredis `LPUSH` of the same serialized payload to a redis-server on this machine, and
+/// dispatch + take + ack against `LPUSH` + `RPOP`, on one PHP thread, local store with the
+/// default fsync policy. phpredis is a loadable built against this PHP
+/// (scripts/build-pecl.sh); give its path in FERROPHP_BENCH_PHPREDIS:
+///
+/// `FERROPHP_BENCH_PHPREDIS=/path/redis.so cargo test -p ferrophp --test jobs -- --ignored bench --nocapture`
+#[test]
+#[ignore]
+fn bench_dispatch_against_phpredis_lpush() {
+    let redis_so = std::env::var("FERROPHP_BENCH_PHPREDIS")
+        .expect("FERROPHP_BENCH_PHPREDIS=path to a redis.so built for this PHP");
+    let redis = Redis::start();
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let ext = format!("extension={redis_so}");
+    let server = Server::start(
+        &jobs_root(),
+        &[
+            "--data-dir",
+            data.to_str().unwrap(),
+            "-d",
+            &ext,
+            "-d",
+            "max_execution_time=0",
+        ],
+    );
+    println!("| run | payload | dispatch wall / CPU (us) | phpredis LPUSH wall / CPU (us) | dispatch+take+ack wall / CPU | LPUSH+RPOP wall / CPU |");
+    println!("|---|---|---|---|---|---|");
+    for run in 1..=3 {
+        let r = server.get(&format!("/bench.php?n=20000&port={}", redis.port));
+        assert_eq!(r.status, 200, "{}; stderr:\n{}", r.text(), server.stderr());
+        let v: serde_json::Value = serde_json::from_str(&r.text()).expect(&r.text());
+        let f = |k: &str| {
+            format!(
+                "{:.2} / {:.2}",
+                v[k]["wall_us"].as_f64().unwrap(),
+                v[k]["cpu_us"].as_f64().unwrap()
+            )
+        };
+        println!(
+            "| {run} | {} B | {} | {} | {} | {} |",
+            v["payload_bytes"],
+            f("dispatch"),
+            f("lpush"),
+            f("dispatch_take_ack"),
+            f("lpush_rpop")
+        );
+    }
 }
