@@ -747,3 +747,39 @@ fn bench_dispatch_against_phpredis_lpush() {
         );
     }
 }
+
+/// A background script that never polls `shouldStop()` is left behind after its stop
+/// timeout: the server still exits, saying so.
+#[test]
+fn a_background_script_that_ignores_the_stop_is_left_after_its_stop_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.log");
+    let data = dir.path().join("data");
+    let stubborn = script("stubborn.php");
+    let mut server = Server::start_with_env(
+        &jobs_root(),
+        &[
+            "--data-dir",
+            data.to_str().unwrap(),
+            "--background-worker",
+            &stubborn,
+            "--background-stop-timeout",
+            "1s",
+        ],
+        &[("JOBS_OUT", out.to_str().unwrap())],
+    );
+    assert!(wait_until(Duration::from_secs(10), || std::fs::read_to_string(&out)
+        .unwrap_or_default()
+        .contains("start")));
+    let started = Instant::now();
+    server.sigterm();
+    let status = server.wait_exit(Duration::from_secs(20)).expect("exits");
+    let elapsed = started.elapsed();
+    let stderr = server.stderr();
+    assert!(
+        stderr.contains("did not end within its stop timeout"),
+        "{status}; stderr:\n{stderr}"
+    );
+    assert!(elapsed >= Duration::from_secs(1), "{elapsed:?}");
+    assert!(elapsed < Duration::from_secs(10), "{elapsed:?}");
+}
