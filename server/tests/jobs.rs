@@ -349,16 +349,22 @@ fn sigterm_stops_a_background_worker_blocked_in_take_at_once() {
 }
 
 #[test]
-fn a_schedule_entry_runs_its_script_every_second() {
+fn schedule_entries_run_a_script_and_a_command_every_second() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("sched.log");
     let config = dir.path().join("ferrophp.toml");
     std::fs::write(
         &config,
         format!(
-            "data_dir = {:?}\n[[schedule]]\nname = \"tick\"\nevery = \"1s\"\nscript = {:?}\n",
+            "data_dir = {:?}\n\
+             [[schedule]]\nname = \"tick\"\nevery = \"1s\"\nscript = {:?}\n\
+             [[schedule]]\ncron = \"* * * * *\"\ntimezone = \"Europe/Paris\"\n\
+             command = \"{} command\"\n\
+             [[schedule]]\nname = \"cmd\"\nevery = \"1s\"\ncommand = \"{} command\"\n",
             dir.path().join("data"),
-            script("scheduled.php")
+            script("scheduled.php"),
+            script("scheduled.php"),
+            script("scheduled.php"),
         ),
     )
     .unwrap();
@@ -367,23 +373,37 @@ fn a_schedule_entry_runs_its_script_every_second() {
         &["--config", config.to_str().unwrap()],
         &[("JOBS_OUT", out.to_str().unwrap())],
     );
-    let runs = || {
+    let runs = |how: &str| {
         std::fs::read_to_string(&out)
             .unwrap_or_default()
             .lines()
-            .filter_map(|l| l.strip_prefix("scheduled ")?.parse::<f64>().ok())
+            .filter_map(|l| {
+                let (h, at) = l.strip_prefix("scheduled ")?.split_once(' ')?;
+                (h == how).then(|| at.parse::<f64>().ok()).flatten()
+            })
             .collect::<Vec<f64>>()
     };
     assert!(
-        wait_until(Duration::from_secs(10), || runs().len() >= 3),
-        "stderr:\n{}",
+        wait_until(Duration::from_secs(10), || runs("script").len() >= 3
+            && runs("command").len() >= 2),
+        "script runs {:?}, command runs {:?}; stderr:\n{}",
+        runs("script"),
+        runs("command"),
         server.stderr()
     );
-    let r = runs();
-    for pair in r.windows(2) {
-        let gap = pair[1] - pair[0];
-        assert!((0.5..1.6).contains(&gap), "runs {gap:.3} s apart: {r:?}");
+    for how in ["script", "command"] {
+        let r = runs(how);
+        for pair in r.windows(2) {
+            let gap = pair[1] - pair[0];
+            // The every-minute cron entry adds at most one run in between.
+            assert!(gap < 1.6, "{how} runs {gap:.3} s apart: {r:?}");
+        }
     }
+    let s = runs("script");
+    for pair in s.windows(2) {
+        assert!(pair[1] - pair[0] > 0.5, "script runs too close: {s:?}");
+    }
+    assert!(server.stderr().contains("schedule: run succeeded"));
     server.assert_alive();
 }
 
@@ -768,9 +788,11 @@ fn a_background_script_that_ignores_the_stop_is_left_after_its_stop_timeout() {
         ],
         &[("JOBS_OUT", out.to_str().unwrap())],
     );
-    assert!(wait_until(Duration::from_secs(10), || std::fs::read_to_string(&out)
-        .unwrap_or_default()
-        .contains("start")));
+    assert!(wait_until(Duration::from_secs(10), || {
+        std::fs::read_to_string(&out)
+            .unwrap_or_default()
+            .contains("start")
+    }));
     let started = Instant::now();
     server.sigterm();
     let status = server.wait_exit(Duration::from_secs(20)).expect("exits");
@@ -782,4 +804,58 @@ fn a_background_script_that_ignores_the_stop_is_left_after_its_stop_timeout() {
     );
     assert!(elapsed >= Duration::from_secs(1), "{elapsed:?}");
     assert!(elapsed < Duration::from_secs(10), "{elapsed:?}");
+}
+
+/// `[[background]]` in the file and FERROPHP_BACKGROUND_WORKERS (`;`-separated) both start
+/// background workers, each with its thread count and its own env.
+#[test]
+fn background_workers_from_the_file_and_the_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.log");
+    let config = dir.path().join("ferrophp.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "data_dir = {:?}\n[[background]]\nscript = {:?}\nthreads = 3\nstop_timeout = \"5s\"\n\
+             env = {{ JOBS_OUT = {:?} }}\n",
+            dir.path().join("data"),
+            script("consumer.php"),
+            out,
+        ),
+    )
+    .unwrap();
+    let from_env = format!("{},2", script("stubborn.php"));
+    let server = Server::start_with_env(
+        &jobs_root(),
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--admin",
+            "127.0.0.1:0",
+        ],
+        &[
+            ("FERROPHP_BACKGROUND_WORKERS", &from_env),
+            ("JOBS_OUT", dir.path().join("env.log").to_str().unwrap()),
+        ],
+    );
+    let admin = server.admin_addr().unwrap();
+    let text = scrape(admin);
+    let threads = |s: &str| {
+        sample(
+            &text,
+            &format!("ferrophp_background_threads{{background=\"{s}\"}}"),
+        )
+    };
+    assert_eq!(threads(&script("consumer.php")), Some(3.0), "{text}");
+    assert_eq!(threads(&script("stubborn.php")), Some(2.0), "{text}");
+    // The file's env reached the consumer.
+    assert!(wait_until(
+        Duration::from_secs(10),
+        || std::fs::read_to_string(&out)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.starts_with("start"))
+            .count()
+            == 3
+    ));
 }

@@ -46,7 +46,7 @@ pub struct BackgroundConfig {
     pub script: PathBuf,
     /// PHP threads running it.
     pub threads: usize,
-    /// `$_SERVER` entries (and `getenv()` values) of its runs, over the server's.
+    /// `$_SERVER` entries and `getenv()` values of its runs, over the server's.
     pub env: Vec<(String, String)>,
     /// How long its threads may take to end once told to stop.
     pub stop_timeout: Duration,
@@ -157,6 +157,7 @@ impl Role for Background {
             pool.stats.boot();
             slot.begin("BACKGROUND", &script);
             crate::php_jobs::set_thread_stop(Some(stop.clone()));
+            crate::env::preset(&role.config.env);
             let started = Instant::now();
             let outcome = sapi::run_script(run_request(&role.config), &arena, false);
             let ran = started.elapsed();
