@@ -65,26 +65,72 @@ pub(crate) fn background_configs(config: &ServeConfig) -> Result<Vec<BackgroundC
         .collect()
 }
 
+/// The scheduler of the `[[schedule]]` entries, once it started.
+pub(crate) type SchedulerSlot = Arc<std::sync::Mutex<Option<jobs::Scheduler>>>;
+
 /// Starts the scheduler when `[[schedule]]` entries exist, over the job store (which
 /// keeps each entry's last run, and on Redis the leases that make one instance run it).
+/// When another process holds the local store (the one a `--supervise` reload replaces),
+/// a thread tries again every second until it is free, and starts it then.
 pub(crate) fn start_scheduler(
     config: &ServeConfig,
     control: EngineControl,
-) -> Result<Option<jobs::Scheduler>, String> {
+) -> Result<Option<SchedulerSlot>, String> {
     if config.jobs.schedules.is_empty() {
         return Ok(None);
     }
-    let queue = worker::open_jobs_queue().map_err(|e| format!("[[schedule]]: {e}"))?;
-    let runner = Runner {
+    let slot: SchedulerSlot = Arc::default();
+    let runner = Arc::new(Runner {
         control,
         env: config.env.clone(),
         root: config.root.clone(),
-    };
-    let runner = Arc::new(runner);
-    let scheduler = jobs::Scheduler::start(
-        config.jobs.schedules.clone(),
-        queue.schedule_store(),
-        move |run: jobs::Run| {
+    });
+    let entries = config.jobs.schedules.clone();
+    match worker::open_jobs_queue() {
+        Ok(queue) => {
+            *slot.lock().unwrap() = Some(scheduler(entries, &queue, runner)?);
+        }
+        Err(e) if worker::jobs_queue_held_elsewhere(&e) => {
+            tracing::warn!("[[schedule]]: {e}: the scheduler starts once it lets go");
+            let waiting = slot.clone();
+            std::thread::Builder::new()
+                .name("schedule-wait".into())
+                .spawn(move || loop {
+                    std::thread::sleep(std::time::Duration::from_secs(1));
+                    let mut slot = waiting.lock().unwrap();
+                    // The server stopped meanwhile (stop_scheduler let go of its handle).
+                    if Arc::strong_count(&waiting) == 1 {
+                        return;
+                    }
+                    match worker::open_jobs_queue() {
+                        Ok(queue) => {
+                            match scheduler(entries.clone(), &queue, runner.clone()) {
+                                Ok(s) => *slot = Some(s),
+                                Err(e) => tracing::error!("{e}"),
+                            }
+                            return;
+                        }
+                        Err(e) if worker::jobs_queue_held_elsewhere(&e) => {}
+                        Err(e) => {
+                            tracing::error!("[[schedule]]: {e}");
+                            return;
+                        }
+                    }
+                })
+                .map_err(|e| format!("[[schedule]]: {e}"))?;
+        }
+        Err(e) => return Err(format!("[[schedule]]: {e}")),
+    }
+    Ok(Some(slot))
+}
+
+fn scheduler(
+    entries: Vec<jobs::ScheduleEntry>,
+    queue: &jobs::Queue,
+    runner: Arc<Runner>,
+) -> Result<jobs::Scheduler, String> {
+    let scheduler =
+        jobs::Scheduler::start(entries, queue.schedule_store(), move |run: jobs::Run| {
             let runner = runner.clone();
             let spawned = std::thread::Builder::new()
                 .name("schedule-run".into())
@@ -92,13 +138,12 @@ pub(crate) fn start_scheduler(
             if let Err(e) = spawned {
                 tracing::error!("schedule: cannot start a run's thread: {e}");
             }
-        },
-    )
-    .map_err(|e| format!("[[schedule]]: {e}"))?;
+        })
+        .map_err(|e| format!("[[schedule]]: {e}"))?;
     for (name, next) in scheduler.next_fires() {
         tracing::info!(entry = %name, next = ?next, "schedule: entry armed");
     }
-    Ok(Some(scheduler))
+    Ok(scheduler)
 }
 
 struct Runner {
@@ -176,7 +221,11 @@ impl Runner {
 }
 
 /// Stops the scheduler: no new runs (runs under way finish on the PHP threads). Blocks.
-pub(crate) fn stop_scheduler(scheduler: Option<jobs::Scheduler>) {
+pub(crate) fn stop_scheduler(slot: Option<SchedulerSlot>) {
+    let Some(slot) = slot else { return };
+    let scheduler = slot.lock().unwrap().take();
+    // The waiting thread (if any) sees it is the last holder and gives up.
+    drop(slot);
     if let Some(s) = scheduler {
         s.stop();
     }

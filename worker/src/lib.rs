@@ -94,6 +94,12 @@ pub fn open_jobs_queue() -> Result<std::sync::Arc<jobs::Queue>, String> {
     php_jobs::open()
 }
 
+/// Whether an [`open_jobs_queue`] error says another process holds the local store (the
+/// one a `--supervise` reload replaces, until it exits): worth retrying.
+pub fn jobs_queue_held_elsewhere(error: &str) -> bool {
+    php_jobs::held_elsewhere(error)
+}
+
 /// Smaller stacks than this would not even start PHP reliably.
 pub const MIN_PHP_STACK_SIZE: usize = 2 * 1024 * 1024;
 
@@ -492,8 +498,16 @@ impl Engine {
         php_jobs::configure(config.jobs.clone());
         if !config.background.is_empty() {
             // Background workers take jobs at once: a store that cannot open fails the
-            // start, not their first call.
-            php_jobs::open().map_err(EngineError::Startup)?;
+            // start, not their first call; but for one held by the process a
+            // `--supervise` reload is replacing (it lets go once this one serves), the
+            // calls retry on their own (a background script's run fails and backs off).
+            match php_jobs::open() {
+                Ok(_) => {}
+                Err(e) if php_jobs::held_elsewhere(&e) => tracing::warn!(
+                    "{e}: jobs wait until it lets go (the process a reload replaces)"
+                ),
+                Err(e) => return Err(EngineError::Startup(e)),
+            }
         }
         let settings = config.module_settings();
         let specs = config.pool_specs();

@@ -74,6 +74,11 @@ pub(crate) fn open() -> Result<Arc<Queue>, String> {
     Ok(opened)
 }
 
+/// Whether an [`open`] error is the local store held by another process (fjall's lock).
+pub(crate) fn held_elsewhere(error: &str) -> bool {
+    error.contains("in use by another process")
+}
+
 /// The queue if it was opened (for `/metrics` and the admin view).
 pub(crate) fn opened() -> Option<Arc<Queue>> {
     JOBS.get()?.queue.lock().unwrap().clone()

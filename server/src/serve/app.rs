@@ -76,7 +76,7 @@ pub(super) struct AtExit {
     /// The session directory this server made for itself.
     pub(super) remove_at_exit: Option<PathBuf>,
     /// The `[[schedule]]` entries' scheduler, stopped before PHP shuts down.
-    pub(super) scheduler: Option<jobs::Scheduler>,
+    pub(super) scheduler: Option<crate::background::SchedulerSlot>,
 }
 
 /// The configured paths and the site they resolve to now; the development server has no
