@@ -49,20 +49,26 @@ pub(super) fn replacement_requested() -> bool {
 }
 
 /// Resolves on the first SIGTERM or SIGINT (never, if the handlers cannot be set), or
-/// when the engine asks for the process to be replaced.
-pub(super) async fn signal() {
+/// when the engine asks for the process to be replaced. The handlers are installed when
+/// this is called, not when the future is first polled: a SIGTERM sent right after the
+/// listening line (which is printed before the accept loop polls this) must not find
+/// the default action still in place, which kills the process without its drain.
+pub(super) fn signal() -> impl std::future::Future<Output = ()> {
     use tokio::signal::unix::{signal, SignalKind};
-    let (Ok(mut term), Ok(mut int)) = (
+    let handlers = (
         signal(SignalKind::terminate()),
         signal(SignalKind::interrupt()),
-    ) else {
-        REPLACE.notified().await;
-        return;
-    };
-    tokio::select! {
-        _ = term.recv() => {},
-        _ = int.recv() => {},
-        _ = REPLACE.notified() => {},
+    );
+    async move {
+        let (Ok(mut term), Ok(mut int)) = handlers else {
+            REPLACE.notified().await;
+            return;
+        };
+        tokio::select! {
+            _ = term.recv() => {},
+            _ = int.recv() => {},
+            _ = REPLACE.notified() => {},
+        }
     }
 }
 
