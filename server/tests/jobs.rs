@@ -749,7 +749,8 @@ fn bench_dispatch_against_phpredis_lpush() {
     for run in 1..=3 {
         let r = server.get(&format!("/bench.php?n=20000&port={}", redis.port));
         assert_eq!(r.status, 200, "{}; stderr:\n{}", r.text(), server.stderr());
-        let v: serde_json::Value = serde_json::from_str(&r.text()).expect(&r.text());
+        let v: serde_json::Value =
+            serde_json::from_str(&r.text()).unwrap_or_else(|_| panic!("{}", r.text()));
         let f = |k: &str| {
             format!(
                 "{:.2} / {:.2}",
