@@ -68,6 +68,22 @@ pub(crate) fn background_configs(config: &ServeConfig) -> Result<Vec<BackgroundC
 /// The scheduler of the `[[schedule]]` entries, once it started.
 pub(crate) type SchedulerSlot = Arc<std::sync::Mutex<Option<jobs::Scheduler>>>;
 
+/// The process's scheduler, for `/metrics`.
+static SCHEDULER: std::sync::OnceLock<std::sync::Weak<std::sync::Mutex<Option<jobs::Scheduler>>>> =
+    std::sync::OnceLock::new();
+
+/// Each schedule entry's totals, while a scheduler runs.
+pub(crate) fn schedule_totals() -> Vec<(String, jobs::EntryTotals)> {
+    let Some(slot) = SCHEDULER.get().and_then(std::sync::Weak::upgrade) else {
+        return Vec::new();
+    };
+    let scheduler = slot.lock().unwrap();
+    scheduler
+        .as_ref()
+        .map(jobs::Scheduler::totals)
+        .unwrap_or_default()
+}
+
 /// Starts the scheduler when `[[schedule]]` entries exist, over the job store (which
 /// keeps each entry's last run, and on Redis the leases that make one instance run it).
 /// When another process holds the local store (the one a `--supervise` reload replaces),
@@ -80,6 +96,7 @@ pub(crate) fn start_scheduler(
         return Ok(None);
     }
     let slot: SchedulerSlot = Arc::default();
+    let _ = SCHEDULER.set(Arc::downgrade(&slot));
     let runner = Arc::new(Runner {
         control,
         env: config.env.clone(),

@@ -179,6 +179,8 @@ struct Scrape {
     deadlines: worker::DeadlineStats,
     /// The job queue's totals and per-queue counts, once it was opened.
     jobs: Option<(jobs::QueueTotals, Vec<(String, jobs::QueueCounts)>)>,
+    /// Each `[[schedule]]` entry's totals.
+    schedule: Vec<(String, jobs::EntryTotals)>,
 }
 
 impl Scrape {
@@ -198,6 +200,7 @@ impl Scrape {
                     .collect();
                 (q.totals(), counts)
             }),
+            schedule: crate::background::schedule_totals(),
         }
     }
 
@@ -603,6 +606,36 @@ static BACKGROUND_FAMILIES: &[Family] = &[
                 ] {
                     o.labelled(&[("event", event)], n);
                 }
+            }
+        },
+    },
+    Family {
+        name: "ferrophp_schedule_runs_total",
+        kind: "counter",
+        help: "Runs of each [[schedule]] entry by outcome (started, succeeded, failed, skipped_overlap, skipped_missed, claimed_elsewhere, store_error).",
+        samples: |s, o| {
+            for (entry, t) in &s.schedule {
+                for (outcome, n) in [
+                    ("started", t.started),
+                    ("succeeded", t.succeeded),
+                    ("failed", t.failed),
+                    ("skipped_overlap", t.skipped_overlap),
+                    ("skipped_missed", t.skipped_missed),
+                    ("claimed_elsewhere", t.claimed_elsewhere),
+                    ("store_error", t.store_errors),
+                ] {
+                    o.labelled(&[("entry", entry), ("outcome", outcome)], n);
+                }
+            }
+        },
+    },
+    Family {
+        name: "ferrophp_schedule_last_duration_seconds",
+        kind: "gauge",
+        help: "How long each [[schedule]] entry's last finished run took.",
+        samples: |s, o| {
+            for (entry, t) in &s.schedule {
+                o.labelled(&[("entry", entry)], t.last_duration_ms as f64 / 1000.0);
             }
         },
     },

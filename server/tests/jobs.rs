@@ -370,7 +370,12 @@ fn schedule_entries_run_a_script_and_a_command_every_second() {
     .unwrap();
     let server = Server::start_with_env(
         &jobs_root(),
-        &["--config", config.to_str().unwrap()],
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--admin",
+            "127.0.0.1:0",
+        ],
         &[("JOBS_OUT", out.to_str().unwrap())],
     );
     let runs = |how: &str| {
@@ -404,6 +409,12 @@ fn schedule_entries_run_a_script_and_a_command_every_second() {
         assert!(pair[1] - pair[0] > 0.5, "script runs too close: {s:?}");
     }
     assert!(server.stderr().contains("schedule: run succeeded"));
+    let text = scrape(server.admin_addr().unwrap());
+    let succeeded = sample(
+        &text,
+        "ferrophp_schedule_runs_total{entry=\"tick\",outcome=\"succeeded\"}",
+    );
+    assert!(succeeded.is_some_and(|n| n >= 2.0), "{text}");
     server.assert_alive();
 }
 
