@@ -871,3 +871,107 @@ fn background_workers_from_the_file_and_the_environment() {
             == 3
     ));
 }
+
+/// A symlinked deploy under load: `current` switches from release a to release b and the
+/// server reloads (SIGHUP) while clients dispatch; no job whose dispatch returned is
+/// lost, and the background workers run release b's script afterwards.
+#[test]
+fn no_job_is_lost_across_a_symlinked_deploy() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.log");
+    for release in ["a", "b"] {
+        let r = dir.path().join("releases").join(release);
+        std::fs::create_dir_all(&r).unwrap();
+        for f in ["consumer.php", "dispatch.php", "hello.php"] {
+            std::fs::copy(jobs_root().join(f), r.join(f)).unwrap();
+        }
+    }
+    let current = dir.path().join("current");
+    std::os::unix::fs::symlink(dir.path().join("releases/a"), &current).unwrap();
+    let data = dir.path().join("data");
+    let consumer = format!("{},2", current.join("consumer.php").display());
+    let server = Server::start_with_env(
+        &current,
+        &[
+            "--data-dir",
+            data.to_str().unwrap(),
+            "--background-worker",
+            &consumer,
+        ],
+        &[("JOBS_OUT", out.to_str().unwrap())],
+    );
+    let addr = server.addr;
+    let dispatched: Arc<Mutex<BTreeSet<u64>>> = Arc::default();
+    let next = Arc::new(AtomicU64::new(1));
+    let stop = Arc::new(AtomicBool::new(false));
+    let clients: Vec<_> = (0..3)
+        .map(|_| {
+            let (stop, next, dispatched) = (stop.clone(), next.clone(), dispatched.clone());
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    let n = next.fetch_add(1, Ordering::Relaxed);
+                    let request = format!(
+                        "GET /dispatch.php?op=work&n={n} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+                    );
+                    let Ok(bytes) =
+                        common::exchange(addr, request.as_bytes(), Duration::from_secs(5))
+                    else {
+                        continue;
+                    };
+                    if let Some(r) = common::parse_response(&bytes) {
+                        if r.status == 200 && r.text().split(' ').next().is_some_and(|id| id.len() == 16) {
+                            dispatched.lock().unwrap().insert(n);
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(800));
+    // The deploy: a new link renamed over `current`, then SIGHUP.
+    let next_link = dir.path().join("current.new");
+    std::os::unix::fs::symlink(dir.path().join("releases/b"), &next_link).unwrap();
+    std::fs::rename(&next_link, &current).unwrap();
+    let status = std::process::Command::new("kill")
+        .arg("-HUP")
+        .arg(server.pid().to_string())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    std::thread::sleep(Duration::from_millis(1500));
+    stop.store(true, Ordering::Relaxed);
+    for c in clients {
+        c.join().unwrap();
+    }
+    let want = dispatched.lock().unwrap().clone();
+    let done = || -> BTreeSet<u64> {
+        handled(&out)
+            .iter()
+            .filter(|h| h.op == "work")
+            .map(|h| h.n)
+            .collect()
+    };
+    assert!(
+        wait_until(Duration::from_secs(60), || want.is_subset(&done())),
+        "lost {} of {}; stderr:\n{}",
+        want.difference(&done()).count(),
+        want.len(),
+        server.stderr()
+    );
+    let text = std::fs::read_to_string(&out).unwrap();
+    let b = dir.path().join("releases/b").canonicalize().unwrap();
+    let b_starts = text
+        .lines()
+        .filter(|l| l.starts_with("start ") && l.ends_with(b.to_str().unwrap()))
+        .count();
+    assert_eq!(
+        b_starts, 2,
+        "both background threads run release b now:\n{text}"
+    );
+    println!(
+        "deploy under load: {} dispatched, {} done, 0 lost",
+        want.len(),
+        done().len()
+    );
+    assert!(want.len() > 100, "only {} dispatches returned", want.len());
+}

@@ -6,7 +6,7 @@ $out = getenv('JOBS_OUT');
 $log = function (string $line) use ($out) {
     file_put_contents($out, $line . "\n", FILE_APPEND | LOCK_EX);
 };
-$log('start ' . getmypid());
+$log('start ' . getmypid() . ' ' . __DIR__);
 while (!Ferrophp\Background::shouldStop()) {
     $job = Ferrophp\Jobs::take(['work'], 30);
     if ($job === null) {
