@@ -975,3 +975,22 @@ fn no_job_is_lost_across_a_symlinked_deploy() {
     );
     assert!(want.len() > 100, "only {} dispatches returned", want.len());
 }
+
+/// A request blocked in `take()` with a 30 s timeout ends at its 1 s time limit.
+#[test]
+fn a_request_blocked_in_take_ends_at_its_time_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let server = Server::start(&jobs_root(), &["--data-dir", data.to_str().unwrap()]);
+    let started = Instant::now();
+    let r = server.get("/take_long.php");
+    let elapsed = started.elapsed();
+    assert!(elapsed < Duration::from_secs(6), "{elapsed:?}: {r:?}");
+    assert_eq!(r.status, 500, "{}", r.text());
+    assert!(
+        server.stderr().contains("Maximum execution time"),
+        "{}",
+        server.stderr()
+    );
+    server.assert_alive();
+}

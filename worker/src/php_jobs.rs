@@ -292,9 +292,13 @@ pub(crate) unsafe extern "C" fn zim_Ferrophp_Jobs_take(ed: Ed, rv: Rv) {
         Ok(q) => q,
         Err(e) => return throw(&e),
     };
-    let stop = STOP.with(|s| s.borrow().clone()).unwrap_or_default();
+    let stop = STOP.with(|s| s.borrow().clone());
     let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-    let lease = match q.take_or_stop(&refs, timeout, &stop) {
+    let taken = match stop {
+        Some(stop) => q.take_or_stop(&refs, timeout, &stop),
+        None => take_within_deadline(&q, &refs, timeout),
+    };
+    let lease = match taken {
         Ok(Some(lease)) => lease,
         Ok(None) => {
             // SAFETY: rv is this call's return slot.
@@ -324,6 +328,31 @@ pub(crate) unsafe extern "C" fn zim_Ferrophp_Jobs_take(ed: Ed, rv: Rv) {
     };
     LEASES.with(|l| l.borrow_mut().insert(key, lease));
 }
+
+/// A take on a request's thread: waits in slices of [`DEADLINE_SLICE`] and gives up
+/// (null) once the request's deadline passed (`max_execution_time`,
+/// `--request-timeout`), whose error PHP then raises; a wait on a thread never wakes for
+/// the deadline's signal by itself.
+fn take_within_deadline(
+    q: &Queue,
+    queues: &[&str],
+    timeout: Duration,
+) -> jobs::Result<Option<Lease>> {
+    let started = std::time::Instant::now();
+    let never = StopSignal::new();
+    loop {
+        let left = timeout.saturating_sub(started.elapsed());
+        let lease = q.take_or_stop(queues, left.min(DEADLINE_SLICE), &never)?;
+        // SAFETY: reads the calling PHP thread's own deadline state.
+        let expired = unsafe { sys::ferrophp_deadline_expired() } != 0;
+        if lease.is_some() || left <= DEADLINE_SLICE || expired {
+            return Ok(lease);
+        }
+    }
+}
+
+/// How often a request's blocked take looks at its deadline.
+const DEADLINE_SLICE: Duration = Duration::from_millis(100);
 
 /// The lease of the running Job method's `$this`, taken out of the thread's table (the
 /// object no longer holds it); None (and an exception) when it was finished already.
