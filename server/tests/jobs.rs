@@ -151,6 +151,15 @@ fn requests_dispatch_and_a_background_worker_takes_and_acknowledges() {
         sample(&text, "ferrophp_jobs{queue=\"work\",state=\"ready\"}"),
         Some(0.0)
     );
+    // A background run has no time limit (as the CLI), whatever the server's.
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(
+        text.lines()
+            .filter(|l| *l == "max_execution_time 0")
+            .count(),
+        2,
+        "{text}"
+    );
     // The admin view lists the background threads.
     let threads = common::client()
         .get(format!("http://{admin}/threads"))
@@ -993,4 +1002,36 @@ fn a_request_blocked_in_take_ends_at_its_time_limit() {
         server.stderr()
     );
     server.assert_alive();
+}
+
+/// A background run is not cut by the server's max_execution_time (1 s here): its runs
+/// last as long as the script wants, as under the CLI.
+#[test]
+fn a_background_run_outlives_max_execution_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.log");
+    let data = dir.path().join("data");
+    let long_run = script("long_run.php");
+    let server = Server::start_with_env(
+        &jobs_root(),
+        &[
+            "--data-dir",
+            data.to_str().unwrap(),
+            "--background-worker",
+            &long_run,
+            "-d",
+            "max_execution_time=1",
+        ],
+        &[("JOBS_OUT", out.to_str().unwrap())],
+    );
+    assert!(
+        wait_until(Duration::from_secs(10), || std::fs::read_to_string(&out)
+            .unwrap_or_default()
+            .contains("survived max_execution_time=0")),
+        "stderr:\n{}",
+        server.stderr()
+    );
+    assert!(!server.stderr().contains("Maximum execution time"));
+    // Requests keep their limit.
+    assert_eq!(server.get("/take_long.php").status, 500);
 }

@@ -7,6 +7,7 @@ $log = function (string $line) use ($out) {
     file_put_contents($out, $line . "\n", FILE_APPEND | LOCK_EX);
 };
 $log('start ' . getmypid() . ' ' . __DIR__);
+$log('max_execution_time ' . ini_get('max_execution_time'));
 while (!Ferrophp\Background::shouldStop()) {
     $job = Ferrophp\Jobs::take(['work'], 30);
     if ($job === null) {

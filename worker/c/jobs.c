@@ -183,3 +183,9 @@ uint64_t *ferrophp_job_this(zend_execute_data *execute_data) {
     }
     return &job_from(Z_OBJ_P(this))->key;
 }
+
+void ferrophp_background_untimed(void) {
+    zend_string *name = zend_string_init("max_execution_time", sizeof("max_execution_time") - 1, 0);
+    zend_alter_ini_entry_chars(name, "0", 1, PHP_INI_SYSTEM, PHP_INI_STAGE_RUNTIME);
+    zend_string_release(name);
+}

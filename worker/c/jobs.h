@@ -41,4 +41,9 @@ void ferrophp_job_create(zval *rv, uint64_t key, const char *id, size_t id_len,
  * pointer lets Rust clear it once acknowledged or failed. */
 uint64_t *ferrophp_job_this(zend_execute_data *execute_data);
 
+/* RINIT of a background worker's run: max_execution_time=0 for this engine request (as
+ * the CLI has it; a runtime change, restored at its end), which also disarms the timer
+ * php_request_startup armed. The script may still call set_time_limit(). */
+void ferrophp_background_untimed(void);
+
 #endif

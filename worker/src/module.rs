@@ -53,6 +53,7 @@ pub(crate) extern "C" fn ferrophp_module_rinit(
     _module_number: c_int,
 ) -> sys::zend_result {
     ferrophp_cache::request_startup();
+    crate::php_jobs::request_startup();
     sys::ZEND_RESULT_CODE_SUCCESS
 }
 

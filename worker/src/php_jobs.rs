@@ -96,6 +96,16 @@ pub(crate) fn set_thread_stop(stop: Option<StopSignal>) {
     STOP.with(|s| *s.borrow_mut() = stop);
 }
 
+/// RINIT: a background worker's run has no time limit (max_execution_time=0, as the
+/// CLI): it is meant to run for as long as the server does.
+pub(crate) fn request_startup() {
+    if STOP.with(|s| s.borrow().is_some()) {
+        // SAFETY: RINIT of this thread's engine request, after php_request_startup armed
+        // its timer; changes this request's ini only.
+        unsafe { sys::ferrophp_background_untimed() };
+    }
+}
+
 /// RSHUTDOWN (every engine request's end): leases still held by Job objects are failed,
 /// so a script that ended (a fatal error, exit) without acknowledging has its job retried.
 pub(crate) fn request_shutdown() {
