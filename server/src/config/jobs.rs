@@ -225,3 +225,59 @@ fn schedule_entry(index: usize, spec: &ScheduleSpec) -> Result<jobs::ScheduleEnt
     }
     Ok(entry)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn background_flags_parse() {
+        let s = BackgroundSpec::parse_flag("bin/consume.php,3").unwrap();
+        assert_eq!(
+            (s.script, s.threads),
+            (PathBuf::from("bin/consume.php"), Some(3))
+        );
+        let s = BackgroundSpec::parse_flag("a,b.php").unwrap();
+        assert_eq!((s.script, s.threads), (PathBuf::from("a,b.php"), None));
+        assert!(BackgroundSpec::parse_flag("x.php,0").is_err());
+        assert!(BackgroundSpec::parse_flag(",2").is_err());
+    }
+
+    #[test]
+    fn file_and_flags_merge_and_bad_values_are_refused() {
+        let mut file = FileConfig::parse(
+            "jobs_backend = \"redis://127.0.0.1:6379/2\"\nbackground_stop_timeout = \"5s\"\n\
+             [[background]]\nscript = \"a.php\"\nthreads = 2\n\
+             [[schedule]]\nname = \"r\"\ncron = \"*/5 * * * *\"\ntimezone = \"Europe/Paris\"\n\
+             command = \"bin/console app:report\"\njitter = \"10s\"\nmissed = \"run-once\"\n",
+        )
+        .unwrap();
+        let mut args = JobsArgs {
+            background_workers: vec!["b.php,4".into()],
+            ..Default::default()
+        };
+        let s = settings(&mut args, &mut file).unwrap();
+        assert_eq!(s.background.len(), 2);
+        assert_eq!(s.background[1].threads, Some(4));
+        assert_eq!(s.stop_timeout, Duration::from_secs(5));
+        assert_eq!(s.redis.as_deref(), Some("redis://127.0.0.1:6379/2"));
+        assert_eq!(s.schedules[0].name, "r");
+        assert_eq!(s.schedules[0].jitter, Duration::from_secs(10));
+        assert_eq!(s.schedules[0].missed, jobs::MissedRuns::RunOnce);
+
+        for bad in [
+            "[[schedule]]\ncron = \"* * *\"\ncommand = \"x\"\n",
+            "[[schedule]]\nevery = \"30s\"\n",
+            "[[schedule]]\nevery = \"30s\"\ncron = \"* * * * *\"\ncommand = \"x\"\n",
+            "[[schedule]]\ncron = \"* * * * *\"\ntimezone = \"Mars/Base\"\ncommand = \"x\"\n",
+            "jobs_durability = \"sometimes\"\n",
+            "jobs_backend = \"mysql://x\"\n",
+        ] {
+            let mut file = FileConfig::parse(bad).unwrap();
+            assert!(
+                settings(&mut JobsArgs::default(), &mut file).is_err(),
+                "{bad:?} accepted"
+            );
+        }
+    }
+}
