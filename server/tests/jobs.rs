@@ -767,6 +767,25 @@ fn bench_dispatch_against_phpredis_lpush() {
     println!("| run | payload | dispatch wall / CPU (us) | phpredis LPUSH wall / CPU (us) | dispatch+take+ack wall / CPU | LPUSH+RPOP wall / CPU |");
     println!("|---|---|---|---|---|---|");
     for run in 1..=3 {
+        let r = server.get(&format!("/messenger/bench.php?n=2000&port={}", redis.port));
+        assert_eq!(r.status, 200, "{}; stderr:\n{}", r.text(), server.stderr());
+        let v: serde_json::Value =
+            serde_json::from_str(&r.text()).unwrap_or_else(|_| panic!("{}", r.text()));
+        let f = |k: &str| {
+            assert_eq!(v[k]["handled"], 2000, "{v}");
+            format!(
+                "{:.0} msg/s, {:.1} us CPU",
+                v[k]["per_second"].as_f64().unwrap(),
+                v[k]["cpu_us"].as_f64().unwrap()
+            )
+        };
+        println!(
+            "Messenger end to end, run {run}: Redis transport {}; Ferrophp\\Jobs transport {}",
+            f("messenger_redis"),
+            f("messenger_ferrophp")
+        );
+    }
+    for run in 1..=3 {
         let r = server.get(&format!("/bench.php?n=20000&port={}", redis.port));
         assert_eq!(r.status, 200, "{}; stderr:\n{}", r.text(), server.stderr());
         let v: serde_json::Value =
