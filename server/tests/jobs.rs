@@ -1054,3 +1054,45 @@ fn a_background_run_outlives_max_execution_time() {
     // Requests keep their limit.
     assert_eq!(server.get("/take_long.php").status, 500);
 }
+
+/// Two instances with the same `[[schedule]]` entry on one Redis (`--jobs-backend`): each
+/// fire time runs once, on one of them.
+#[test]
+fn two_instances_on_one_redis_run_each_scheduled_fire_once() {
+    let redis = Redis::start();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("ticks.log");
+    let config = dir.path().join("ferrophp.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "jobs_backend = \"redis://127.0.0.1:{}/\"\n\
+             [[schedule]]\nname = \"tick\"\nevery = \"1s\"\nscript = {:?}\n",
+            redis.port,
+            script("scheduled_pid.php")
+        ),
+    )
+    .unwrap();
+    let env = [("JOBS_OUT", out.to_str().unwrap())];
+    let args = ["--config", config.to_str().unwrap()];
+    let a = Server::start_with_env(&jobs_root(), &args, &env);
+    let b = Server::start_with_env(&jobs_root(), &args, &env);
+    std::thread::sleep(Duration::from_millis(5500));
+    drop(a);
+    drop(b);
+    let ticks: Vec<(u32, f64)> = std::fs::read_to_string(&out)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.strip_prefix("tick ")?.split(' ');
+            Some((f.next()?.parse().ok()?, f.next()?.parse().ok()?))
+        })
+        .collect();
+    assert!(ticks.len() >= 4, "{ticks:?}");
+    // Fire times are whole seconds: one run per second between both instances.
+    let mut seconds: Vec<i64> = ticks.iter().map(|(_, t)| t.floor() as i64).collect();
+    seconds.sort_unstable();
+    let runs = seconds.len();
+    seconds.dedup();
+    assert_eq!(seconds.len(), runs, "a fire ran twice: {ticks:?}");
+}
