@@ -40,6 +40,7 @@ PACKAGES=(nginx php8.2-fpm php8.2-xml php8.2-mysql php8.2-sqlite3 php8.2-mbstrin
   phpunit phpab pkg-php-tools dpkg-dev php-league-commonmark php-twig php-embed pebble
   php-nyholm-psr7 php-shellcommand php-symfony-finder php-symfony-yaml
   php-symfony-phpunit-bridge php-psr-container php-cli php-parser
+  php-symfony-messenger # server/tests/jobs.rs: Messenger's consumer as a background worker
   chromium php-symfony-mercure) # server/tests/mercure.rs: headless EventSource page, Symfony's publisher
 missing=()
 for p in "${PACKAGES[@]}"; do

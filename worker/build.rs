@@ -1,8 +1,9 @@
 //! Builds the worker crate's C (`c/`: the request lifecycle, worker requests, deadlines,
-//! the SAPI's functions and hooks, ferrophp's module entry, the Metrics and Trace classes)
+//! the SAPI's functions and hooks, ferrophp's module entry, the Metrics, Trace and Jobs
+//! classes)
 //! against the PHP headers and the shim php-sys found, with the arginfo headers generated
 //! from `stubs/` (checked against their stubs first), and generates Rust declarations for
-//! what `c/worker.h`, `c/metrics.h` and `c/trace.h` declare. PHP's types are not
+//! what `c/worker.h`, `c/metrics.h`, `c/trace.h` and `c/jobs.h` declare. PHP's types are not
 //! regenerated here: the declarations name php-sys's (`allowlist_recursively(false)`), so
 //! a `zval` is the same type on both sides of the crate boundary (as the cache crate does).
 //!
@@ -19,7 +20,7 @@ use std::process::Command;
 mod arginfo;
 
 /// The C files, each owning one role (c/worker.h says which).
-const C_FILES: [&str; 14] = [
+const C_FILES: [&str; 15] = [
     "c/module.c",
     "c/server_vars.c",
     "c/input.c",
@@ -34,10 +35,11 @@ const C_FILES: [&str; 14] = [
     "c/metrics.c",
     "c/trace.c",
     "c/mercure.c",
+    "c/jobs.c",
 ];
 
 /// The headers bindgen reads (the declarations Rust calls or implements).
-const HEADERS: [&str; 3] = ["c/worker.h", "c/metrics.h", "c/trace.h"];
+const HEADERS: [&str; 4] = ["c/worker.h", "c/metrics.h", "c/trace.h", "c/jobs.h"];
 
 fn main() {
     println!("cargo:rerun-if-changed=c");
@@ -137,7 +139,7 @@ fn generate_bindings(includes: &[PathBuf], bench_fixtures: bool) {
         .clang_args(includes.iter().map(|d| format!("-I{}", d.display())))
         .clang_args(bench_fixtures.then_some("-DFERROPHP_BENCH_FIXTURES"))
         .parse_callbacks(Box::new(bindgen::CargoCallbacks::new()))
-        .allowlist_file("(.*/)?c/(worker|metrics|trace)\\.h")
+        .allowlist_file("(.*/)?c/(worker|metrics|trace|jobs)\\.h")
         .allowlist_recursively(false)
         .derive_default(true)
         .layout_tests(false)

@@ -210,6 +210,7 @@ fn threads_json() -> String {
             serde_json::json!({
                 "name": t.name,
                 "pool": t.pool,
+                "kind": t.kind.as_str(),
                 "state": t.state.as_str(),
                 "busy": t.state == worker::observe::ThreadState::Busy,
                 "uri": t.current,
@@ -246,6 +247,7 @@ fn frankenphp_threads_json() -> String {
                 "Name": match t.kind {
                     worker::PoolKind::Classic => "regular".into(),
                     worker::PoolKind::Worker => format!("worker-{}", t.pool),
+                    worker::PoolKind::Background => format!("background-{}", t.pool),
                 },
                 // FrankenPHP's state names for ours.
                 "State": match t.state {

@@ -12,6 +12,7 @@
 #![deny(unreachable_pub)]
 
 mod admin;
+mod background;
 mod body;
 pub mod config;
 mod confine;

@@ -157,6 +157,7 @@ fn render_server(out: &mut String) {
         .iter()
         .chain(static_cache)
         .chain(RUNTIME_FAMILIES)
+        .chain(BACKGROUND_FAMILIES)
     {
         header(out, family.name, family.kind, family.help);
         (family.samples)(
@@ -176,6 +177,10 @@ struct Scrape {
     threads: Vec<worker::observe::ThreadInfo>,
     cache: worker::observe::CacheInfo,
     deadlines: worker::DeadlineStats,
+    /// The job queue's totals and per-queue counts, once it was opened.
+    jobs: Option<(jobs::QueueTotals, Vec<(String, jobs::QueueCounts)>)>,
+    /// Each `[[schedule]]` entry's totals.
+    schedule: Vec<(String, jobs::EntryTotals)>,
 }
 
 impl Scrape {
@@ -186,6 +191,16 @@ impl Scrape {
             threads: worker::observe::threads(),
             cache: worker::observe::cache(),
             deadlines: worker::deadline_stats(),
+            jobs: worker::jobs_queue().map(|q| {
+                let counts = q
+                    .queues()
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter_map(|name| q.counts(&name).ok().map(|c| (name, c)))
+                    .collect();
+                (q.totals(), counts)
+            }),
+            schedule: crate::background::schedule_totals(),
         }
     }
 
@@ -368,6 +383,8 @@ static RUNTIME_FAMILIES: &[Family] = &[
             let busy = |p: &worker::observe::PoolInfo| match p.kind {
                 PoolKind::Classic => p.busy,
                 PoolKind::Worker => p.threads,
+                // Not FrankenPHP's: it has no background threads to count.
+                PoolKind::Background => 0,
             };
             o.value(s.pools.iter().map(busy).sum::<u64>());
         },
@@ -547,6 +564,93 @@ static RUNTIME_FAMILIES: &[Family] = &[
         kind: "counter",
         help: "Session files the sweep could not delete.",
         samples: |_, o| o.counter(&SESSION_SWEEP_ERRORS),
+    },
+];
+
+/// Background workers (`--background-worker`) and the job queue (docs/jobs.md).
+static BACKGROUND_FAMILIES: &[Family] = &[
+    Family {
+        name: "ferrophp_background_threads",
+        kind: "gauge",
+        help: "Threads of each background worker (their script running, or backing off).",
+        samples: |s, o| o.per_pool(s, PoolKind::Background, |p| p.threads),
+    },
+    Family {
+        name: "ferrophp_background_runs_total",
+        kind: "counter",
+        help: "Runs of each background worker's script started.",
+        samples: |s, o| o.per_pool(s, PoolKind::Background, |p| p.boots),
+    },
+    Family {
+        name: "ferrophp_background_failures_total",
+        kind: "counter",
+        help: "Runs that failed (exit status, fatal error, or ended within a second): each backs off.",
+        samples: |s, o| o.per_pool(s, PoolKind::Background, |p| p.crashes),
+    },
+    Family {
+        name: "ferrophp_jobs_total",
+        kind: "counter",
+        help: "Job queue operations of this process, by event (dispatched, deduplicated, refused, taken, acked, failed, retried, dead, expired).",
+        samples: |s, o| {
+            if let Some((t, _)) = &s.jobs {
+                for (event, n) in [
+                    ("dispatched", t.dispatched),
+                    ("deduplicated", t.deduplicated),
+                    ("refused", t.refused),
+                    ("taken", t.taken),
+                    ("acked", t.acked),
+                    ("failed", t.failed),
+                    ("retried", t.retried),
+                    ("dead", t.dead),
+                    ("expired", t.expired),
+                ] {
+                    o.labelled(&[("event", event)], n);
+                }
+            }
+        },
+    },
+    Family {
+        name: "ferrophp_schedule_runs_total",
+        kind: "counter",
+        help: "Runs of each [[schedule]] entry by outcome (started, succeeded, failed, skipped_overlap, skipped_missed, claimed_elsewhere, store_error).",
+        samples: |s, o| {
+            for (entry, t) in &s.schedule {
+                for (outcome, n) in [
+                    ("started", t.started),
+                    ("succeeded", t.succeeded),
+                    ("failed", t.failed),
+                    ("skipped_overlap", t.skipped_overlap),
+                    ("skipped_missed", t.skipped_missed),
+                    ("claimed_elsewhere", t.claimed_elsewhere),
+                    ("store_error", t.store_errors),
+                ] {
+                    o.labelled(&[("entry", entry), ("outcome", outcome)], n);
+                }
+            }
+        },
+    },
+    Family {
+        name: "ferrophp_schedule_last_duration_seconds",
+        kind: "gauge",
+        help: "How long each [[schedule]] entry's last finished run took.",
+        samples: |s, o| {
+            for (entry, t) in &s.schedule {
+                o.labelled(&[("entry", entry)], t.last_duration_ms as f64 / 1000.0);
+            }
+        },
+    },
+    Family {
+        name: "ferrophp_jobs",
+        kind: "gauge",
+        help: "Jobs in each queue by state (ready, delayed, running, dead).",
+        samples: |s, o| {
+            for (queue, c) in s.jobs.iter().flat_map(|(_, c)| c) {
+                o.labelled(&[("queue", queue), ("state", "ready")], c.ready);
+                o.labelled(&[("queue", queue), ("state", "delayed")], c.delayed);
+                o.labelled(&[("queue", queue), ("state", "running")], c.running);
+                o.labelled(&[("queue", queue), ("state", "dead")], c.dead);
+            }
+        },
     },
 ];
 

@@ -21,6 +21,8 @@
  *   slow_capture.c    the slow log's stack capture (all three share deadline_state.h).
  *   metrics.c, trace.c  the classes Ferrophp\Metrics and Ferrophp\Trace/Span (metrics.h,
  *                     trace.h; arginfo generated from worker/stubs/).
+ *   jobs.c            Ferrophp\Jobs, Job, Background (jobs.h): the Job object, payload
+ *                     serialize/unserialize.
  * Files compiled with ZEND_ENABLE_STATIC_TSRMLS_CACHE read the thread's TSRM cache that
  * php-sys's shim.c defines (libphp.a's own when libphp is linked in statically).
  */

@@ -52,6 +52,18 @@ pub(crate) fn reset() {
     });
 }
 
+/// Sets `entries` in this thread's overlay before an engine request starts, so its
+/// `getenv()` sees them (a background script's configured env: it has no HTTP request
+/// whose env the SAPI would read); the request's end clears them with the rest.
+pub(crate) fn preset(entries: &[(String, String)]) {
+    OVERLAY.with(|o| {
+        let mut o = o.borrow_mut();
+        for (name, value) in entries {
+            o.insert(name.as_bytes().to_vec(), Some(value.as_bytes().to_vec()));
+        }
+    });
+}
+
 /// `putenv(string $assignment): bool`
 unsafe extern "C" fn ferrophp_fn_putenv(
     execute_data: *mut sys::zend_execute_data,

@@ -33,6 +33,7 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 #![deny(unreachable_pub)]
 
+mod background;
 mod classic;
 pub mod cli;
 mod deadline;
@@ -51,6 +52,7 @@ mod module;
 pub mod observe;
 mod opcache_guard;
 mod php;
+mod php_jobs;
 mod pool;
 mod queue;
 pub mod request;
@@ -67,6 +69,7 @@ mod worker_mode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 
+pub use background::{BackgroundConfig, DEFAULT_STOP_TIMEOUT as DEFAULT_BACKGROUND_STOP_TIMEOUT};
 pub use deadline::{
     stats as deadline_stats, DeadlineConfig, DeadlineStats, ReplaceHook, SlowEntry, SlowFrame,
     SlowSink, DEFAULT_RETIRE_GRACE,
@@ -81,6 +84,23 @@ pub use request::{
 pub use sapi::{LogTarget, SapiName};
 pub use spawn::DEFAULT_PHP_STACK_SIZE;
 pub use worker_mode::{MemoryGrowth, WorkerConfig};
+
+/// The process's job queue, once opened (by the first `Ferrophp\Jobs` call, or at start-up
+/// when background workers run): for `/metrics`, the admin view and the scheduler.
+pub fn jobs_queue() -> Option<std::sync::Arc<jobs::Queue>> {
+    php_jobs::opened()
+}
+
+/// The process's job queue, opened now if it was not yet (the scheduler's store).
+pub fn open_jobs_queue() -> Result<std::sync::Arc<jobs::Queue>, String> {
+    php_jobs::open()
+}
+
+/// Whether an [`open_jobs_queue`] error says another process holds the local store (the
+/// one a `--supervise` reload replaces, until it exits): worth retrying.
+pub fn jobs_queue_held_elsewhere(error: &str) -> bool {
+    php_jobs::held_elsewhere(error)
+}
 
 /// Smaller stacks than this would not even start PHP reliably.
 pub const MIN_PHP_STACK_SIZE: usize = 2 * 1024 * 1024;
@@ -111,6 +131,10 @@ pub struct EngineConfig {
     pub ini_defaults: Vec<(String, String)>,
     /// Worker scripts, each with its own PHP threads (in addition to `threads`).
     pub workers: Vec<WorkerConfig>,
+    /// Background scripts, each with its own PHP threads running it in a loop.
+    pub background: Vec<BackgroundConfig>,
+    /// Where `Ferrophp\Jobs` keeps jobs (None: no store known; its calls throw).
+    pub jobs: Option<jobs::QueueConfig>,
     /// Where PHP's log lines (`log_errors`, `error_log()`) go.
     pub log_target: LogTarget,
     /// The SAPI name scripts see: "ferrophp", or "cli" / "cli-server" when ferrophp stands
@@ -155,6 +179,8 @@ impl Default for EngineConfig {
             no_php_ini: false,
             ini_defaults: Vec::new(),
             workers: Vec::new(),
+            background: Vec::new(),
+            jobs: None,
             log_target: LogTarget::Tracing,
             sapi_name: SapiName::Server,
             php_stack_size: spawn::DEFAULT_PHP_STACK_SIZE,
@@ -217,7 +243,7 @@ impl EngineControl {
     fn workers(&self) -> impl Iterator<Item = (usize, &std::sync::Arc<worker_mode::WorkerPool>)> {
         self.pools.iter().filter_map(|pool| match pool {
             EnginePool::Worker { index, pool } => Some((*index, pool)),
-            EnginePool::Classic(_) => None,
+            EnginePool::Classic(_) | EnginePool::Background { .. } => None,
         })
     }
 
@@ -228,6 +254,17 @@ impl EngineControl {
     pub fn restart_workers(&self) {
         for (_, pool) in self.workers() {
             pool.restart(None);
+        }
+        self.restart_background();
+    }
+
+    /// Tells every background script to stop; each thread runs its script again as soon
+    /// as it returned (see `background.rs`).
+    pub fn restart_background(&self) {
+        for pool in &self.pools {
+            if let EnginePool::Background { pool } = pool {
+                pool.restart();
+            }
         }
     }
 
@@ -249,6 +286,7 @@ impl EngineControl {
                 }));
             }
         }
+        self.restart_background();
     }
 
     /// Paths PHP resolved through symlinks may name other files now (a deploy switched a
@@ -256,6 +294,25 @@ impl EngineControl {
     /// request (`sapi::forget_resolved_paths`).
     pub fn forget_resolved_paths(&self) {
         sapi::forget_resolved_paths();
+    }
+
+    /// Queues a script run on the classic pool (a scheduled task); the receiver yields
+    /// its outcome once it ran. Never blocks.
+    pub fn submit(
+        &self,
+        request: ScriptRequest,
+    ) -> Result<tokio::sync::oneshot::Receiver<ScriptOutcome>, EngineStopped> {
+        let classic = self
+            .pools
+            .iter()
+            .find(|pool| pool.target() == Some(Target::Classic))
+            .ok_or(EngineStopped)?;
+        let (done, rx) = tokio::sync::oneshot::channel();
+        classic
+            .queue()
+            .push(job::Job::new(request, Some(done)))
+            .ok_or(EngineStopped)?;
+        Ok(rx)
     }
 
     /// Requests served so far by each worker, in the order of [`EngineConfig::workers`].
@@ -302,14 +359,20 @@ enum EnginePool {
         index: usize,
         pool: std::sync::Arc<worker_mode::WorkerPool>,
     },
+    /// The threads of one background script of [`EngineConfig::background`] (they take
+    /// no requests: no [`Target`] names them).
+    Background {
+        pool: std::sync::Arc<background::BackgroundPool>,
+    },
 }
 
 impl EnginePool {
-    /// The name the server gives this pool.
-    fn target(&self) -> Target {
+    /// The name the server gives this pool (None: a background pool).
+    fn target(&self) -> Option<Target> {
         match self {
-            EnginePool::Classic(_) => Target::Classic,
-            EnginePool::Worker { index, .. } => Target::Worker(*index),
+            EnginePool::Classic(_) => Some(Target::Classic),
+            EnginePool::Worker { index, .. } => Some(Target::Worker(*index)),
+            EnginePool::Background { .. } => None,
         }
     }
 
@@ -317,6 +380,7 @@ impl EnginePool {
         match self {
             EnginePool::Classic(pool) => &pool.queue,
             EnginePool::Worker { pool, .. } => &pool.queue,
+            EnginePool::Background { pool } => &pool.queue,
         }
     }
 
@@ -324,6 +388,7 @@ impl EnginePool {
         match self {
             EnginePool::Classic(pool) => &pool.scaling,
             EnginePool::Worker { pool, .. } => &pool.scaling,
+            EnginePool::Background { pool } => &pool.scaling,
         }
     }
 
@@ -331,6 +396,7 @@ impl EnginePool {
         match self {
             EnginePool::Classic(pool) => pool.stats.id,
             EnginePool::Worker { pool, .. } => pool.stats.id,
+            EnginePool::Background { pool } => pool.stats.id,
         }
     }
 
@@ -340,6 +406,7 @@ impl EnginePool {
         match self {
             EnginePool::Classic(pool) => pool.stop(),
             EnginePool::Worker { pool, .. } => pool.stop(),
+            EnginePool::Background { pool } => pool.stop(),
         }
     }
 }
@@ -350,10 +417,13 @@ enum PoolSpec {
     Classic(scale::Scaling),
     /// The worker script at `index` of [`EngineConfig::workers`].
     Worker { index: usize, config: WorkerConfig },
+    /// A background script.
+    Background(BackgroundConfig),
 }
 
 impl EngineConfig {
-    /// The pools to start, in order: the classic pool, then each worker script.
+    /// The pools to start, in order: the classic pool, each worker script, then each
+    /// background script (stopped first).
     fn pool_specs(&self) -> Vec<PoolSpec> {
         let threads = self.threads.max(1);
         let classic = PoolSpec::Classic(scale::Scaling {
@@ -369,7 +439,11 @@ impl EngineConfig {
                 index,
                 config: config.clone(),
             });
-        std::iter::once(classic).chain(workers).collect()
+        let background = self.background.iter().cloned().map(PoolSpec::Background);
+        std::iter::once(classic)
+            .chain(workers)
+            .chain(background)
+            .collect()
     }
 
     /// What PHP's start-up needs of the configuration.
@@ -397,6 +471,9 @@ fn start_pool(spec: PoolSpec, max_idle: std::time::Duration) -> Result<EnginePoo
         PoolSpec::Worker { index, config } => {
             worker_mode::start(config, max_idle).map(|pool| EnginePool::Worker { index, pool })
         }
+        PoolSpec::Background(config) => {
+            background::start(config).map(|pool| EnginePool::Background { pool })
+        }
     }
 }
 
@@ -420,6 +497,20 @@ impl Engine {
             return Err(EngineError::AlreadyStarted);
         }
         prepare_process(&config);
+        php_jobs::configure(config.jobs.clone());
+        if !config.background.is_empty() {
+            // Background workers take jobs at once: a store that cannot open fails the
+            // start, not their first call; but for one held by the process a
+            // `--supervise` reload is replacing (it lets go once this one serves), the
+            // calls retry on their own (a background script's run fails and backs off).
+            match php_jobs::open() {
+                Ok(_) => {}
+                Err(e) if php_jobs::held_elsewhere(&e) => tracing::warn!(
+                    "{e}: jobs wait until it lets go (the process a reload replaces)"
+                ),
+                Err(e) => return Err(EngineError::Startup(e)),
+            }
+        }
         let settings = config.module_settings();
         let specs = config.pool_specs();
         let max_idle = config.max_idle_time;
@@ -513,7 +604,7 @@ impl Engine {
 
     /// The pool `target` names.
     fn pool(&self, target: Target) -> Option<&EnginePool> {
-        self.pools.iter().find(|pool| pool.target() == target)
+        self.pools.iter().find(|pool| pool.target() == Some(target))
     }
 
     fn queue(&self, target: Target) -> Result<&queue::JobQueue, EngineStopped> {
@@ -635,11 +726,13 @@ fn php_main(
             let _ = ready.send(Err(e));
         }
     }
+    // Blocked takes (background workers', requests') return null now; acks still work.
+    php_jobs::close();
     for pool in pools.iter().rev() {
         pool.stop();
     }
     drop(pools);
-    let stuck = deadline::stuck_threads();
+    let stuck = deadline::stuck_threads() + pool::left_running();
     if stuck > 0 {
         // They may come back into PHP at any moment: shutting it down under them could
         // crash the process on its way out. The module is left as it is (PHP keeps

@@ -31,6 +31,7 @@ pub(crate) extern "C" fn ferrophp_module_minit(
     }
     crate::metrics::module_startup();
     crate::trace::module_startup();
+    crate::php_jobs::module_startup();
     // frankenphp_log()'s levels, declared beside it in worker/stubs/sapi.stub.php.
     // SAFETY: MINIT; PHP copies the names into persistent constants of this module.
     unsafe { sys::ferrophp_sapi_register_constants(module_number) };
@@ -52,6 +53,7 @@ pub(crate) extern "C" fn ferrophp_module_rinit(
     _module_number: c_int,
 ) -> sys::zend_result {
     ferrophp_cache::request_startup();
+    crate::php_jobs::request_startup();
     sys::ZEND_RESULT_CODE_SUCCESS
 }
 
@@ -61,6 +63,8 @@ pub(crate) extern "C" fn ferrophp_module_rshutdown(
     _module_number: c_int,
 ) -> sys::zend_result {
     ferrophp_cache::request_shutdown();
+    // Leases still held by Job objects are failed (a script that ended without ack).
+    crate::php_jobs::request_shutdown();
     // PHP's CLI keeps PHP's own putenv() and setlocale() and has no request deadlines.
     if !crate::cli::running_cli() {
         crate::env::reset();

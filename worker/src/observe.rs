@@ -42,14 +42,17 @@ pub enum PoolKind {
     /// A worker script's threads: the script boots once per thread and serves requests
     /// in a loop.
     Worker,
+    /// A background script's threads: the script runs in a loop, outside any request.
+    Background,
 }
 
 impl PoolKind {
-    /// `"classic"` or `"worker"`.
+    /// `"classic"`, `"worker"` or `"background"`.
     pub fn as_str(self) -> &'static str {
         match self {
             PoolKind::Classic => "classic",
             PoolKind::Worker => "worker",
+            PoolKind::Background => "background",
         }
     }
 }

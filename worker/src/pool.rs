@@ -54,6 +54,22 @@ pub(crate) trait Role: Send + Sync + Sized + 'static {
     /// A rolling restart ended: every thread was replaced (`true`), or a new thread never
     /// came to serve and the roll stopped with old threads still running (`false`).
     fn rolled(&self, _complete: bool) {}
+    /// The pool is stopping: tell the threads by the role's own means too (background
+    /// scripts poll a stop signal, not the pool's queue).
+    fn stopping(&self) {}
+    /// How long a stop waits for a thread before leaving it running (None: for ever).
+    fn stop_timeout(&self) -> Option<Duration> {
+        None
+    }
+}
+
+/// Threads a stop gave up waiting for ([`Role::stop_timeout`]): still inside PHP, so the
+/// engine must not shut PHP down under them.
+static LEFT_RUNNING: AtomicUsize = AtomicUsize::new(0);
+
+/// Threads left running by a pool's stop (see [`LEFT_RUNNING`]).
+pub(crate) fn left_running() -> usize {
+    LEFT_RUNNING.load(Ordering::Acquire)
 }
 
 pub(crate) struct Pool<R: Role> {
@@ -428,6 +444,8 @@ impl<R: Role> Pool<R> {
     /// Stops every thread (as [`Role::DRAIN_ON_STOP`] says) and waits for them.
     pub(crate) fn stop(&self) {
         self.queue.close();
+        self.role.stopping();
+        let give_up = self.role.stop_timeout().map(|t| Instant::now() + t);
         if !R::DRAIN_ON_STOP {
             for m in &self.members.lock().unwrap().threads {
                 m.slot.state.order_stop();
@@ -445,10 +463,21 @@ impl<R: Role> Pool<R> {
             for m in handles {
                 // A thread stuck in a request may be retired while we wait for it.
                 while !m.handle.is_finished() && m.slot.state.get() != ThreadState::Retired {
+                    if give_up.is_some_and(|t| Instant::now() >= t) {
+                        break;
+                    }
                     std::thread::sleep(Duration::from_millis(10));
                 }
                 if m.handle.is_finished() {
                     let _ = m.handle.join();
+                } else if m.slot.state.get() != ThreadState::Retired {
+                    LEFT_RUNNING.fetch_add(1, Ordering::AcqRel);
+                    tracing::error!(
+                        pool = %self.stats.name,
+                        thread = m.slot.name(),
+                        "a PHP thread did not end within its stop timeout: left running, \
+                         the process exits without PHP's shutdown"
+                    );
                 } else {
                     tracing::warn!(pool = %self.stats.name, "not waiting for a retired PHP thread");
                 }

@@ -33,8 +33,8 @@ use self::sync::Syncer;
 use crate::backend::Backend;
 use crate::error::{JobsError, Result};
 use crate::job::{
-    due_ms_after, duration_ms, from_ms, now_ms, DeadJob, DispatchOptions, DispatchOutcome, FailOutcome, Lease,
-    QueueCounts,
+    due_ms_after, duration_ms, from_ms, now_ms, DeadJob, DispatchOptions, DispatchOutcome,
+    FailOutcome, Lease, QueueCounts,
 };
 use crate::schedule::{Claim, ScheduleStore};
 use crate::stats::QueueStats;

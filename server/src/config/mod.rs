@@ -3,6 +3,7 @@
 //! defaults and checked here, into the [`ServeConfig`] the server runs with.
 
 mod acme;
+mod jobs;
 mod mercure;
 mod sources;
 
@@ -15,7 +16,8 @@ use crate::metrics::MetricsPush;
 use crate::static_cache;
 use crate::workers::WorkerSpec;
 pub use acme::{AcmeArgs, AutoHttps};
-use sources::parse_duration;
+pub use jobs::{BackgroundSpec, JobsArgs, JobsSettings, ScheduleSpec};
+pub(crate) use sources::parse_duration;
 pub use sources::{FileConfig, ServeArgs};
 
 /// Resolved settings: what the server runs with.
@@ -107,6 +109,8 @@ pub struct ServeConfig {
     pub mercure: Option<::mercure::Config>,
     /// `--hot-reload`: file changes under `--watch` are published on the hub.
     pub hot_reload: bool,
+    /// Background workers, the job queue's backend, the scheduler.
+    pub jobs: JobsSettings,
 }
 
 impl ServeConfig {
@@ -173,6 +177,7 @@ impl ServeConfig {
         }
         let ini = php_ini_settings(&args, &mut file)?;
         let workers = workers(&mut args, &mut file)?;
+        let jobs = jobs::settings(&mut args.jobs, &mut file)?;
         let instance = instance_name(&mut args, &mut file)?;
         let (metrics, metrics_push) = metrics(&mut args, &mut file, &instance)?;
         let limits = http_limits(&args, &file)?;
@@ -243,6 +248,7 @@ impl ServeConfig {
             deadlines,
             mercure,
             hot_reload,
+            jobs,
         })
     }
 }

@@ -60,6 +60,9 @@ pub struct ServeArgs {
     /// The Mercure hub: `--mercure-*`.
     #[command(flatten)]
     pub mercure: super::mercure::MercureArgs,
+    /// Background workers, the job queue's backend: `--background-worker`, `--jobs-*`.
+    #[command(flatten)]
+    pub jobs: super::jobs::JobsArgs,
     /// Largest request body accepted, in bytes; larger ones get 413 [default: 1073741824]
     #[arg(long, env = "FERROPHP_MAX_BODY_SIZE", value_name = "BYTES")]
     pub max_body_size: Option<u64>,
@@ -234,7 +237,7 @@ pub struct ServeArgs {
 }
 
 /// `5s`, `500ms`, `2m`, or a number of seconds.
-pub(super) fn parse_duration(value: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(value: &str) -> Result<Duration, String> {
     let t = value.trim();
     let invalid = || format!("invalid duration {value:?}: expected 5s, 500ms, 2m or seconds");
     let (number, unit_ms) = if let Some(n) = t.strip_suffix("ms") {
@@ -349,6 +352,13 @@ pub struct FileConfig {
     pub(super) slowlog_ms: Option<u64>,
     /// `[mercure]`: the Mercure hub.
     pub(super) mercure: Option<super::mercure::MercureFile>,
+    /// `[[background]]`: background workers (`config/jobs.rs`).
+    pub(super) background: Option<Vec<super::jobs::BackgroundSpec>>,
+    pub(super) background_stop_timeout: Option<String>,
+    pub(super) jobs_backend: Option<String>,
+    pub(super) jobs_durability: Option<String>,
+    /// `[[schedule]]`: scheduled scripts and commands.
+    pub(super) schedule: Option<Vec<super::jobs::ScheduleSpec>>,
     /// `[package]`: read by `ferrophp package` only (`serve` checks and ignores it).
     pub(super) package: Option<ferrophp_package::AppSettings>,
 }

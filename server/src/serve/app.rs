@@ -77,6 +77,8 @@ pub(super) struct AtExit {
     pub(super) metrics_push: Option<PushHandle>,
     /// The session directory this server made for itself.
     pub(super) remove_at_exit: Option<PathBuf>,
+    /// The `[[schedule]]` entries' scheduler, stopped before PHP shuts down.
+    pub(super) scheduler: Option<crate::background::SchedulerSlot>,
 }
 
 /// The configured paths and the site they resolve to now; the development server has no
@@ -165,6 +167,8 @@ pub(super) async fn build(
         php_ini: config.php_ini.clone(),
         no_php_ini: dev.is_some_and(|d| d.no_php_ini),
         workers: worker_configs,
+        background: crate::background::background_configs(config)?,
+        jobs: crate::background::queue_config(config),
         log_target: LogTarget::Tracing,
         // `php-cli -S` stands in for `php -S`, whose scripts test for "cli-server".
         sapi_name: if dev.is_some() {
@@ -188,6 +192,7 @@ pub(super) async fn build(
             .map(|i| engine.max_threads(worker::Target::Worker(i)))
             .sum::<usize>();
     let control = engine.control();
+    let scheduler = crate::background::start_scheduler(config, control.clone())?;
     let sites = Arc::new(Sites::new(layout, site, control.clone()));
     site::reload_on_signals(sites.clone());
     let watcher = if config.watch.is_empty() {
@@ -265,6 +270,7 @@ pub(super) async fn build(
         _watcher: watcher,
         metrics_push,
         remove_at_exit,
+        scheduler,
     };
     Ok((app, at_exit))
 }

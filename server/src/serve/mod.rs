@@ -164,6 +164,8 @@ async fn serve(
     // Now that PHP and the listener hold their descriptors.
     let max_connections =
         accept::fit_to_fd_limit(fd_limit, config.max_connections, app.php_threads);
+    // Before the listening line: whoever reads it may send SIGTERM at once.
+    let stop = shutdown::signal();
 
     for listener in &listeners {
         let (scheme, local) = (listener.scheme(), listener.local_addr());
@@ -213,14 +215,7 @@ async fn serve(
     });
     let graceful = GracefulShutdown::new();
     // Returns once every listener is closed.
-    accept::accept_until(
-        listeners,
-        shutdown::signal(),
-        max_connections,
-        connections,
-        &graceful,
-    )
-    .await;
+    accept::accept_until(listeners, stop, max_connections, connections, &graceful).await;
     // An order cut short is harmless: the next start orders again (store.rs).
     if let Some(renewal) = renewal {
         renewal.abort();

@@ -49,20 +49,26 @@ pub(super) fn replacement_requested() -> bool {
 }
 
 /// Resolves on the first SIGTERM or SIGINT (never, if the handlers cannot be set), or
-/// when the engine asks for the process to be replaced.
-pub(super) async fn signal() {
+/// when the engine asks for the process to be replaced. The handlers are installed when
+/// this is called, not when the future is first polled: a SIGTERM sent right after the
+/// listening line (which is printed before the accept loop polls this) must not find
+/// the default action still in place, which kills the process without its drain.
+pub(super) fn signal() -> impl std::future::Future<Output = ()> {
     use tokio::signal::unix::{signal, SignalKind};
-    let (Ok(mut term), Ok(mut int)) = (
+    let handlers = (
         signal(SignalKind::terminate()),
         signal(SignalKind::interrupt()),
-    ) else {
-        REPLACE.notified().await;
-        return;
-    };
-    tokio::select! {
-        _ = term.recv() => {},
-        _ = int.recv() => {},
-        _ = REPLACE.notified() => {},
+    );
+    async move {
+        let (Ok(mut term), Ok(mut int)) = handlers else {
+            REPLACE.notified().await;
+            return;
+        };
+        tokio::select! {
+            _ = term.recv() => {},
+            _ = int.recv() => {},
+            _ = REPLACE.notified() => {},
+        }
     }
 }
 
@@ -76,7 +82,7 @@ pub(super) async fn drain(
     graceful: GracefulShutdown,
     grace: Duration,
     app: Arc<App>,
-    at_exit: AtExit,
+    mut at_exit: AtExit,
 ) -> Result<(), String> {
     tracing::info!(
         "shutting down: no new connections, waiting up to {:?} for requests in flight",
@@ -100,6 +106,9 @@ pub(super) async fn drain(
     {
         tracing::warn!("grace period over with requests still in flight");
     }
+    // No scheduled run starts any more; those under way finish in PHP's drain below.
+    let scheduler = at_exit.scheduler.take();
+    let _ = tokio::task::spawn_blocking(move || crate::background::stop_scheduler(scheduler)).await;
     let app = Arc::try_unwrap(app).map_err(|_| "connections still hold the app".to_string());
     match app {
         Ok(app) => {
@@ -115,6 +124,7 @@ pub(super) async fn drain(
         _watcher,
         metrics_push,
         remove_at_exit,
+        scheduler: _,
     } = at_exit;
     // What PHP recorded since the last push interval leaves the process too.
     if let Some(push) = metrics_push {
