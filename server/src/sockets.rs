@@ -8,7 +8,8 @@
 //! each inherited across exec (close-on-exec cleared in the child only). The child takes
 //! the variable out of its environment before any thread exists, takes descriptor *i*
 //! for socket *i*, and refuses to start (exit 2) if the count differs or a descriptor is
-//! not a socket of the kind its spec names (a listening TCP socket for [`SocketKind::Tcp`]).
+//! not a socket of the kind its spec names (a listening TCP socket for [`SocketKind::Tcp`],
+//! a bound UDP socket for [`SocketKind::Udp`]).
 //! A single number is the one-socket form an older supervisor sends, so a deploy that
 //! replaces the binary under a running supervisor (SIGHUP) keeps working.
 
@@ -29,6 +30,8 @@ const BACKLOG: i32 = 1024;
 pub(crate) enum SocketKind {
     /// A listening TCP socket (HTTP/1.1 and HTTP/2, plain or TLS).
     Tcp,
+    /// A bound UDP socket (HTTP/3 over QUIC, beside a TLS listener on the same port).
+    Udp,
 }
 
 /// One socket the configuration asks for.
@@ -39,12 +42,55 @@ pub(crate) struct SocketSpec {
 }
 
 /// The sockets `config` listens on, in the order the server serves them and a supervisor
-/// passes them: today the one `--listen` TCP socket.
+/// passes them: the `--listen` TCP socket, then, when it speaks TLS and HTTP/3 is on, a
+/// UDP socket on the same address for QUIC.
 pub(crate) fn specs(config: &ServeConfig) -> Vec<SocketSpec> {
-    vec![SocketSpec {
+    let mut specs = vec![SocketSpec {
         kind: SocketKind::Tcp,
         addr: config.listen,
-    }]
+    }];
+    if config.tls.is_some() && config.http3 {
+        specs.push(SocketSpec {
+            kind: SocketKind::Udp,
+            addr: config.listen,
+        });
+    }
+    specs
+}
+
+/// The UDP socket for HTTP/3 beside a TCP socket bound to `tcp`.
+pub(crate) fn udp_beside(tcp: SocketAddr) -> SocketSpec {
+    SocketSpec {
+        kind: SocketKind::Udp,
+        addr: tcp,
+    }
+}
+
+/// Binds every spec in order ([`bind`]); a UDP socket that follows a TCP socket of the
+/// same address takes that socket's port, so `--listen` with port 0 still puts HTTP/3 on
+/// the port the TCP socket got. On failure, the address that failed and why.
+pub(crate) fn bind_all(specs: &[SocketSpec]) -> Result<Vec<socket2::Socket>, String> {
+    let mut bound: Vec<socket2::Socket> = Vec::with_capacity(specs.len());
+    let mut last_tcp: Option<(SocketAddr, SocketAddr)> = None;
+    for spec in specs {
+        let mut spec = *spec;
+        if let (SocketKind::Udp, Some((asked, got))) = (spec.kind, last_tcp) {
+            if asked == spec.addr {
+                spec.addr = got;
+            }
+        }
+        let socket = bind(&spec).map_err(|e| format!("cannot listen on {}: {e}", spec.addr))?;
+        if spec.kind == SocketKind::Tcp {
+            let got = socket
+                .local_addr()
+                .ok()
+                .and_then(|a| a.as_socket())
+                .unwrap_or(spec.addr);
+            last_tcp = Some((spec.addr, got));
+        }
+        bound.push(socket);
+    }
+    Ok(bound)
 }
 
 /// Binds `spec` (address reuse on, as tokio's own bind does) and, for TCP, listens;
@@ -61,6 +107,15 @@ pub(crate) fn bind(spec: &SocketSpec) -> std::io::Result<socket2::Socket> {
             socket.set_reuse_address(true)?;
             socket.bind(&spec.addr.into())?;
             socket.listen(BACKLOG)?;
+            Ok(socket)
+        }
+        SocketKind::Udp => {
+            let socket = Socket::new(
+                Domain::for_address(spec.addr),
+                Type::DGRAM,
+                Some(Protocol::UDP),
+            )?;
+            socket.bind(&spec.addr.into())?;
             Ok(socket)
         }
     }
@@ -123,12 +178,12 @@ fn parse_fd_list(text: &str) -> Option<Vec<RawFd>> {
     Some(fds)
 }
 
-/// The inherited sockets as the listening sockets `specs` asks for, in order (non-blocking,
-/// for the runtime); an error if they do not match.
+/// The inherited sockets as the sockets `specs` asks for, in order (non-blocking, for the
+/// runtime); an error if they do not match.
 pub(crate) fn adopt(
     inherited: InheritedSockets,
     specs: &[SocketSpec],
-) -> Result<Vec<std::net::TcpListener>, String> {
+) -> Result<Vec<socket2::Socket>, String> {
     if inherited.0.len() != specs.len() {
         return Err(format!(
             "{LISTEN_FD_ENV} passed {} sockets, the configuration listens on {}",
@@ -153,9 +208,18 @@ pub(crate) fn adopt(
                         ));
                     }
                 }
+                SocketKind::Udp => {
+                    let is_udp = matches!(socket.r#type(), Ok(socket2::Type::DGRAM))
+                        && socket.local_addr().is_ok_and(|a| a.as_socket().is_some());
+                    if !is_udp {
+                        return Err(format!(
+                            "{LISTEN_FD_ENV}: descriptor {raw} is not a bound UDP socket"
+                        ));
+                    }
+                }
             }
             socket.set_nonblocking(true).map_err(|e| e.to_string())?;
-            Ok(std::net::TcpListener::from(socket))
+            Ok(socket)
         })
         .collect()
 }
@@ -201,5 +265,10 @@ mod tests {
         assert!(adopt(InheritedSockets(vec![OwnedFd::from(unbound)]), &[spec]).is_err());
         let udp = std::net::UdpSocket::bind(addr).unwrap();
         assert!(adopt(InheritedSockets(vec![OwnedFd::from(udp)]), &[spec]).is_err());
+        // A UDP spec takes a bound UDP socket, and no TCP listener.
+        let udp_spec = udp_beside(addr);
+        let udp = std::net::UdpSocket::bind(addr).unwrap();
+        assert!(adopt(InheritedSockets(vec![OwnedFd::from(udp)]), &[udp_spec]).is_ok());
+        assert!(adopt(listening(), &[udp_spec]).is_err());
     }
 }

@@ -3,14 +3,16 @@
 //! them:
 //!
 //! - `listeners`: the list of listeners, each a socket with its protocol (`tcp.rs`: TCP,
-//!   plain or TLS), bound before PHP starts or taken over from a `--supervise` parent;
+//!   plain or TLS; `quic.rs`: HTTP/3 over UDP beside TLS), bound before PHP starts or
+//!   taken over from a `--supervise` parent;
 //! - `app`: building the `App` all requests share (router, workers, the PHP
 //!   engine and its permits, admin listener, metrics push, session sweeper);
 //! - `accept`: the file descriptor limit (raised, and the connection cap fitted into it)
 //!   and the accept loops, one per listener (one connection cap for all, a task per
 //!   connection, backing off when descriptors run out);
 //! - `connection`: HTTP/1.1 and HTTP/2 on one accepted byte stream (hyper's builder,
-//!   timeouts, idle tracking, the 1xx handles, graceful-shutdown watcher);
+//!   timeouts, idle tracking, the 1xx handles, graceful-shutdown watcher, `Alt-Svc`), and
+//!   HTTP/3 on one QUIC connection (`h3.rs`);
 //! - `dispatch`: one request, whatever protocol carried it (checks, the server's own
 //!   routes, routing, static file, PHP, `php -S` routing);
 //! - `shutdown`: signals, drain, PHP shutdown.
@@ -78,7 +80,7 @@ pub fn run(args: ServeArgs, inherited: InheritedSockets) -> i32 {
 /// Runs `serve` on a new multi-threaded runtime until it stops; the exit status.
 fn serve_to_the_end(
     config: ServeConfig,
-    inherited: Option<Vec<std::net::TcpListener>>,
+    inherited: Option<Vec<socket2::Socket>>,
     dev: Option<DevMode>,
 ) -> i32 {
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -141,7 +143,7 @@ pub fn run_dev(dev: DevServer) -> i32 {
 /// then drains and shuts PHP down.
 async fn serve(
     config: ServeConfig,
-    inherited: Option<Vec<std::net::TcpListener>>,
+    inherited: Option<Vec<socket2::Socket>>,
     dev: Option<DevMode>,
 ) -> Result<(), String> {
     // Before anything opens descriptors: connections, PHP and its files share them.
@@ -157,6 +159,15 @@ async fn serve(
 
     for listener in &listeners {
         let (scheme, local) = (listener.scheme(), listener.local_addr());
+        if listener.http3_port().is_some() {
+            // Its own line, which nothing reading the listening lines takes for another
+            // TCP port.
+            tracing::info!("HTTP/3 on udp://{local}");
+            if dev.is_none() {
+                println!("ferrophp HTTP/3 on udp://{local}");
+            }
+            continue;
+        }
         tracing::info!(
             "listening on {scheme}://{local} (root {}, {} PHP threads)",
             app.sites.current().document_root,
@@ -178,11 +189,18 @@ async fn serve(
     // A supervisor replacing another server with this one may let that one drain now.
     crate::supervise::notify_ready();
 
+    let alt_svc = listeners
+        .iter()
+        .find_map(listeners::AnyListener::http3_port)
+        .map(connection::alt_svc);
     let connections = Arc::new(connection::Connections {
         app: app.clone(),
         builder: connection::http_builder(&config, dev.is_some()),
         header_timeout: config.header_timeout,
         idle_timeout: config.idle_timeout,
+        max_header_size: config.max_header_size,
+        alt_svc,
+        draining: tokio_util::sync::CancellationToken::new(),
     });
     let graceful = GracefulShutdown::new();
     // Returns once every listener is closed.
@@ -190,10 +208,13 @@ async fn serve(
         listeners,
         shutdown::signal(),
         max_connections,
-        connections,
+        connections.clone(),
         &graceful,
     )
     .await;
+    // HTTP/3 connections send GOAWAY now; the drain below waits for them as for the rest.
+    connections.draining.cancel();
+    drop(connections);
     shutdown::drain(graceful, config.grace, app, at_exit).await
 }
 

@@ -2,12 +2,14 @@
 //! connection is accepted from it and how one is served (handshake and protocol); the
 //! accept loop around them (`accept.rs`: connection cap, descriptor back-off, graceful
 //! drain) is the same for all. `tcp.rs`: TCP, plain or TLS, for HTTP/1.1 and HTTP/2.
-//! A QUIC listener (HTTP/3) goes beside it as `quic.rs`: a UDP socket whose accepted
-//! connections each carry many request streams, served by its own `serve`.
+//! `quic.rs`: QUIC (HTTP/3) on a UDP socket beside a TLS listener, whose accepted
+//! connections each carry many request streams (`serve/connection/h3.rs`).
 //!
-//! [`open`] makes the list, in the order of `sockets::specs` (today the one `--listen`
-//! socket): bound here, or taken over from a `--supervise` parent in the same order.
+//! [`open`] makes the list, in the order of `sockets::specs` (the `--listen` socket, then
+//! its UDP twin when TLS and HTTP/3 are on): bound here, or taken over from a
+//! `--supervise` parent in the same order.
 
+mod quic;
 mod tcp;
 
 use std::future::Future;
@@ -45,11 +47,13 @@ pub(super) trait Listener: Send + Sync + 'static {
 /// Every kind of listener `serve` runs, so that one list holds them all.
 pub(super) enum AnyListener {
     Tcp(tcp::TcpListener),
+    Quic(quic::QuicListener),
 }
 
 /// A connection accepted by an [`AnyListener`].
 pub(super) enum AnyConn {
     Tcp(tokio::net::TcpStream),
+    Quic(quinn::Incoming),
 }
 
 impl Listener for AnyListener {
@@ -59,6 +63,7 @@ impl Listener for AnyListener {
     async fn accept(&self) -> std::io::Result<(AnyConn, SocketAddr)> {
         match self {
             AnyListener::Tcp(l) => l.accept().await.map(|(c, a)| (AnyConn::Tcp(c), a)),
+            AnyListener::Quic(l) => l.accept().await.map(|(c, a)| (AnyConn::Quic(c), a)),
         }
     }
 
@@ -69,8 +74,16 @@ impl Listener for AnyListener {
         shared: Arc<Connections>,
         watcher: Watcher,
     ) -> impl Future<Output = ()> + Send + 'static {
+        use futures_util::future::Either;
         match (self, conn) {
-            (AnyListener::Tcp(l), AnyConn::Tcp(c)) => l.serve(c, remote, shared, watcher),
+            (AnyListener::Tcp(l), AnyConn::Tcp(c)) => {
+                Either::Left(l.serve(c, remote, shared, watcher))
+            }
+            (AnyListener::Quic(l), AnyConn::Quic(c)) => {
+                Either::Right(Either::Left(l.serve(c, remote, shared, watcher)))
+            }
+            // Each listener only accepts its own kind of connection.
+            _ => Either::Right(Either::Right(std::future::ready(()))),
         }
     }
 }
@@ -80,6 +93,7 @@ impl AnyListener {
     pub(super) fn local_addr(&self) -> SocketAddr {
         match self {
             AnyListener::Tcp(l) => l.local_addr(),
+            AnyListener::Quic(l) => l.local_addr(),
         }
     }
 
@@ -87,39 +101,60 @@ impl AnyListener {
     pub(super) fn scheme(&self) -> &'static str {
         match self {
             AnyListener::Tcp(l) => l.scheme(),
+            AnyListener::Quic(_) => "https",
+        }
+    }
+
+    /// The UDP port HTTP/3 is served on, if this is the QUIC listener.
+    pub(super) fn http3_port(&self) -> Option<u16> {
+        match self {
+            AnyListener::Quic(l) => Some(l.local_addr().port()),
+            AnyListener::Tcp(_) => None,
         }
     }
 }
 
 /// The listeners `config` asks for, on `inherited` sockets (a supervisor's, already
 /// matched to the specs in order by `sockets::adopt`) or on sockets bound here. Called
-/// before PHP starts, so a taken port fails fast.
+/// before PHP starts, so a taken port fails fast. The QUIC listener takes the TLS
+/// listener's rustls configuration (one certificate source for both).
 pub(super) fn open(
     config: &ServeConfig,
-    inherited: Option<Vec<std::net::TcpListener>>,
+    inherited: Option<Vec<socket2::Socket>>,
 ) -> Result<Vec<AnyListener>, String> {
     let tls = match &config.tls {
         Some((cert, key)) => Some(crate::tls::acceptor(cert, key)?),
         None => None,
     };
     let specs = sockets::specs(config);
-    let mut inherited = inherited.map(Vec::into_iter);
+    let sockets = match inherited {
+        Some(sockets) => sockets,
+        None => {
+            let sockets = sockets::bind_all(&specs)?;
+            for socket in &sockets {
+                socket
+                    .set_nonblocking(true)
+                    .map_err(|e| format!("cannot listen: {e}"))?;
+            }
+            sockets
+        }
+    };
     let mut listeners = Vec::with_capacity(specs.len());
-    for spec in &specs {
-        let socket = match inherited.as_mut().and_then(Iterator::next) {
-            Some(socket) => socket,
-            None => sockets::bind(spec)
-                .map(std::net::TcpListener::from)
-                .and_then(|socket| {
-                    socket.set_nonblocking(true)?;
-                    Ok(socket)
-                })
-                .map_err(|e| format!("cannot listen on {}: {e}", spec.addr))?,
-        };
+    for (spec, socket) in specs.iter().zip(sockets) {
         let listener = match spec.kind {
-            SocketKind::Tcp => tokio::net::TcpListener::from_std(socket)
+            SocketKind::Tcp => tokio::net::TcpListener::from_std(socket.into())
                 .and_then(|socket| tcp::TcpListener::new(socket, tls.clone()))
-                .map(AnyListener::Tcp),
+                .map(AnyListener::Tcp)
+                .map_err(|e| e.to_string()),
+            SocketKind::Udp => match &tls {
+                Some(acceptor) => quic::QuicListener::new(
+                    socket.into(),
+                    acceptor.config(),
+                    config.idle_timeout,
+                )
+                .map(AnyListener::Quic),
+                None => Err("HTTP/3 needs TLS".to_string()),
+            },
         };
         listeners.push(listener.map_err(|e| format!("listener on {}: {e}", spec.addr))?);
     }
