@@ -58,14 +58,6 @@ pub(crate) fn specs(config: &ServeConfig) -> Vec<SocketSpec> {
     specs
 }
 
-/// The UDP socket for HTTP/3 beside a TCP socket bound to `tcp`.
-pub(crate) fn udp_beside(tcp: SocketAddr) -> SocketSpec {
-    SocketSpec {
-        kind: SocketKind::Udp,
-        addr: tcp,
-    }
-}
-
 /// Binds every spec in order ([`bind`]); a UDP socket that follows a TCP socket of the
 /// same address takes that socket's port, so `--listen` with port 0 still puts HTTP/3 on
 /// the port the TCP socket got. On failure, the address that failed and why.
@@ -266,7 +258,10 @@ mod tests {
         let udp = std::net::UdpSocket::bind(addr).unwrap();
         assert!(adopt(InheritedSockets(vec![OwnedFd::from(udp)]), &[spec]).is_err());
         // A UDP spec takes a bound UDP socket, and no TCP listener.
-        let udp_spec = udp_beside(addr);
+        let udp_spec = SocketSpec {
+            kind: SocketKind::Udp,
+            addr,
+        };
         let udp = std::net::UdpSocket::bind(addr).unwrap();
         assert!(adopt(InheritedSockets(vec![OwnedFd::from(udp)]), &[udp_spec]).is_ok());
         assert!(adopt(listening(), &[udp_spec]).is_err());

@@ -175,15 +175,23 @@ async def send_request(client, host, port, req):
     # For a test that acts once the request is on its way (a shutdown under way).
     print(f"sent {req['path']}", file=sys.stderr, flush=True)
     # The body in 64 KiB pieces, letting the event loop send in between.
+    send_stopped = None
     for i in range(0, len(body), 1 << 16):
         piece = body[i : i + (1 << 16)]
-        client.http.send_data(stream_id, piece, end_stream=i + len(piece) >= len(body))
+        try:
+            client.http.send_data(stream_id, piece, end_stream=i + len(piece) >= len(body))
+        except Exception as e:
+            # The server answered early and stopped reading (STOP_SENDING): as a browser
+            # does, stop sending and read the answer.
+            send_stopped = repr(e)
+            break
         client.transmit()
         await asyncio.sleep(0)
     s = client.stream(stream_id)
     await asyncio.wait_for(s["event"].wait(), timeout=60)
     out = report(client, stream_id, started)
     out["sent_sha256"] = hashlib.sha256(body).hexdigest()
+    out["send_stopped"] = send_stopped
     return out
 
 

@@ -160,7 +160,13 @@ async fn request(
             }
         }
     };
-    // A hint sent after the final head would be a protocol error: none is taken now.
+    // Hints queued before the response was ready (a script that sent one and ended at
+    // once) still precede it; one sent after the final head would be a protocol error,
+    // so none is taken after this.
+    hint_heads.close();
+    while let Ok(head) = hint_heads.try_recv() {
+        let _ = send.send_response(head).await;
+    }
     drop(hint_heads);
     respond(&mut send, response, head_only).await;
     drop(in_flight);

@@ -6,8 +6,9 @@
 //! Its limits are the TCP listener's in QUIC's terms: the handshake within the header
 //! timeout; at most [`MAX_STREAMS`] request streams open at once on one connection (as
 //! HTTP/2's `max_concurrent_streams`; more wait for QUIC stream credit instead of being
-//! refused); quinn's own idle timeout (no packets at all) set to `--idle-timeout-ms`,
-//! beside the request-level one in `h3.rs`; and one slot of `--max-connections` per
+//! refused); quinn's own idle timeout (no packets at all, so a peer that stopped
+//! answering our PINGs is gone) set to `--idle-timeout-ms`, beside the request-level one
+//! in `h3.rs`; and one slot of `--max-connections` per
 //! connection, taken in the accept loop like a TCP connection's (a refused `Incoming` is
 //! dropped, which quinn answers with CONNECTION_REFUSED). 0-RTT stays off: the rustls
 //! configuration keeps `max_early_data_size` at 0, so no request is ever replayable.
@@ -60,7 +61,10 @@ impl QuicListener {
         transport
             .max_concurrent_bidi_streams(MAX_STREAMS.into())
             .max_concurrent_uni_streams(MAX_UNI_STREAMS.into())
-            .max_idle_timeout(quinn::IdleTimeout::try_from(idle_timeout).ok());
+            .max_idle_timeout(quinn::IdleTimeout::try_from(idle_timeout).ok())
+            // PINGs while a request is in flight keep a slow script's connection from
+            // QUIC's idle timeout; `h3.rs` closes connections with no request in flight.
+            .keep_alive_interval(Some(idle_timeout / 3));
         server.transport_config(Arc::new(transport));
         let local = socket.local_addr().map_err(|e| e.to_string())?;
         let endpoint = quinn::Endpoint::new(
