@@ -248,7 +248,7 @@ mod tests {
         let listening = || InheritedSockets(vec![OwnedFd::from(bind(&spec).unwrap())]);
         let adopted = adopt(listening(), &[spec]).unwrap();
         assert_eq!(adopted.len(), 1);
-        assert!(adopted[0].local_addr().unwrap().port() > 0);
+        assert!(adopted[0].local_addr().unwrap().as_socket().unwrap().port() > 0);
         // Two specs, one socket.
         assert!(adopt(listening(), &[spec, spec]).is_err());
         // A TCP socket that does not listen, and a UDP socket, are not listeners.
@@ -265,5 +265,25 @@ mod tests {
         let udp = std::net::UdpSocket::bind(addr).unwrap();
         assert!(adopt(InheritedSockets(vec![OwnedFd::from(udp)]), &[udp_spec]).is_ok());
         assert!(adopt(listening(), &[udp_spec]).is_err());
+    }
+
+    #[test]
+    fn a_udp_socket_after_a_tcp_one_takes_its_port() {
+        let addr: SocketAddr = "127.0.0.1:0".parse().unwrap();
+        let specs = [
+            SocketSpec {
+                kind: SocketKind::Tcp,
+                addr,
+            },
+            SocketSpec {
+                kind: SocketKind::Udp,
+                addr,
+            },
+        ];
+        let bound = bind_all(&specs).unwrap();
+        let port = |s: &socket2::Socket| s.local_addr().unwrap().as_socket().unwrap().port();
+        assert!(port(&bound[0]) > 0);
+        assert_eq!(port(&bound[0]), port(&bound[1]));
+        assert_eq!(bound[1].r#type().unwrap(), socket2::Type::DGRAM);
     }
 }
