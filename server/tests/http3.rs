@@ -396,3 +396,37 @@ fn shutdown_drains_http3_requests_in_flight() {
     let status = server.server.wait_exit(Duration::from_secs(10));
     assert!(status.is_some_and(|s| s.success()), "{status:?}");
 }
+
+#[test]
+fn a_supervisor_hands_the_udp_socket_to_each_server_it_starts() {
+    let server = start("classic", &["--supervise"]);
+    // During the hand-over both servers read the socket: a new connection whose first
+    // packet the draining one reads is refused (the client then tries again, or a
+    // browser takes HTTP/2), so polling tolerates failures.
+    let pid = |server: &H3Server| {
+        let output = Command::new("python3")
+            .arg(root().join("h3client.py"))
+            .args(["127.0.0.1", &server.server.port().to_string()])
+            .arg(&server.cert)
+            .args(["requests", r#"[{"path": "/app.php?do=server"}]"#])
+            .output()
+            .unwrap();
+        let out: Value = serde_json::from_slice(&output.stdout).unwrap_or(Value::Null);
+        let body = out["results"][0]["body"].as_str().unwrap_or("null");
+        serde_json::from_str::<Value>(body).unwrap_or(Value::Null)["pid"].clone()
+    };
+    let first = pid(&server);
+    assert!(first.is_u64(), "{first}");
+    let status = Command::new("kill")
+        .args(["-HUP", &server.server.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    // The replacement serves HTTP/3 on the same UDP socket, which never closed.
+    let mut second = first.clone();
+    assert!(common::wait_until(Duration::from_secs(30), || {
+        second = pid(&server);
+        second.is_u64() && second != first
+    }));
+    assert_serving(&server);
+}

@@ -22,6 +22,7 @@ function handle(): void
                 'port' => $_SERVER['SERVER_PORT'] ?? null,
                 'worker' => function_exists('frankenphp_handle_request') && isset($GLOBALS['worker']),
                 'ua' => $_SERVER['HTTP_USER_AGENT'] ?? null,
+                'pid' => getmypid(),
             ]);
             break;
         case 'hash':
