@@ -299,12 +299,18 @@ fn a_hundred_streams_on_one_connection() {
     }
     eprintln!("100 streams of 20 ms each on one connection, 2 worker threads: {took:?}");
     // Mixed with uploads on the same connection.
+    // (bodies of a few bytes too, which come in the HEADERS frame's packet with the FIN)
     let mixed: Vec<Value> = (0..20)
-        .map(|i| json!({ "method": "POST", "path": "/app.php?do=hash", "body_bytes": 100_000 + i, "body_seed": i }))
+        .map(|i| {
+            let size = if i < 5 { i + 1 } else { 100_000 + i };
+            json!({ "method": "POST", "path": "/app.php?do=hash", "body_bytes": size, "body_seed": i })
+        })
         .collect();
-    for r in requests(&server, Value::Array(mixed)) {
+    for (i, r) in requests(&server, Value::Array(mixed)).iter().enumerate() {
         assert_eq!(r["status"], 200, "{r}");
-        assert_eq!(body_json(&r)["sha256"], r["sent_sha256"]);
+        let v = body_json(r);
+        assert_eq!(v["sha256"], r["sent_sha256"], "{i}: {v}");
+        assert_eq!(v["bytes"], if i < 5 { i + 1 } else { 100_000 + i }, "{i}: {v}");
     }
 }
 
@@ -429,4 +435,160 @@ fn a_supervisor_hands_the_udp_socket_to_each_server_it_starts() {
         second.is_u64() && second != first
     }));
     assert_serving(&server);
+}
+
+/// The server's CPU time so far (user + system, from `/proc/PID/stat`: what getrusage
+/// reports for the process), in seconds.
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let (_, rest) = stat.rsplit_once(") ").unwrap();
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // utime and stime: fields 14 and 15 of stat, 12 and 13 after the command.
+    let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+    // SAFETY: sysconf only reads a configuration value.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    ticks as f64 / hz
+}
+
+/// `n` GETs of `path` over HTTP/2 with TLS on one connection, `window` streams at a time
+/// (the h2 crate as the client): how many got 200, and the bytes of their bodies.
+fn h2_load(server: &H3Server, path: &str, n: usize, window: usize) -> (usize, usize) {
+    use std::sync::Arc;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let tcp = tokio::net::TcpStream::connect(server.server.addr).await.unwrap();
+        let mut roots = rustls::RootCertStore::empty();
+        let pem = std::fs::read(&server.cert).unwrap();
+        for cert in rustls_pemfile::certs(&mut pem.as_slice()) {
+            roots.add(cert.unwrap()).unwrap();
+        }
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut config = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        config.alpn_protocols = vec![b"h2".to_vec()];
+        let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+        let tls = tokio_rustls::TlsConnector::from(Arc::new(config))
+            .connect(name, tcp)
+            .await
+            .unwrap();
+        let (client, connection) = h2::client::Builder::new()
+            .initial_window_size(16 << 20)
+            .initial_connection_window_size(64 << 20)
+            .handshake::<_, bytes::Bytes>(tls)
+            .await
+            .unwrap();
+        tokio::spawn(connection);
+        let uri = format!("https://localhost:{}{path}", server.server.port());
+        let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let lanes = (0..window).map(|_| {
+            let mut client = client.clone();
+            let next = next.clone();
+            let uri = uri.clone();
+            tokio::spawn(async move {
+                let (mut ok, mut bytes) = (0, 0);
+                while next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) < n {
+                    client = client.ready().await.unwrap();
+                    let req = http::Request::get(uri.as_str()).body(()).unwrap();
+                    let (response, _) = client.send_request(req, true).unwrap();
+                    let response = response.await.unwrap();
+                    ok += usize::from(response.status() == 200);
+                    let mut body = response.into_body();
+                    while let Some(chunk) = body.data().await {
+                        let chunk = chunk.unwrap();
+                        bytes += chunk.len();
+                        let _ = body.flow_control().release_capacity(chunk.len());
+                    }
+                }
+                (ok, bytes)
+            })
+        });
+        let mut total = (0, 0);
+        for lane in futures_util::future::join_all(lanes).await {
+            let (ok, bytes) = lane.unwrap();
+            total.0 += ok;
+            total.1 += bytes;
+        }
+        total
+    })
+}
+
+/// The compare row for HTTP/3: hello (worker) and a 1 MiB static file over h3 against the
+/// same over h2 with TLS, one connection each with the same streams at a time: the server's
+/// CPU per request. The clients differ (aioquic in Python, the h2 crate), so wall-clock
+/// rates say more about the clients; the CPU is the server's own.
+///
+/// `cargo test --release -p ferrophp --test http3 cpu_per_request -- --ignored --nocapture`
+#[test]
+#[ignore = "a measurement: run on its own, in release mode"]
+fn cpu_per_request_h3_against_h2() {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::copy(root_dir_file("app.php"), root.path().join("app.php")).unwrap();
+    std::fs::write(root.path().join("1mb.bin"), vec![b'x'; 1 << 20]).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (cert, key) = common::self_signed(dir.path());
+    let spec = format!("{},2", root.path().join("app.php").display());
+    let args = [
+        "--threads",
+        "2",
+        "--no-access-log",
+        "--tls-cert",
+        cert.to_str().unwrap(),
+        "--tls-key",
+        key.to_str().unwrap(),
+        "--worker",
+        spec.as_str(),
+    ];
+    let server = H3Server {
+        server: Server::start(root.path(), &args),
+        cert,
+        _dir: dir,
+    };
+    let pid = server.server.pid();
+    println!("| workload | protocol | requests | server CPU per request | wall req/s (client-bound) |");
+    println!("|---|---|---:|---:|---:|");
+    // Streams at a time: 100 for hello; 8 for the file, as more than the Python client
+    // can drain makes it drop datagrams, and the retransmissions would be counted.
+    for (name, path, n, window) in [
+        ("hello (worker)", "/app.php?do=hello", 3000usize, 100usize),
+        ("1 MiB static file", "/1mb.bin", 200, 8),
+    ] {
+        // Warm both paths up (worker boot, file cache, TLS session).
+        h2_load(&server, path, 50, 10);
+        h3(&server, "load", &["50", path, "10"]);
+
+        let cpu = cpu_seconds(pid);
+        let started = Instant::now();
+        let (ok, bytes) = h2_load(&server, path, n, window);
+        let wall = started.elapsed().as_secs_f64();
+        let h2_cpu = (cpu_seconds(pid) - cpu) / n as f64;
+        assert_eq!(ok, n);
+        assert!(bytes > 0);
+        println!(
+            "| {name} | h2 | {n} | {:.1} us | {:.0} |",
+            h2_cpu * 1e6,
+            n as f64 / wall
+        );
+
+        let cpu = cpu_seconds(pid);
+        let out = h3(&server, "load", &[&n.to_string(), path, &window.to_string()]);
+        let h3_cpu = (cpu_seconds(pid) - cpu) / n as f64;
+        assert_eq!(out["ok"], n, "{out}");
+        println!(
+            "| {name} | h3 | {n} | {:.1} us | {:.0} |",
+            h3_cpu * 1e6,
+            n as f64 / out["seconds"].as_f64().unwrap()
+        );
+        println!("|  | h3/h2 | | {:.2}x | |", h3_cpu / h2_cpu);
+    }
+}
+
+fn root_dir_file(name: &str) -> PathBuf {
+    root().join(name)
 }

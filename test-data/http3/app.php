@@ -7,6 +7,7 @@
 //   big      ?mb= MiB of output in 64 KiB echoes
 //   stream   a first chunk, flushed, a pause of ?ms=, then the rest
 //   hints    headers_send(103) with a Link, a pause of ?ms=, then the page
+//   hello    "Hello, World!"
 //   sleep    a pause of ?ms=, then "slept"
 function handle(): void
 {
@@ -62,6 +63,9 @@ function handle(): void
             header_remove('Link');
             usleep((int) ($_GET['ms'] ?? 0) * 1000);
             echo "Hello $sent";
+            break;
+        case 'hello':
+            echo "Hello, World!";
             break;
         case 'sleep':
             usleep((int) ($_GET['ms'] ?? 100) * 1000);

@@ -18,6 +18,8 @@ Prints one JSON document on stdout. Commands:
     burst N         N connections opened at once, each doing one GET; how many got 200.
     idle SECONDS    one GET, then an idle wait: whether and how the server closed the
                     connection meanwhile.
+    load N PATH C   N GETs of PATH on one connection, C streams at a time: how many got
+                    200, the bytes of their bodies, the wall time (a benchmark's client).
 """
 
 import asyncio
@@ -281,6 +283,40 @@ async def idle(host, port, ca, seconds):
         return {"status": first["status"], "terminated": client.terminated, "after": round(waited, 1)}
 
 
+async def load(host, port, ca, n, path, concurrency):
+    async with connect(host, port, configuration=configuration(ca), create_protocol=Client) as client:
+        window = asyncio.Semaphore(concurrency)
+        ok = 0
+        size = 0
+
+        async def one():
+            nonlocal ok, size
+            async with window:
+                quic = client._quic
+                sid = quic.get_next_available_stream_id()
+                client.http.send_headers(
+                    sid,
+                    [
+                        (b":method", b"GET"),
+                        (b":scheme", b"https"),
+                        (b":authority", f"localhost:{port}".encode()),
+                        (b":path", path.encode()),
+                    ],
+                    end_stream=True,
+                )
+                client.transmit()
+                s = client.stream(sid)
+                await asyncio.wait_for(s["event"].wait(), timeout=60)
+                if s["heads"] and dict(s["heads"][-1][0]).get(b":status") == b"200":
+                    ok += 1
+                size += len(s["body"])
+                del client.streams[sid]
+
+        started = time.monotonic()
+        await asyncio.gather(*(one() for _ in range(n)))
+        return {"ok": ok, "bytes": size, "seconds": round(time.monotonic() - started, 3)}
+
+
 async def burst(host, port, ca, n):
     async def one():
         try:
@@ -307,6 +343,8 @@ def main():
         out = asyncio.run(attack(host, port, ca, args[0]))
     elif command == "idle":
         out = asyncio.run(idle(host, port, ca, float(args[0])))
+    elif command == "load":
+        out = asyncio.run(load(host, port, ca, int(args[0]), args[1], int(args[2])))
     elif command == "burst":
         out = asyncio.run(burst(host, port, ca, int(args[0])))
     else:

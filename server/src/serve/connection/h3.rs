@@ -227,14 +227,29 @@ async fn respond(send: &mut SendStream, response: http::Response<ResponseBody>, 
 /// A request stream's body, frame by frame as the client sends it.
 struct H3Body {
     stream: RecvStream,
+    /// What a first look found before anyone polled (a chunk, or an error).
+    first: Option<Result<Bytes, ::h3::error::StreamError>>,
     done: bool,
 }
 
 impl H3Body {
-    fn new(stream: RecvStream) -> H3Body {
+    /// The body of `stream`, looked at once without waiting: a request whose stream has
+    /// already ended (a GET, whose HEADERS frame came with the stream's FIN) has an
+    /// ended body, which `RequestBody::new` turns into the empty body, so the PHP bridge
+    /// starts no task to feed it.
+    fn new(mut stream: RecvStream) -> H3Body {
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        let (first, done) = match stream.poll_recv_data(&mut cx) {
+            Poll::Ready(Ok(None)) => (None, true),
+            Poll::Ready(Ok(Some(mut data))) => (Some(Ok(data.copy_to_bytes(data.remaining()))), false),
+            Poll::Ready(Err(e)) => (Some(Err(e)), false),
+            // The next poll registers the real waker.
+            Poll::Pending => (None, false),
+        };
         H3Body {
             stream,
-            done: false,
+            first,
+            done,
         }
     }
 }
@@ -247,6 +262,12 @@ impl Body for H3Body {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        if let Some(first) = self.first.take() {
+            if first.is_err() {
+                self.done = true;
+            }
+            return Poll::Ready(Some(first.map(Frame::data)));
+        }
         if self.done {
             return Poll::Ready(None);
         }
@@ -267,7 +288,7 @@ impl Body for H3Body {
     }
 
     fn is_end_stream(&self) -> bool {
-        self.done
+        self.done && self.first.is_none()
     }
 }
 
