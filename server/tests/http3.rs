@@ -108,7 +108,10 @@ fn assert_serving(server: &H3Server) {
     let r = get(server, "/app.php?do=server");
     assert_eq!(r["status"], 200, "{r}");
     let h2 = client_builder().use_rustls_tls().build().unwrap();
-    let r = h2.get(server.server.url("/app.php?do=server")).send().unwrap();
+    let r = h2
+        .get(server.server.url("/app.php?do=server"))
+        .send()
+        .unwrap();
     assert_eq!(r.status(), 200);
 }
 
@@ -146,8 +149,11 @@ fn php_sees_http3_in_both_modes() {
             assert_eq!(header(&r, "alt-svc"), None, "{mode}");
         }
         // HEAD: the head only.
-        let r = requests(&server, json!([{ "method": "HEAD", "path": "/app.php?do=big&mb=1" }]))
-            .remove(0);
+        let r = requests(
+            &server,
+            json!([{ "method": "HEAD", "path": "/app.php?do=big&mb=1" }]),
+        )
+        .remove(0);
         assert_eq!(r["status"], 200, "{mode}: {r}");
         assert_eq!(r["body_len"], 0, "{mode}: {r}");
         // A missing script, over the same path as the others.
@@ -162,7 +168,10 @@ fn http1_and_http2_responses_advertise_http3() {
     let server = start("classic", &[]);
     let want = format!("h3=\":{}\"; ma=86400", server.server.port());
     let h2 = client_builder().use_rustls_tls().build().unwrap();
-    let r = h2.get(server.server.url("/app.php?do=server")).send().unwrap();
+    let r = h2
+        .get(server.server.url("/app.php?do=server"))
+        .send()
+        .unwrap();
     assert_eq!(r.version(), reqwest::Version::HTTP_2);
     assert_eq!(r.headers()["alt-svc"], want.as_str());
     let h1 = client_builder()
@@ -274,7 +283,10 @@ fn early_hints_reach_http3_clients_before_the_response() {
                 "{what}"
             );
             if ms > 0 {
-                assert!(hints[0]["at"].as_f64().unwrap() < 0.5, "{what}: hint held back");
+                assert!(
+                    hints[0]["at"].as_f64().unwrap() < 0.5,
+                    "{what}: hint held back"
+                );
                 assert!(r["head_at"].as_f64().unwrap() >= 0.6, "{what}: {r}");
             }
             assert_eq!(header(&r, "link"), None, "{what}");
@@ -310,7 +322,11 @@ fn a_hundred_streams_on_one_connection() {
         assert_eq!(r["status"], 200, "{r}");
         let v = body_json(r);
         assert_eq!(v["sha256"], r["sent_sha256"], "{i}: {v}");
-        assert_eq!(v["bytes"], if i < 5 { i + 1 } else { 100_000 + i }, "{i}: {v}");
+        assert_eq!(
+            v["bytes"],
+            if i < 5 { i + 1 } else { 100_000 + i },
+            "{i}: {v}"
+        );
     }
 }
 
@@ -364,7 +380,10 @@ fn idle_connections_are_closed_and_busy_ones_are_not() {
     let server = start("classic", &["--idle-timeout-ms", "700"]);
     let out = h3(&server, "idle", &["3"]);
     assert_eq!(out["status"], 200, "{out}");
-    assert!(!out["terminated"].is_null(), "idle connection left open: {out}");
+    assert!(
+        !out["terminated"].is_null(),
+        "idle connection left open: {out}"
+    );
     let after = out["after"].as_f64().unwrap();
     assert!((0.5..2.5).contains(&after), "{out}");
     // A request longer than the idle timeout is not cut.
@@ -460,7 +479,9 @@ fn h2_load(server: &H3Server, path: &str, n: usize, window: usize) -> (usize, us
         .build()
         .unwrap();
     runtime.block_on(async {
-        let tcp = tokio::net::TcpStream::connect(server.server.addr).await.unwrap();
+        let tcp = tokio::net::TcpStream::connect(server.server.addr)
+            .await
+            .unwrap();
         let mut roots = rustls::RootCertStore::empty();
         let pem = std::fs::read(&server.cert).unwrap();
         for cert in rustls_pemfile::certs(&mut pem.as_slice()) {
@@ -551,7 +572,9 @@ fn cpu_per_request_h3_against_h2() {
         _dir: dir,
     };
     let pid = server.server.pid();
-    println!("| workload | protocol | requests | server CPU per request | wall req/s (client-bound) |");
+    println!(
+        "| workload | protocol | requests | server CPU per request | wall req/s (client-bound) |"
+    );
     println!("|---|---|---:|---:|---:|");
     // Streams at a time: 100 for hello; 8 for the file, as more than the Python client
     // can drain makes it drop datagrams, and the retransmissions would be counted.
@@ -577,7 +600,11 @@ fn cpu_per_request_h3_against_h2() {
         );
 
         let cpu = cpu_seconds(pid);
-        let out = h3(&server, "load", &[&n.to_string(), path, &window.to_string()]);
+        let out = h3(
+            &server,
+            "load",
+            &[&n.to_string(), path, &window.to_string()],
+        );
         let h3_cpu = (cpu_seconds(pid) - cpu) / n as f64;
         assert_eq!(out["ok"], n, "{out}");
         println!(

@@ -241,7 +241,9 @@ impl H3Body {
         let mut cx = Context::from_waker(std::task::Waker::noop());
         let (first, done) = match stream.poll_recv_data(&mut cx) {
             Poll::Ready(Ok(None)) => (None, true),
-            Poll::Ready(Ok(Some(mut data))) => (Some(Ok(data.copy_to_bytes(data.remaining()))), false),
+            Poll::Ready(Ok(Some(mut data))) => {
+                (Some(Ok(data.copy_to_bytes(data.remaining()))), false)
+            }
             Poll::Ready(Err(e)) => (Some(Err(e)), false),
             // The next poll registers the real waker.
             Poll::Pending => (None, false),

@@ -53,7 +53,8 @@ pub(super) enum AnyListener {
 /// A connection accepted by an [`AnyListener`].
 pub(super) enum AnyConn {
     Tcp(tokio::net::TcpStream),
-    Quic(quinn::Incoming),
+    /// Boxed: quinn's handshake state is ten times a TCP stream's size.
+    Quic(Box<quinn::Incoming>),
 }
 
 impl Listener for AnyListener {
@@ -63,7 +64,10 @@ impl Listener for AnyListener {
     async fn accept(&self) -> std::io::Result<(AnyConn, SocketAddr)> {
         match self {
             AnyListener::Tcp(l) => l.accept().await.map(|(c, a)| (AnyConn::Tcp(c), a)),
-            AnyListener::Quic(l) => l.accept().await.map(|(c, a)| (AnyConn::Quic(c), a)),
+            AnyListener::Quic(l) => l
+                .accept()
+                .await
+                .map(|(c, a)| (AnyConn::Quic(Box::new(c)), a)),
         }
     }
 
@@ -80,7 +84,7 @@ impl Listener for AnyListener {
                 Either::Left(l.serve(c, remote, shared, watcher))
             }
             (AnyListener::Quic(l), AnyConn::Quic(c)) => {
-                Either::Right(Either::Left(l.serve(c, remote, shared, watcher)))
+                Either::Right(Either::Left(l.serve(*c, remote, shared, watcher)))
             }
             // Each listener only accepts its own kind of connection.
             _ => Either::Right(Either::Right(std::future::ready(()))),
@@ -147,12 +151,10 @@ pub(super) fn open(
                 .map(AnyListener::Tcp)
                 .map_err(|e| e.to_string()),
             SocketKind::Udp => match &tls {
-                Some(acceptor) => quic::QuicListener::new(
-                    socket.into(),
-                    acceptor.config(),
-                    config.idle_timeout,
-                )
-                .map(AnyListener::Quic),
+                Some(acceptor) => {
+                    quic::QuicListener::new(socket.into(), acceptor.config(), config.idle_timeout)
+                        .map(AnyListener::Quic)
+                }
                 None => Err("HTTP/3 needs TLS".to_string()),
             },
         };

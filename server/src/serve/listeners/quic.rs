@@ -130,8 +130,7 @@ impl Listener for QuicListener {
             let Ok(connecting) = incoming.accept() else {
                 return;
             };
-            let Ok(Ok(quic)) = tokio::time::timeout(shared.header_timeout, connecting).await
-            else {
+            let Ok(Ok(quic)) = tokio::time::timeout(shared.header_timeout, connecting).await else {
                 return;
             };
             connection::h3::serve(quic, conn, &shared, watcher).await
