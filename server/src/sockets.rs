@@ -49,7 +49,8 @@ pub(crate) fn specs(config: &ServeConfig) -> Vec<SocketSpec> {
         kind: SocketKind::Tcp,
         addr: config.listen,
     }];
-    if config.tls.is_some() && config.http3 {
+    // TLS from files or from an ACME CA (`--domain`) alike.
+    if (config.tls.is_some() || config.auto_https.is_some()) && config.http3 {
         specs.push(SocketSpec {
             kind: SocketKind::Udp,
             addr: config.listen,

@@ -83,11 +83,14 @@ impl Listener for AnyListener {
             (AnyListener::Tcp(l), AnyConn::Tcp(c)) => {
                 Either::Left(l.serve(c, remote, shared, watcher))
             }
+            // Boxed: an HTTP/3 connection's future is several KiB (h3's state), and the
+            // task of every TCP connection would otherwise be that size too.
             (AnyListener::Quic(l), AnyConn::Quic(c)) => {
-                Either::Right(Either::Left(l.serve(*c, remote, shared, watcher)))
+                Either::Right(Box::pin(l.serve(*c, remote, shared, watcher))
+                    as std::pin::Pin<Box<dyn Future<Output = ()> + Send>>)
             }
             // Each listener only accepts its own kind of connection.
-            _ => Either::Right(Either::Right(std::future::ready(()))),
+            _ => Either::Right(Box::pin(std::future::ready(())) as _),
         }
     }
 }
