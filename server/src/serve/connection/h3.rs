@@ -22,7 +22,6 @@ use bytes::{Buf, Bytes};
 use http_body::{Body, Frame};
 use http_body_util::BodyExt;
 use hyper_util::server::graceful::Watcher;
-use tokio_util::task::TaskTracker;
 
 use super::{Activity, Connections};
 use crate::body::{BodyError, BodyErrorKind, RequestBody, ResponseBody};
@@ -67,7 +66,9 @@ pub(in crate::serve) async fn serve(
     };
     let conn = Arc::new(conn);
     let activity = Activity::new();
-    let requests = TaskTracker::new();
+    // The request streams' tasks. Dropped with the connection when it fails, which
+    // aborts them: their handlers are dropped, as hyper drops an HTTP/2 connection's.
+    let mut requests = tokio::task::JoinSet::new();
     let idle = shared.idle_timeout;
     let mut idle_timer = pin!(tokio::time::sleep(idle));
     // Set once GOAWAY has gone: the connection ends when its last request does.
@@ -102,7 +103,6 @@ pub(in crate::serve) async fn serve(
             () = shared.draining.cancelled(), if !closing => {
                 closing = true;
                 linger = true;
-                requests.close();
                 let _ = h3.shutdown(1).await;
             }
             () = &mut idle_timer, if !closing => {
@@ -110,18 +110,17 @@ pub(in crate::serve) async fn serve(
                 match activity.idle_deadline(idle) {
                     Some(at) if at <= now => {
                         closing = true;
-                        requests.close();
                         let _ = h3.shutdown(1).await;
                     }
                     Some(at) => idle_timer.as_mut().reset(at.into()),
                     None => idle_timer.as_mut().reset((now + idle).into()),
                 }
             }
-            () = requests.wait(), if closing => break,
+            // Finished request tasks, reaped as they end.
+            Some(_) = requests.join_next(), if !requests.is_empty() => {}
+            () = std::future::ready(()), if closing && requests.is_empty() => break,
         }
     }
-    requests.close();
-    requests.wait().await;
     if linger {
         let _ = tokio::time::timeout(CLOSE_LINGER, quic.closed()).await;
     }
