@@ -196,6 +196,7 @@ fn http1_and_http2_responses_advertise_http3() {
         .args(["127.0.0.1", &off.server.port().to_string()])
         .arg(&off.cert)
         .args(["requests", r#"[{"path": "/app.php"}]"#])
+        .env("H3_TIMEOUT", "5")
         .output()
         .unwrap();
     assert!(
@@ -397,18 +398,25 @@ fn shutdown_drains_http3_requests_in_flight() {
     let mut server = start("classic", &[]);
     let port = server.server.port().to_string();
     let cert = server.cert.clone();
-    let slow = std::thread::spawn(move || {
-        Command::new("python3")
-            .arg(root().join("h3client.py"))
-            .args(["127.0.0.1", &port])
-            .arg(&cert)
-            .args(["requests", r#"[{"path": "/app.php?do=sleep&ms=1500"}]"#])
-            .output()
-            .unwrap()
-    });
-    std::thread::sleep(Duration::from_millis(700));
+    let mut slow = Command::new("python3")
+        .arg(root().join("h3client.py"))
+        .args(["127.0.0.1", &port])
+        .arg(&cert)
+        .args(["requests", r#"[{"path": "/app.php?do=sleep&ms=1500"}]"#])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // SIGTERM once the request is on its way (the client says so on stderr) and has had
+    // time to reach PHP.
+    let mut stderr = std::io::BufReader::new(slow.stderr.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut stderr, &mut line).unwrap();
+    assert!(line.starts_with("sent "), "{line}");
+    std::thread::sleep(Duration::from_millis(400));
+    let signalled = Instant::now();
     server.server.sigterm();
-    let output = slow.join().unwrap();
+    let output = slow.wait_with_output().unwrap();
     let out: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|_| {
         panic!(
             "client: {}\nserver: {}",
@@ -420,6 +428,12 @@ fn shutdown_drains_http3_requests_in_flight() {
     assert_eq!(out["results"][0]["body"], "slept", "{out}");
     let status = server.server.wait_exit(Duration::from_secs(10));
     assert!(status.is_some_and(|s| s.success()), "{status:?}");
+    // It waited for the request, not for the grace period (30 s).
+    assert!(
+        signalled.elapsed() < Duration::from_secs(8),
+        "{:?}",
+        signalled.elapsed()
+    );
 }
 
 #[test]

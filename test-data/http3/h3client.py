@@ -25,6 +25,7 @@ Prints one JSON document on stdout. Commands:
 import asyncio
 import hashlib
 import json
+import os
 import ssl
 import sys
 import time
@@ -338,7 +339,11 @@ def main():
     host, port, ca, command = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
     args = sys.argv[5:]
     if command == "requests":
-        out = asyncio.run(run_requests(host, port, ca, json.loads(args[0])))
+        # H3_TIMEOUT: give up after that many seconds (a server expected not to answer).
+        limit = float(os.environ.get("H3_TIMEOUT", "300"))
+        out = asyncio.run(
+            asyncio.wait_for(run_requests(host, port, ca, json.loads(args[0])), limit)
+        )
     elif command == "attack":
         out = asyncio.run(attack(host, port, ca, args[0]))
     elif command == "idle":
