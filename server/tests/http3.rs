@@ -633,3 +633,28 @@ fn cpu_per_request_h3_against_h2() {
 fn root_dir_file(name: &str) -> PathBuf {
     root().join(name)
 }
+
+#[test]
+fn the_request_deadline_answers_504_over_http3() {
+    let server = start(
+        "classic",
+        &["-d", "max_execution_time=0", "--request-timeout", "1s"],
+    );
+    let started = Instant::now();
+    let rs = requests(
+        &server,
+        json!([
+            { "path": "/app.php?do=sleep&ms=5000" },
+            { "path": "/app.php?do=hello" }
+        ]),
+    );
+    assert_eq!(rs[0]["status"], 504, "{}", rs[0]);
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(rs[1]["status"], 200, "{}", rs[1]);
+    assert_eq!(rs[1]["body"], "Hello, World!");
+    assert_serving(&server);
+}
