@@ -105,12 +105,19 @@ pub(in crate::serve) async fn serve(
                 linger = true;
                 let _ = h3.shutdown(1).await;
             }
-            () = &mut idle_timer, if !closing => {
+            // Idle: no request in flight for `idle`. Requests that PHP gave up on (a client
+            // that stopped reading) no longer count, so one more idle period after GOAWAY
+            // ends the connection even if such a response never drains.
+            () = &mut idle_timer, if !linger => {
+                if closing {
+                    break;
+                }
                 let now = Instant::now();
                 match activity.idle_deadline(idle) {
                     Some(at) if at <= now => {
                         closing = true;
                         let _ = h3.shutdown(1).await;
+                        idle_timer.as_mut().reset((now + idle).into());
                     }
                     Some(at) => idle_timer.as_mut().reset(at.into()),
                     None => idle_timer.as_mut().reset((now + idle).into()),
