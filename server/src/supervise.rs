@@ -99,16 +99,13 @@ pub fn run(args: ServeArgs) -> i32 {
         Ok(c) => c,
         Err(status) => return status,
     };
-    let mut listening = Vec::new();
-    for spec in sockets::specs(&config) {
-        match sockets::bind(&spec) {
-            Ok(socket) => listening.push(socket),
-            Err(e) => {
-                tracing::error!("cannot listen on {}: {e}", spec.addr);
-                return 1;
-            }
+    let listening = match sockets::bind_all(&sockets::specs(&config)) {
+        Ok(sockets) => sockets,
+        Err(e) => {
+            tracing::error!("{e}");
+            return 1;
         }
-    }
+    };
     // One thread: the child is forked from it, and PR_SET_PDEATHSIG follows the thread
     // that forked, which must live as long as the supervisor.
     let runtime = match tokio::runtime::Builder::new_current_thread()

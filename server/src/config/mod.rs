@@ -37,6 +37,9 @@ pub struct ServeConfig {
     pub php_stack_size: usize,
     /// The certificate chain and private key (PEM) when serving HTTPS.
     pub tls: Option<(PathBuf, PathBuf)>,
+    /// Whether a TLS listener also serves HTTP/3 on its port over UDP (`--no-http3`
+    /// turns it off; TOML `http3 = false`).
+    pub http3: bool,
     /// Automatic HTTPS (`--domain`): certificates from an ACME CA; `listen` is then the
     /// HTTPS address.
     pub auto_https: Option<AutoHttps>,
@@ -205,6 +208,7 @@ impl ServeConfig {
             max_idle_time: php.max_idle_time,
             php_stack_size: php.php_stack_size,
             tls,
+            http3: !args.no_http3 && file.http3.unwrap_or(true),
             auto_https,
             data_dir,
             max_body_size: limits.max_body_size,

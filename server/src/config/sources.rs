@@ -54,6 +54,10 @@ pub struct ServeArgs {
         requires = "tls_cert"
     )]
     pub tls_key: Option<PathBuf>,
+    /// No HTTP/3: without it, a TLS listener also serves HTTP/3 (QUIC) on the same port
+    /// over UDP and advertises it with `Alt-Svc`.
+    #[arg(long, env = "FERROPHP_NO_HTTP3")]
+    pub no_http3: bool,
     /// Automatic HTTPS: `--domain`, `--acme-*`, `--data-dir`, `--http-listen`.
     #[command(flatten)]
     pub acme: super::acme::AcmeArgs,
@@ -301,6 +305,7 @@ pub struct FileConfig {
     pub(super) php_stack_mb: Option<usize>,
     pub(super) tls_cert: Option<PathBuf>,
     pub(super) tls_key: Option<PathBuf>,
+    pub(super) http3: Option<bool>,
     pub(super) domains: Option<Vec<String>>,
     pub(super) http_listen: Option<SocketAddr>,
     pub(super) acme_directory: Option<String>,

@@ -3,19 +3,21 @@
 //! them:
 //!
 //! - `listeners`: the list of listeners, each a socket with its protocol (`tcp.rs`: TCP,
-//!   plain or TLS; `redirect.rs`: automatic HTTPS's plain listener), bound before PHP
-//!   starts or taken over from a `--supervise` parent;
+//!   plain or TLS; `redirect.rs`: automatic HTTPS's plain listener; `quic.rs`: HTTP/3
+//!   over UDP beside TLS), bound before PHP starts or taken over from a `--supervise`
+//!   parent;
 //! - automatic HTTPS (`--domain`): the certificate manager (`tls::CertManager`) is made
-//!   before the listeners (its resolver serves the HTTPS one, its challenges the plain
-//!   one), watched by `/metrics`, and its renewal task runs once they accept, until the
-//!   accept loops end;
+//!   before the listeners (its resolver serves the HTTPS and QUIC ones, its challenges
+//!   the plain one), watched by `/metrics`, and its renewal task runs once they accept,
+//!   until the accept loops end;
 //! - `app`: building the `App` all requests share (router, workers, the PHP
 //!   engine and its permits, admin listener, metrics push, session sweeper);
 //! - `accept`: the file descriptor limit (raised, and the connection cap fitted into it)
 //!   and the accept loops, one per listener (one connection cap for all, a task per
 //!   connection, backing off when descriptors run out);
 //! - `connection`: HTTP/1.1 and HTTP/2 on one accepted byte stream (hyper's builder,
-//!   timeouts, idle tracking, the 1xx handles, graceful-shutdown watcher);
+//!   timeouts, idle tracking, the 1xx handles, graceful-shutdown watcher, `Alt-Svc`), and
+//!   HTTP/3 on one QUIC connection (`h3.rs`);
 //! - `dispatch`: one request, whatever protocol carried it (checks, the server's own
 //!   routes, routing, static file, PHP, `php -S` routing);
 //! - `shutdown`: signals, drain, PHP shutdown.
@@ -83,7 +85,7 @@ pub fn run(args: ServeArgs, inherited: InheritedSockets) -> i32 {
 /// Runs `serve` on a new multi-threaded runtime until it stops; the exit status.
 fn serve_to_the_end(
     config: ServeConfig,
-    inherited: Option<Vec<std::net::TcpListener>>,
+    inherited: Option<Vec<socket2::Socket>>,
     dev: Option<DevMode>,
 ) -> i32 {
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -146,7 +148,7 @@ pub fn run_dev(dev: DevServer) -> i32 {
 /// then drains and shuts PHP down.
 async fn serve(
     config: ServeConfig,
-    inherited: Option<Vec<std::net::TcpListener>>,
+    inherited: Option<Vec<socket2::Socket>>,
     dev: Option<DevMode>,
 ) -> Result<(), String> {
     // Before anything opens descriptors: connections, PHP and its files share them.
@@ -169,6 +171,15 @@ async fn serve(
 
     for listener in &listeners {
         let (scheme, local) = (listener.scheme(), listener.local_addr());
+        if listener.http3_port().is_some() {
+            // Its own line, which nothing reading the listening lines takes for another
+            // TCP port.
+            tracing::info!("HTTP/3 on udp://{local}");
+            if dev.is_none() {
+                println!("ferrophp HTTP/3 on udp://{local}");
+            }
+            continue;
+        }
         if let listeners::AnyListener::Redirect(_) = listener {
             tracing::info!(
                 "listening on {scheme}://{local}: ACME HTTP-01 answers, everything else \
@@ -207,19 +218,36 @@ async fn serve(
         tokio::spawn(manager.run())
     });
 
+    let alt_svc = listeners
+        .iter()
+        .find_map(listeners::AnyListener::http3_port)
+        .map(connection::alt_svc);
     let connections = Arc::new(connection::Connections {
         app: app.clone(),
         builder: connection::http_builder(&config, dev.is_some()),
         header_timeout: config.header_timeout,
         idle_timeout: config.idle_timeout,
+        max_header_size: config.max_header_size,
+        alt_svc,
+        draining: tokio_util::sync::CancellationToken::new(),
     });
     let graceful = GracefulShutdown::new();
     // Returns once every listener is closed.
-    accept::accept_until(listeners, stop, max_connections, connections, &graceful).await;
+    accept::accept_until(
+        listeners,
+        stop,
+        max_connections,
+        connections.clone(),
+        &graceful,
+    )
+    .await;
     // An order cut short is harmless: the next start orders again (store.rs).
     if let Some(renewal) = renewal {
         renewal.abort();
     }
+    // HTTP/3 connections send GOAWAY now; the drain below waits for them as for the rest.
+    connections.draining.cancel();
+    drop(connections);
     shutdown::drain(graceful, config.grace, app, at_exit).await
 }
 

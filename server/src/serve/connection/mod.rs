@@ -2,8 +2,10 @@
 //! handshake): hyper's auto builder with its limits, each request handed to `dispatch`
 //! as an `http::Request<RequestBody>` with the protocol's 1xx handle ([`interim`]) in its
 //! extensions, [`FirstBytesDeadline`] (first bytes and idle timeouts, fed by
-//! [`Activity`]), and the graceful-shutdown watcher.
+//! [`Activity`]), and the graceful-shutdown watcher. `h3.rs`: HTTP/3 on one QUIC
+//! connection, into the same `dispatch`.
 
+pub(super) mod h3;
 mod interim;
 
 use std::convert::Infallible;
@@ -42,6 +44,20 @@ pub(super) struct Connections {
     pub(super) header_timeout: Duration,
     /// For a connection with no request in flight.
     pub(super) idle_timeout: Duration,
+    /// The largest request head (HTTP/3's field section; hyper has its own copy).
+    pub(super) max_header_size: usize,
+    /// `Alt-Svc` for HTTP/1.1 and HTTP/2 responses over TLS when HTTP/3 is served.
+    pub(super) alt_svc: Option<http::HeaderValue>,
+    /// Cancelled when the server starts draining: HTTP/3 connections send GOAWAY (hyper's
+    /// connections learn it from their graceful watcher).
+    pub(super) draining: tokio_util::sync::CancellationToken,
+}
+
+/// The `Alt-Svc` value that sends browsers to HTTP/3 on `port` (RFC 7838), remembered
+/// for a day (`ma`, as Caddy and nginx advertise).
+pub(super) fn alt_svc(port: u16) -> http::HeaderValue {
+    http::HeaderValue::from_str(&format!("h3=\":{port}\"; ma=86400"))
+        .expect("a port is a valid header value")
 }
 
 /// hyper's builder with the server's limits. Keep-alive is off for the development
@@ -86,6 +102,7 @@ where
     let http1_hints = Hints::new(interim.clone());
     let requests = activity.clone();
     let app = shared.app.clone();
+    let alt_svc = shared.alt_svc.clone().filter(|_| conn.https);
     let service = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
         let app = app.clone();
         let conn = conn.clone();
@@ -103,8 +120,15 @@ where
         let in_flight = requests.begin();
         parts.extensions.insert(OnStall(in_flight.release_hook()));
         let req = http::Request::from_parts(parts, RequestBody::new(incoming, body_error));
+        let alt_svc = alt_svc.clone();
         async move {
-            let response = handle(&app, req, &conn).await;
+            let mut response = handle(&app, req, &conn).await;
+            if let Some(alt_svc) = alt_svc {
+                response
+                    .headers_mut()
+                    .entry(http::header::ALT_SVC)
+                    .or_insert(alt_svc);
+            }
             Ok::<_, Infallible>(response.map(|b| InFlightBody::new(b, in_flight)))
         }
     });

@@ -3,19 +3,20 @@
 //! accept loop around them (`accept.rs`: connection cap, descriptor back-off, graceful
 //! drain) is the same for all. `tcp.rs`: TCP, plain or TLS, for HTTP/1.1 and HTTP/2.
 //! `redirect.rs`: with automatic HTTPS, the plain `--http-listen` listener (HTTP-01
-//! answers, redirects to HTTPS).
-//! A QUIC listener (HTTP/3) goes beside it as `quic.rs`: a UDP socket whose accepted
-//! connections each carry many request streams, served by its own `serve`.
+//! answers, redirects to HTTPS). `quic.rs`: QUIC (HTTP/3) on a UDP socket beside a TLS
+//! listener, whose accepted connections each carry many request streams
+//! (`serve/connection/h3.rs`).
 //!
-//! [`open`] makes the list, in the order of `sockets::specs` (the `--listen` socket, and
-//! with automatic HTTPS the `--http-listen` one): bound here, or taken over from a
-//! `--supervise` parent in the same order.
+//! [`open`] makes the list, in the order of `sockets::specs` (the `--listen` socket, its
+//! UDP twin when TLS and HTTP/3 are on, and with automatic HTTPS the `--http-listen`
+//! one): bound here, or taken over from a `--supervise` parent in the same order.
 //!
 //! TLS: every TLS listener shares one rustls `ServerConfig`, made by [`server_tls`]:
 //! `tls::server_config` over the certificate manager's resolver with automatic HTTPS
 //! (ALPN `h2`, `http/1.1`, `acme-tls/1`), else `tls::static_server_config` from
-//! `--tls-cert`.
+//! `--tls-cert`; the QUIC listener clones it with ALPN `h3`.
 
+mod quic;
 mod redirect;
 mod tcp;
 
@@ -57,11 +58,14 @@ pub(super) trait Listener: Send + Sync + 'static {
 pub(super) enum AnyListener {
     Tcp(tcp::TcpListener),
     Redirect(redirect::RedirectListener),
+    Quic(quic::QuicListener),
 }
 
 /// A connection accepted by an [`AnyListener`].
 pub(super) enum AnyConn {
     Tcp(tokio::net::TcpStream),
+    /// Boxed: quinn's handshake state is ten times a TCP stream's size.
+    Quic(Box<quinn::Incoming>),
 }
 
 impl Listener for AnyListener {
@@ -72,6 +76,10 @@ impl Listener for AnyListener {
         match self {
             AnyListener::Tcp(l) => l.accept().await.map(|(c, a)| (AnyConn::Tcp(c), a)),
             AnyListener::Redirect(l) => l.accept().await.map(|(c, a)| (AnyConn::Tcp(c), a)),
+            AnyListener::Quic(l) => l
+                .accept()
+                .await
+                .map(|(c, a)| (AnyConn::Quic(Box::new(c)), a)),
         }
     }
 
@@ -82,15 +90,23 @@ impl Listener for AnyListener {
         shared: Arc<Connections>,
         watcher: Watcher,
     ) -> impl Future<Output = ()> + Send + 'static {
-        // Each arm is its own future type: one `Either`, no allocation per connection.
+        // TCP arms are their own future types (one `Either`, no allocation per connection).
         use futures_util::future::Either;
         match (self, conn) {
             (AnyListener::Tcp(l), AnyConn::Tcp(c)) => {
-                Either::Left(l.serve(c, remote, shared, watcher))
+                Either::Left(Either::Left(l.serve(c, remote, shared, watcher)))
             }
             (AnyListener::Redirect(l), AnyConn::Tcp(c)) => {
-                Either::Right(l.serve(c, remote, shared, watcher))
+                Either::Left(Either::Right(l.serve(c, remote, shared, watcher)))
             }
+            // Boxed: an HTTP/3 connection's future is several KiB (h3's state), and the
+            // task of every TCP connection would otherwise be that size too.
+            (AnyListener::Quic(l), AnyConn::Quic(c)) => {
+                Either::Right(Box::pin(l.serve(*c, remote, shared, watcher))
+                    as std::pin::Pin<Box<dyn Future<Output = ()> + Send>>)
+            }
+            // Each listener only accepts its own kind of connection.
+            _ => Either::Right(Box::pin(std::future::ready(())) as _),
         }
     }
 }
@@ -101,6 +117,7 @@ impl AnyListener {
         match self {
             AnyListener::Tcp(l) => l.local_addr(),
             AnyListener::Redirect(l) => l.local_addr(),
+            AnyListener::Quic(l) => l.local_addr(),
         }
     }
 
@@ -109,6 +126,15 @@ impl AnyListener {
         match self {
             AnyListener::Tcp(l) => l.scheme(),
             AnyListener::Redirect(_) => "http",
+            AnyListener::Quic(_) => "https",
+        }
+    }
+
+    /// The UDP port HTTP/3 is served on, if this is the QUIC listener.
+    pub(super) fn http3_port(&self) -> Option<u16> {
+        match self {
+            AnyListener::Quic(l) => Some(l.local_addr().port()),
+            AnyListener::Tcp(_) | AnyListener::Redirect(_) => None,
         }
     }
 }
@@ -132,48 +158,54 @@ pub(super) fn server_tls(
 /// matched to the specs in order by `sockets::adopt`) or on sockets bound here. Called
 /// before PHP starts, so a taken port fails fast. With automatic HTTPS, `certificates`
 /// is its manager: the HTTPS listener resolves certificates through it and the plain
-/// one answers its HTTP-01 challenges.
+/// one answers its HTTP-01 challenges. The QUIC listener takes the TLS listener's rustls
+/// configuration (one certificate source for both).
 pub(super) fn open(
     config: &ServeConfig,
-    inherited: Option<Vec<std::net::TcpListener>>,
+    inherited: Option<Vec<socket2::Socket>>,
     certificates: Option<&Arc<CertManager>>,
 ) -> Result<Vec<AnyListener>, String> {
     let tls = server_tls(config, certificates)?.map(TlsAcceptor::from);
     let specs = sockets::specs(config);
-    let mut inherited = inherited.map(Vec::into_iter);
-    let mut bound = Vec::with_capacity(specs.len());
-    for spec in &specs {
-        let socket = match inherited.as_mut().and_then(Iterator::next) {
-            Some(socket) => socket,
-            None => sockets::bind(spec)
-                .map(std::net::TcpListener::from)
-                .and_then(|socket| {
-                    socket.set_nonblocking(true)?;
-                    Ok(socket)
-                })
-                .map_err(|e| format!("cannot listen on {}: {e}", spec.addr))?,
-        };
-        bound.push((spec, socket));
-    }
+    let sockets = match inherited {
+        Some(sockets) => sockets,
+        None => {
+            let sockets = sockets::bind_all(&specs)?;
+            for socket in &sockets {
+                socket
+                    .set_nonblocking(true)
+                    .map_err(|e| format!("cannot listen: {e}"))?;
+            }
+            sockets
+        }
+    };
     // The port redirects name: the one bound (`--listen` may say port 0).
-    let https_port = bound
+    let https_port = specs
         .iter()
-        .find(|(spec, _)| spec.addr == config.listen)
-        .and_then(|(_, socket)| socket.local_addr().ok())
+        .zip(&sockets)
+        .find(|(spec, _)| spec.kind == SocketKind::Tcp && spec.addr == config.listen)
+        .and_then(|(_, socket)| socket.local_addr().ok()?.as_socket())
         .map_or(config.listen.port(), |addr| addr.port());
     let plain_addr = config.auto_https.as_ref().map(|auto| auto.http_listen);
     let mut listeners = Vec::with_capacity(specs.len());
-    for (spec, socket) in bound {
+    for (spec, socket) in specs.iter().zip(sockets) {
         let listener = match spec.kind {
-            SocketKind::Tcp => {
-                tokio::net::TcpListener::from_std(socket).and_then(|socket| match certificates {
+            SocketKind::Tcp => tokio::net::TcpListener::from_std(socket.into())
+                .and_then(|socket| match certificates {
                     Some(manager) if Some(spec.addr) == plain_addr => {
                         redirect::RedirectListener::new(socket, manager.challenges(), https_port)
                             .map(AnyListener::Redirect)
                     }
                     _ => tcp::TcpListener::new(socket, tls.clone()).map(AnyListener::Tcp),
                 })
-            }
+                .map_err(|e| e.to_string()),
+            SocketKind::Udp => match &tls {
+                Some(acceptor) => {
+                    quic::QuicListener::new(socket.into(), acceptor.config(), config.idle_timeout)
+                        .map(AnyListener::Quic)
+                }
+                None => Err("HTTP/3 needs TLS".to_string()),
+            },
         };
         listeners.push(listener.map_err(|e| format!("listener on {}: {e}", spec.addr))?);
     }
