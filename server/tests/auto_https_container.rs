@@ -106,25 +106,24 @@ fn logs(container: &str) -> String {
         .unwrap_or_default()
 }
 
-/// The network's subnet base and gateway, from `docker network inspect`.
-fn subnet(network: &str) -> (Ipv4Addr, Ipv4Addr) {
-    let out = docker(&[
-        "network",
-        "inspect",
-        "-f",
-        "{{range .IPAM.Config}}{{.Subnet}} {{.Gateway}}{{end}}",
-        network,
-    ]);
-    let mut parts = out.split_whitespace();
-    let cidr = parts.next().unwrap_or_else(|| panic!("no subnet: {out:?}"));
-    let base: Ipv4Addr = cidr.split('/').next().unwrap().parse().unwrap();
-    // Docker's IPAM gives the gateway the subnet's first address (older versions leave
-    // .Gateway empty in the inspect output).
-    let gateway = match parts.next() {
-        Some(g) => g.parse().unwrap(),
-        None => Ipv4Addr::from(u32::from(base) + 1),
-    };
-    (base, gateway)
+/// Creates the bridge network `name` on a /24 of its own, trying 10.213.N.0/24 from
+/// the process id on past ranges other networks hold (Docker refuses an overlap, and only
+/// a subnet given by the test admits `--ip`); the subnet's base address.
+fn create_network(name: &str, cleanup: &mut Cleanup) -> Ipv4Addr {
+    let mut refusals = String::new();
+    for k in 0..32 {
+        let base = Ipv4Addr::new(10, 213, ((std::process::id() + k) % 256) as u8, 0);
+        let out = std::process::Command::new("docker")
+            .args(["network", "create", "--subnet", &format!("{base}/24"), name])
+            .output()
+            .expect("docker runs");
+        if out.status.success() {
+            cleanup.networks.push(name.to_owned());
+            return base;
+        }
+        refusals += &String::from_utf8_lossy(&out.stderr);
+    }
+    panic!("no free 10.213.x.0/24 for a network: {refusals}");
 }
 
 /// `docker run` of the image on the network at `ip`, the data volume on /app/var/data and
@@ -178,11 +177,10 @@ fn a_fresh_container_given_only_a_domain_and_the_ca_serves_https_and_keeps_its_c
     build_image(&image);
     let built = started.elapsed();
 
-    cleanup.networks.push(network.clone());
-    docker(&["network", "create", &network]);
-    let (base, gateway) = subnet(&network);
-    // A fixed address in the network (Docker hands out .2 upward only to containers that
-    // name none): challtestsrv must know it before the container starts ordering.
+    let base = create_network(&network, &mut cleanup);
+    // The host's side of the bridge is the subnet's first address; the container's is
+    // fixed, because challtestsrv must know it before the container starts ordering.
+    let gateway = Ipv4Addr::from(u32::from(base) + 1);
     let ip = Ipv4Addr::from(u32::from(base) + 2);
     let pebble = Pebble::start(PebbleOptions {
         http_port: 80,
