@@ -52,7 +52,9 @@ impl Drop for Cleanup {
             let _ = Command::new("docker").args(["network", "rm", n]).output();
         }
         for v in &self.volumes {
-            let _ = Command::new("docker").args(["volume", "rm", "-f", v]).output();
+            let _ = Command::new("docker")
+                .args(["volume", "rm", "-f", v])
+                .output();
         }
         for i in &self.images {
             let _ = Command::new("docker").args(["rmi", "-f", i]).output();

@@ -129,7 +129,12 @@ impl Pebble {
         let mut dns = Command::new("pebble-challtestsrv")
             .args(["-dns01", &format!("127.0.0.1:{dns_port}")])
             .args(["-management", &format!("127.0.0.1:{dns_management}")])
-            .args(["-defaultIPv4", &challenge_ip.to_string(), "-defaultIPv6", ""])
+            .args([
+                "-defaultIPv4",
+                &challenge_ip.to_string(),
+                "-defaultIPv6",
+                "",
+            ])
             .args(["-http01", "", "-https01", "", "-tlsalpn01", ""])
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
