@@ -6,49 +6,11 @@
 //! mode from the environment) stopped with a request in flight that still completes.
 //! Every container and image this test makes is removed at the end.
 
-use std::path::PathBuf;
-use std::process::Command;
+mod common;
+
 use std::time::{Duration, Instant};
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("..")
-        .canonicalize()
-        .unwrap()
-}
-
-fn docker(args: &[&str]) -> String {
-    let out = Command::new("docker")
-        .args(args)
-        .current_dir(repo())
-        .output()
-        .expect("docker runs");
-    assert!(
-        out.status.success(),
-        "docker {args:?}: {:?}\n{}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
-}
-
-/// Removes what the test made, whatever happened.
-struct Cleanup {
-    containers: Vec<String>,
-    images: Vec<String>,
-}
-
-impl Drop for Cleanup {
-    fn drop(&mut self) {
-        for c in &self.containers {
-            let _ = Command::new("docker").args(["rm", "-f", c]).output();
-        }
-        for i in &self.images {
-            let _ = Command::new("docker").args(["rmi", "-f", i]).output();
-        }
-    }
-}
+use common::docker::{build_image, docker, Cleanup};
 
 fn published_port(container: &str) -> u16 {
     let mapping = docker(&["port", container, "80/tcp"]);
@@ -86,45 +48,12 @@ fn wait_serving(port: u16, path: &str) -> (u16, String) {
 #[test]
 fn base_image_builds_serves_restarts_and_drains() {
     let (version, php) = (env!("CARGO_PKG_VERSION"), worker::PHP_VERSION);
-    let tarball = repo().join(format!(
-        "dist/ferrophp-{version}-php{php}-linux-x86_64.tar.gz"
-    ));
-    assert!(
-        tarball.is_file(),
-        "run scripts/release.sh first (scripts/test.sh does)"
-    );
-    let base = Command::new(repo().join("scripts/docker-base-image.sh"))
-        .output()
-        .expect("base image script runs");
-    assert!(
-        base.status.success(),
-        "{}",
-        String::from_utf8_lossy(&base.stderr)
-    );
-
     let id = std::process::id();
     let image = format!("ferrophp-test:{id}");
     let app_image = format!("ferrophp-test-app:{id}");
-    let mut cleanup = Cleanup {
-        containers: Vec::new(),
-        images: vec![app_image.clone(), image.clone()],
-    };
-    // The fast path of the Dockerfile: the release tarball above instead of compiling in
-    // the builder (that path is proved once by hand, docs/operating.md).
-    // The versions as docker/build-image.sh passes them: the image's labels.
-    docker(&[
-        "build",
-        "-q",
-        "--build-arg",
-        "PREBUILT=1",
-        "--build-arg",
-        &format!("FERROPHP_VERSION={version}"),
-        "--build-arg",
-        &format!("PHP_VERSION={php}"),
-        "-t",
-        &image,
-        ".",
-    ]);
+    let mut cleanup = Cleanup::default();
+    cleanup.images = vec![app_image.clone(), image.clone()];
+    build_image(&image);
     let label = |key: &str| {
         docker(&[
             "image",

@@ -6,6 +6,7 @@
 
 pub mod collector;
 pub mod db;
+pub mod docker;
 pub mod pebble;
 pub mod php;
 

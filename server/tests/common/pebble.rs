@@ -1,6 +1,8 @@
 //! Pebble, Let's Encrypt's ACME test CA (Debian's `pebble` package), started by a test on
 //! loopback with its own configuration, with `pebble-challtestsrv` (same package) as its
-//! DNS server, which answers every name with 127.0.0.1. Challenges are really validated
+//! DNS server, which answers every name with 127.0.0.1 (or [`PebbleOptions::challenge_ipv4`]:
+//! a container's address, with pebble listening on its Docker network's gateway,
+//! [`PebbleOptions::listen_ip`]). Challenges are really validated
 //! (`PEBBLE_VA_ALWAYS_VALID` is removed from its environment): pebble connects to the
 //! `http_port` and `tls_port` the test gives it, where the server (or the test's
 //! responder) must answer. Pebble's own HTTPS uses a certificate made here, signed by a
@@ -20,7 +22,7 @@
 //! `certificateValidityPeriod` in seconds, `domainBlocklist`, EAB keys).
 
 use std::io::{BufRead, BufReader};
-use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -41,6 +43,13 @@ pub struct PebbleOptions {
     pub eab: Vec<(String, String)>,
     /// The ACME port, to start again where a stopped pebble listened.
     pub acme_port: Option<u16>,
+    /// Where pebble's ACME and management interfaces listen, also named by its HTTPS
+    /// certificate [default: 127.0.0.1]; a Docker network's gateway makes pebble reachable
+    /// from a container on that network. Fixed by [`Pebble::start`] (a restart keeps it).
+    pub listen_ip: Option<Ipv4Addr>,
+    /// The address the DNS server gives every name, where pebble connects to validate
+    /// [default: 127.0.0.1]; a container's address on a Docker network.
+    pub challenge_ipv4: Option<Ipv4Addr>,
 }
 
 /// A running pebble and its DNS server, both killed on drop.
@@ -49,10 +58,11 @@ pub struct Pebble {
     pebble: Option<Child>,
     dns: Child,
     dns_port: u16,
+    listen_ip: Ipv4Addr,
     pub options: PebbleOptions,
     pub acme_port: u16,
     pub management_port: u16,
-    /// `https://127.0.0.1:<port>/dir`.
+    /// `https://127.0.0.1:<port>/dir` (the `listen_ip` instead of 127.0.0.1 when set).
     pub directory_url: String,
     /// PEM of the CA behind pebble's own HTTPS certificate.
     pub ca_root: PathBuf,
@@ -73,9 +83,9 @@ pub fn free_port() -> u16 {
     }
 }
 
-fn wait_for_port(port: u16, what: &str, log: &Mutex<String>) {
+fn wait_for_port(ip: Ipv4Addr, port: u16, what: &str, log: &Mutex<String>) {
     let deadline = Instant::now() + Duration::from_secs(30);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+    while TcpStream::connect((ip, port)).is_err() {
         assert!(
             Instant::now() < deadline,
             "{what} did not listen on {port}; its log:\n{}",
@@ -109,7 +119,9 @@ impl Pebble {
     /// Starts the DNS server and pebble, and waits until both accept connections.
     pub fn start(options: PebbleOptions) -> Pebble {
         let dir = tempfile::tempdir().unwrap();
-        let ca_root = write_listener_certificate(dir.path());
+        let listen_ip = options.listen_ip.unwrap_or(Ipv4Addr::LOCALHOST);
+        let ca_root = write_listener_certificate(dir.path(), listen_ip);
+        let challenge_ip = options.challenge_ipv4.unwrap_or(Ipv4Addr::LOCALHOST);
         let log = Arc::new(Mutex::new(String::new()));
 
         let dns_port = free_port();
@@ -117,20 +129,26 @@ impl Pebble {
         let mut dns = Command::new("pebble-challtestsrv")
             .args(["-dns01", &format!("127.0.0.1:{dns_port}")])
             .args(["-management", &format!("127.0.0.1:{dns_management}")])
-            .args(["-defaultIPv4", "127.0.0.1", "-defaultIPv6", ""])
+            .args([
+                "-defaultIPv4",
+                &challenge_ip.to_string(),
+                "-defaultIPv6",
+                "",
+            ])
             .args(["-http01", "", "-https01", "", "-tlsalpn01", ""])
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .expect("pebble-challtestsrv (Debian package pebble: scripts/install-test-deps.sh)");
         collect_output(&mut dns, &log);
-        wait_for_port(dns_port, "pebble-challtestsrv", &log);
+        wait_for_port(Ipv4Addr::LOCALHOST, dns_port, "pebble-challtestsrv", &log);
 
         let mut pebble = Pebble {
             dir,
             pebble: None,
             dns,
             dns_port,
+            listen_ip,
             acme_port: 0,
             management_port: 0,
             directory_url: String::new(),
@@ -147,8 +165,8 @@ impl Pebble {
         let management_port = free_port();
         let mut config = serde_json::json!({
             "pebble": {
-                "listenAddress": format!("127.0.0.1:{acme_port}"),
-                "managementListenAddress": format!("127.0.0.1:{management_port}"),
+                "listenAddress": format!("{}:{acme_port}", self.listen_ip),
+                "managementListenAddress": format!("{}:{management_port}", self.listen_ip),
                 "certificate": self.dir.path().join("listener.pem"),
                 "privateKey": self.dir.path().join("listener.key"),
                 "httpPort": options.http_port,
@@ -177,14 +195,20 @@ impl Pebble {
             .spawn()
             .expect("pebble (Debian package pebble: scripts/install-test-deps.sh)");
         collect_output(&mut child, &self.log);
-        wait_for_port(acme_port, "pebble", &self.log);
-        wait_for_port(management_port, "pebble's management interface", &self.log);
+        wait_for_port(self.listen_ip, acme_port, "pebble", &self.log);
+        wait_for_port(
+            self.listen_ip,
+            management_port,
+            "pebble's management interface",
+            &self.log,
+        );
         self.pebble = Some(child);
         self.acme_port = acme_port;
         self.management_port = management_port;
-        self.directory_url = format!("https://127.0.0.1:{acme_port}/dir");
+        self.directory_url = format!("https://{}:{acme_port}/dir", self.listen_ip);
         self.options = PebbleOptions {
             acme_port: Some(acme_port),
+            listen_ip: Some(self.listen_ip),
             ..options
         };
     }
@@ -229,7 +253,7 @@ impl Pebble {
             .timeout(Duration::from_secs(10))
             .build()
             .unwrap();
-        let url = format!("https://127.0.0.1:{}{path}", self.management_port);
+        let url = format!("https://{}:{}{path}", self.listen_ip, self.management_port);
         let response = client.get(&url).send().unwrap();
         assert!(
             response.status().is_success(),
@@ -241,7 +265,7 @@ impl Pebble {
 
     /// pebble's ACME address.
     pub fn acme_addr(&self) -> SocketAddr {
-        SocketAddr::from(([127, 0, 0, 1], self.acme_port))
+        SocketAddr::from((IpAddr::V4(self.listen_ip), self.acme_port))
     }
 }
 
@@ -253,9 +277,10 @@ impl Drop for Pebble {
     }
 }
 
-/// A CA and, signed by it, the certificate of pebble's own HTTPS (for 127.0.0.1 and
-/// localhost) in `dir`: `listener.pem`, `listener.key`; returns the CA's PEM path.
-fn write_listener_certificate(dir: &std::path::Path) -> PathBuf {
+/// A CA and, signed by it, the certificate of pebble's own HTTPS (for 127.0.0.1,
+/// localhost and `listen_ip`) in `dir`: `listener.pem`, `listener.key`; returns the CA's
+/// PEM path.
+fn write_listener_certificate(dir: &std::path::Path, listen_ip: Ipv4Addr) -> PathBuf {
     let ca_key = rcgen::KeyPair::generate().unwrap();
     let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
     ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
@@ -265,9 +290,11 @@ fn write_listener_certificate(dir: &std::path::Path) -> PathBuf {
     let ca_cert = ca_params.self_signed(&ca_key).unwrap();
     let issuer = rcgen::Issuer::new(ca_params, ca_key);
     let key = rcgen::KeyPair::generate().unwrap();
-    let params =
-        rcgen::CertificateParams::new(vec!["127.0.0.1".to_owned(), "localhost".to_owned()])
-            .unwrap();
+    let mut names = vec!["127.0.0.1".to_owned(), "localhost".to_owned()];
+    if listen_ip != Ipv4Addr::LOCALHOST {
+        names.push(listen_ip.to_string());
+    }
+    let params = rcgen::CertificateParams::new(names).unwrap();
     let cert = params.signed_by(&key, &issuer).unwrap();
     std::fs::write(dir.join("listener.pem"), cert.pem()).unwrap();
     std::fs::write(dir.join("listener.key"), key.serialize_pem()).unwrap();
