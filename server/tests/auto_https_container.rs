@@ -16,7 +16,7 @@ mod common;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
-use common::docker::{build_image, docker, Cleanup};
+use common::docker::{build_image, docker, repo, Cleanup};
 use common::pebble::{Pebble, PebbleOptions};
 
 /// The name the container is given: pebble resolves it through challtestsrv.
@@ -165,6 +165,29 @@ fn orders_total(ip: Ipv4Addr) -> (Option<f64>, String) {
     (value, text)
 }
 
+/// One GET of `/` over HTTP/3 to `ip`:443 as NAME, trusting only `root`: the result of
+/// test-data/http3/h3client.py (status, body).
+fn http3_get(ip: Ipv4Addr, root: &str) -> serde_json::Value {
+    let ca = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(ca.path(), root).unwrap();
+    let out = std::process::Command::new("python3")
+        .arg(repo().join("test-data/http3/h3client.py"))
+        .arg(ip.to_string())
+        .arg("443")
+        .arg(ca.path())
+        .args(["requests", r#"[{"path": "/"}]"#])
+        .env("H3_SERVER_NAME", NAME)
+        .output()
+        .expect("python3 runs (aioquic: scripts/test.sh installs it)");
+    assert!(
+        out.status.success(),
+        "HTTP/3 GET failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let reply: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    reply["results"][0].clone()
+}
+
 #[test]
 fn a_fresh_container_given_only_a_domain_and_the_ca_serves_https_and_keeps_its_certificate() {
     let started = Instant::now();
@@ -220,6 +243,15 @@ fn a_fresh_container_given_only_a_domain_and_the_ca_serves_https_and_keeps_its_c
     );
     let (orders, metrics) = orders_total(ip);
     assert_eq!(orders, Some(1.0), "{metrics}");
+    // HTTP/3 on the same port (UDP), the same certificate, a real client (aioquic).
+    let h3 = http3_get(ip, &root);
+    assert_eq!(h3["status"], 200, "{h3}");
+    assert!(
+        h3["body"]
+            .as_str()
+            .is_some_and(|b| b.contains(&format!("PHP {} (ZTS)", worker::PHP_VERSION))),
+        "not the PHP page over HTTP/3: {h3}"
+    );
 
     // A second, fresh container on the same volume: the stored certificate from the
     // first handshake, no order (pebble's log and the server's own counter).
