@@ -744,6 +744,9 @@ fn symfony_messenger_consumes_as_a_background_worker() {
 /// (scripts/build-pecl.sh); give its path in FERROPHP_BENCH_PHPREDIS:
 ///
 /// `FERROPHP_BENCH_PHPREDIS=/path/redis.so cargo test -p ferrophp --test jobs -- --ignored bench --nocapture`
+///
+/// FERROPHP_BENCH_BIN names another `ferrophp` to measure (a release tree's `bin/ferrophp`,
+/// whose `lib/` also ships phpredis); the default is this debug build.
 #[test]
 #[ignore]
 fn bench_dispatch_against_phpredis_lpush() {
@@ -753,7 +756,10 @@ fn bench_dispatch_against_phpredis_lpush() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let ext = format!("extension={redis_so}");
-    let server = Server::start(
+    let bin = std::env::var_os("FERROPHP_BENCH_BIN")
+        .map_or_else(|| env!("CARGO_BIN_EXE_ferrophp").into(), std::path::PathBuf::from);
+    let server = Server::start_binary(
+        &bin,
         &jobs_root(),
         &[
             "--data-dir",
@@ -763,6 +769,7 @@ fn bench_dispatch_against_phpredis_lpush() {
             "-d",
             "max_execution_time=0",
         ],
+        &[],
     );
     println!("| run | payload | dispatch wall / CPU (us) | phpredis LPUSH wall / CPU (us) | dispatch+take+ack wall / CPU | LPUSH+RPOP wall / CPU |");
     println!("|---|---|---|---|---|---|");
