@@ -107,6 +107,8 @@ pub struct ServeConfig {
     pub mercure: Option<::mercure::Config>,
     /// `--hot-reload`: file changes under `--watch` are published on the hub.
     pub hot_reload: bool,
+    /// `--mercure-discovery`: the `Link` header PHP's responses get (`<hub>; rel="mercure"`).
+    pub mercure_discovery: Option<String>,
 }
 
 impl ServeConfig {
@@ -164,6 +166,7 @@ impl ServeConfig {
         let watching = !args.watch.is_empty() || file.watch.as_ref().is_some_and(|w| !w.is_empty());
         let hot_reload =
             self::mercure::hot_reload(&args.mercure, &file, mercure.as_ref(), watching)?;
+        let mercure_discovery = self::mercure::discovery(&args.mercure, &file, mercure.as_ref())?;
         if hot_reload {
             // FrankenPHP's name: what a page's hot-reload client subscribes to.
             env.push((
@@ -243,6 +246,7 @@ impl ServeConfig {
             deadlines,
             mercure,
             hot_reload,
+            mercure_discovery,
         })
     }
 }
