@@ -341,5 +341,42 @@ mod tests {
         );
         assert!(e.unwrap_err().contains("--mercure-transport"));
         assert!(resolve("[mercure]\nbogus = 1\n", MercureArgs::default()).is_err());
+        let e = resolve(
+            "[mercure]\npublisher_jwt = \"p\"\npublisher_jwks = \"/k.json\"\nanonymous = true\n",
+            MercureArgs::default(),
+        );
+        assert!(e.unwrap_err().contains("not both"));
+    }
+
+    #[test]
+    fn jwk_sets_stand_for_keys_and_mount_the_hub() {
+        let c = resolve(
+            "[mercure]\npublisher_jwks = \"/p.json\"\nsubscriber_jwks = \"/s.json\"\n",
+            MercureArgs::default(),
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            c.publisher_jwt,
+            Some(mercure::JwtKey::JwksFile("/p.json".into()))
+        );
+        assert_eq!(
+            c.subscriber_jwt,
+            Some(mercure::JwtKey::JwksFile("/s.json".into()))
+        );
+        // A flag wins over the file.
+        let c = resolve(
+            "[mercure]\npublisher_jwks = \"/p.json\"\nanonymous = true\n",
+            MercureArgs {
+                mercure_publisher_jwks: Some("/flag.json".into()),
+                ..MercureArgs::default()
+            },
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            c.publisher_jwt,
+            Some(mercure::JwtKey::JwksFile("/flag.json".into()))
+        );
     }
 }
