@@ -1,81 +1,14 @@
 //! Randomised entitlement: many subscribers with random selector sets and claims, joining
 //! and leaving at random points, random public and private publishes. Every subscriber
-//! must receive exactly the updates it is entitled to (by a reference rule written here
-//! independently of the crate's matcher and index), in publish order, and nothing else.
+//! must receive exactly the updates it is entitled to (by the reference rules of
+//! `reference/`, written independently of the crate's matcher and index), in publish
+//! order, and nothing else.
 
 mod common;
+mod reference;
 
 use mercure::{Config, Hub, SubscribeOptions, Subscription, Update};
-
-/// A selector and the reference rule for it.
-struct Sel {
-    text: &'static str,
-    matches: fn(&str) -> bool,
-}
-
-fn seg_ok(s: &str) -> bool {
-    !s.is_empty()
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-._~".contains(&b))
-}
-
-/// `https://ex.com/r/<a>/i/<b>` split into (a, b).
-fn parts(topic: &str) -> Option<(&str, &str)> {
-    let rest = topic.strip_prefix("https://ex.com/r/")?;
-    let (a, b) = rest.split_once("/i/")?;
-    Some((a, b))
-}
-
-const SELECTORS: &[Sel] = &[
-    Sel {
-        text: "*",
-        matches: |_| true,
-    },
-    Sel {
-        text: "t0",
-        matches: |t| t == "t0",
-    },
-    Sel {
-        text: "t1",
-        matches: |t| t == "t1",
-    },
-    Sel {
-        text: "https://ex.com/r/1/i/2",
-        matches: |t| t == "https://ex.com/r/1/i/2",
-    },
-    Sel {
-        text: "https://ex.com/r/{r}/i/{i}",
-        matches: |t| {
-            parts(t)
-                .is_some_and(|(a, b)| (a.is_empty() || seg_ok(a)) && (b.is_empty() || seg_ok(b)))
-        },
-    },
-    Sel {
-        text: "https://ex.com/r/1/i/{i}",
-        matches: |t| parts(t).is_some_and(|(a, b)| a == "1" && (b.is_empty() || seg_ok(b))),
-    },
-    Sel {
-        text: "https://ex.com/r/{r}/i/3",
-        matches: |t| parts(t).is_some_and(|(a, b)| (a.is_empty() || seg_ok(a)) && b == "3"),
-    },
-    Sel {
-        text: "https://ex.com/{+rest}",
-        matches: |t| t.starts_with("https://ex.com/"),
-    },
-    Sel {
-        text: "nothing-{x}-here",
-        matches: |t| t.starts_with("nothing-") && t.ends_with("-here"),
-    },
-];
-
-fn random_topic(rng: &mut fastrand::Rng) -> String {
-    match rng.u8(0..5) {
-        0 => "t0".into(),
-        1 => "t1".into(),
-        2 => "t2".into(),
-        _ => format!("https://ex.com/r/{}/i/{}", rng.u8(0..4), rng.u8(0..5)),
-    }
-}
+use reference::{pick, random_topic, SELECTORS};
 
 struct Sub {
     selectors: Vec<usize>,
@@ -85,22 +18,7 @@ struct Sub {
 }
 
 fn entitled(sub: &Sub, topics: &[String], private: bool) -> bool {
-    let listens = sub
-        .selectors
-        .iter()
-        .any(|&s| topics.iter().any(|t| (SELECTORS[s].matches)(t)));
-    let allowed = !private
-        || sub.claim.as_ref().is_some_and(|c| {
-            c.iter()
-                .any(|&s| topics.iter().any(|t| (SELECTORS[s].matches)(t)))
-        });
-    listens && allowed
-}
-
-fn pick(rng: &mut fastrand::Rng, max: usize) -> Vec<usize> {
-    (0..rng.usize(1..=max))
-        .map(|_| rng.usize(0..SELECTORS.len()))
-        .collect()
+    reference::entitled(&sub.selectors, sub.claim.as_deref(), topics, private)
 }
 
 #[tokio::test]

@@ -158,6 +158,27 @@ impl http_body::Body for EventBody {
     }
 }
 
+/// `--mercure-discovery`: a PHP response gets the hub's `Link` header, unless the script
+/// already sent one with `rel="mercure"` (an app that names its own public hub URL).
+pub(crate) fn add_discovery(
+    response: &mut Response<ResponseBody>,
+    link: &HeaderValue,
+    mode: crate::mode::Mode,
+) {
+    use crate::mode::Mode;
+    if !matches!(mode, Mode::Classic | Mode::Worker) {
+        return;
+    }
+    let headers = response.headers_mut();
+    let has_own = headers.get_all(http::header::LINK).iter().any(|v| {
+        v.to_str()
+            .is_ok_and(|v| v.to_ascii_lowercase().contains("rel=\"mercure\""))
+    });
+    if !has_own {
+        headers.append(http::header::LINK, link.clone());
+    }
+}
+
 /// `--hot-reload`: each burst of changed files becomes one update on
 /// [`crate::config::HOT_RELOAD_TOPIC`], its data `{"changed": [paths]}`, for the pages'
 /// client ([`HOT_RELOAD_JS`]).

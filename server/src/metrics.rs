@@ -70,10 +70,11 @@ pub struct MetricsPush {
     pub buffer: usize,
 }
 
-const MODES: [Mode; 3] = [Mode::Static, Mode::Classic, Mode::Worker];
+const MODES: [Mode; 4] = [Mode::Static, Mode::Classic, Mode::Worker, Mode::Mercure];
 
 /// Requests by mode and status class (1xx..5xx).
-static REQUESTS: [[AtomicU64; 5]; 3] = [const { [const { AtomicU64::new(0) }; 5] }; 3];
+static REQUESTS: [[AtomicU64; 5]; MODES.len()] =
+    [const { [const { AtomicU64::new(0) }; 5] }; MODES.len()];
 /// Requests waiting for a PHP thread right now, per pool, at the pool's
 /// `worker::PoolId` (pools past the last slot share it).
 static QUEUE_DEPTHS: [AtomicI64; 64] = [const { AtomicI64::new(0) }; 64];
@@ -271,7 +272,7 @@ static REQUEST_FAMILIES: &[Family] = &[
     Family {
         name: "ferrophp_http_requests_total",
         kind: "counter",
-        help: "Requests answered, by mode (static, classic, worker) and status class.",
+        help: "Requests answered, by mode (static, classic, worker, mercure) and status class.",
         samples: |_, o| {
             for mode in MODES {
                 for (c, count) in REQUESTS[mode as usize].iter().enumerate() {

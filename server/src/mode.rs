@@ -8,15 +8,19 @@ pub(crate) enum Mode {
     Static = 0,
     Classic = 1,
     Worker = 2,
+    /// The Mercure hub (`/.well-known/mercure` and under it): not PHP, and its event
+    /// streams are no static files either.
+    Mercure = 3,
 }
 
 impl Mode {
-    /// The label: `static`, `classic` or `worker`.
+    /// The label: `static`, `classic`, `worker` or `mercure`.
     pub(crate) fn as_str(self) -> &'static str {
         match self {
             Mode::Static => "static",
             Mode::Classic => "classic",
             Mode::Worker => "worker",
+            Mode::Mercure => "mercure",
         }
     }
 }

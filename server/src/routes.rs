@@ -16,6 +16,7 @@ use std::pin::Pin;
 use http::{Method, Request, Response};
 
 use crate::body::{RequestBody, ResponseBody};
+use crate::mode::Mode;
 
 /// The future of a route's response; it may borrow the state it was given.
 pub(crate) type RouteFuture<'a> = Pin<Box<dyn Future<Output = Response<ResponseBody>> + Send + 'a>>;
@@ -47,10 +48,17 @@ pub(crate) struct ServerRoute<S> {
     path: PathMatch,
     /// Empty: any method.
     methods: Vec<Method>,
+    /// The label its requests carry in the access log, `/metrics` and their span.
+    mode: Mode,
     handler: Handler<S>,
 }
 
 impl<S> ServerRoute<S> {
+    /// The label of the requests this route answers.
+    pub(crate) fn mode(&self) -> Mode {
+        self.mode
+    }
+
     /// The route's answer to `req`, from the listener's `state`.
     pub(crate) fn answer<'a>(&self, state: &'a S, req: Request<RequestBody>) -> RouteFuture<'a> {
         (self.handler)(state, req)
@@ -69,9 +77,21 @@ impl<S> Default for Routes<S> {
 }
 
 impl<S> Routes<S> {
-    /// Adds a route for `methods` (none: any method) on `path`.
+    /// Adds a route for `methods` (none: any method) on `path`; its requests are
+    /// labelled `static`.
     pub(crate) fn add(
         &mut self,
+        path: PathMatch,
+        methods: &[Method],
+        handler: impl for<'a> Fn(&'a S, Request<RequestBody>) -> RouteFuture<'a> + Send + Sync + 'static,
+    ) -> &mut Self {
+        self.add_as(Mode::Static, path, methods, handler)
+    }
+
+    /// [`Routes::add`] with its requests labelled `mode`.
+    pub(crate) fn add_as(
+        &mut self,
+        mode: Mode,
         path: PathMatch,
         methods: &[Method],
         handler: impl for<'a> Fn(&'a S, Request<RequestBody>) -> RouteFuture<'a> + Send + Sync + 'static,
@@ -79,6 +99,7 @@ impl<S> Routes<S> {
         self.routes.push(ServerRoute {
             path,
             methods: methods.to_vec(),
+            mode,
             handler: Box::new(handler),
         });
         self

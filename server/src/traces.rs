@@ -216,7 +216,7 @@ pub(crate) fn finish<B: http_body::Body>(trace: RequestTrace, response: &Respons
         d.push_attribute("ferrophp.mode", Value::Text(mode.as_str()), limits);
         // PHP's answers: the PHP thread counts what the script wrote. (Set, not pushed:
         // `php -S`'s router may have run before a static file was served.)
-        if mode == Mode::Static {
+        if !matches!(mode, Mode::Classic | Mode::Worker) {
             if let Some(n) = response.body().size_hint().exact() {
                 d.set_attribute("http.response.body.size", Value::Int(n as i64), limits);
             }

@@ -9,7 +9,9 @@
 //! after a restart, the durable history), two instances on one real Redis (Debian's
 //! `redis-server`) with the `php` CLI publishing through it and a killed instance's
 //! subscriber resuming on the other, and Symfony's Mercure component publishing over
-//! HTTP.
+//! HTTP; randomised subscribers, claims and publishes (HTTP and PHP) each receiving
+//! exactly what they are entitled to, in order; both roles' keys from JWK Set files;
+//! the discovery header on PHP's responses; the hub's own mode in the access log.
 //!
 //! "Not received" is decided by order, never by waiting: a marker update follows the
 //! update under test, and each stream is read up to its marker.
@@ -17,6 +19,8 @@
 #[path = "../../mercure/tests/cases/mod.rs"]
 mod cases;
 mod common;
+#[path = "../../mercure/tests/reference/mod.rs"]
+mod reference;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -1078,4 +1082,401 @@ async fn a_subscriber_that_stops_reading_is_closed_and_counted() {
     assert!(received.len() < 16 << 20, "{} bytes", received.len());
     eprintln!("8000 publishes of 2 KiB with a stalled subscriber: {publishing:?}");
     server.assert_alive();
+}
+
+struct RandomSub {
+    selectors: Vec<usize>,
+    claim: Option<Vec<usize>>,
+    /// (id, data) of the updates it is entitled to, in publish order.
+    expected: Vec<(String, String)>,
+    stream: reqwest::Response,
+}
+
+/// Randomised entitlement through the server (the core's `entitlement.rs` over real TCP):
+/// subscribers with random selector sets and claims join, over HTTP/1.1 or HTTP/2, and
+/// leave at random points; random public and private updates (some with multi-line data)
+/// are published over HTTP or by PHP's `mercure_publish()`, one after the other. Every
+/// subscriber still open at the end must have read exactly the updates it is entitled to
+/// by the reference rules (`mercure/tests/reference`), in publish order, with their data,
+/// and nothing else.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn random_subscribers_receive_exactly_their_updates_in_order() {
+    let server = start(&[]);
+    let clients = [client(false), client(true)];
+    for seed in 0..3u64 {
+        random_entitlement(&server, &clients, seed).await;
+    }
+    server.assert_alive();
+}
+
+async fn random_entitlement(server: &Server, clients: &[reqwest::Client; 2], seed: u64) {
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let marker = format!("urn:marker:random:{seed}");
+    let mut subs: Vec<RandomSub> = Vec::new();
+    let (mut published, mut by_php, mut private) = (0, 0, 0);
+    for step in 0..250 {
+        match rng.u8(0..10) {
+            0..=2 => {
+                let selectors = reference::pick(&mut rng, 3);
+                let claim = match rng.u8(0..3) {
+                    0 => None,
+                    1 => Some(Vec::new()),
+                    _ => Some(reference::pick(&mut rng, 2)),
+                };
+                let mut texts: Vec<&str> = reference::texts(&selectors);
+                texts.push(&marker);
+                let token = claim
+                    .as_ref()
+                    .map(|c| subscriber_token(&reference::texts(c)));
+                let client = &clients[usize::from(rng.bool())];
+                let stream = subscribe(client, server, &texts, token.as_deref()).await;
+                subs.push(RandomSub {
+                    selectors,
+                    claim,
+                    expected: Vec::new(),
+                    stream,
+                });
+            }
+            // Leave: the others must not notice.
+            3 if !subs.is_empty() && rng.u8(0..4) == 0 => {
+                drop(subs.swap_remove(rng.usize(0..subs.len())));
+            }
+            _ => {
+                let topics: Vec<String> = (0..rng.usize(1..=3))
+                    .map(|_| reference::random_topic(&mut rng))
+                    .collect();
+                let is_private = rng.u8(0..10) < 4;
+                let id = format!("s{seed}-u{step}");
+                let data = if rng.u8(0..4) == 0 {
+                    format!("d{step}\nsecond line")
+                } else {
+                    format!("d{step}")
+                };
+                for s in subs.iter_mut() {
+                    if reference::entitled(&s.selectors, s.claim.as_deref(), &topics, is_private) {
+                        s.expected.push((id.clone(), data.clone()));
+                    }
+                }
+                let mut query: Vec<String> =
+                    topics.iter().map(|t| format!("topic={}", enc(t))).collect();
+                query.push(format!("id={id}&data={}", enc(&data)));
+                let client = &clients[0];
+                let (status, body) = if rng.u8(0..3) == 0 {
+                    // PHP: `topics[]` is mercure_publish()'s array of topics.
+                    let mut q = query.join("&").replace("topic=", "topics[]=");
+                    if is_private {
+                        q.push_str("&private=1");
+                    }
+                    by_php += 1;
+                    get(client, server, &format!("/publish.php?{q}")).await
+                } else {
+                    if is_private {
+                        query.push("private=on".into());
+                    }
+                    publish_http(client, server, &query.join("&")).await
+                };
+                assert_eq!((status, body.as_str()), (200, id.as_str()), "seed {seed}");
+                published += 1;
+                private += usize::from(is_private);
+            }
+        }
+    }
+    let (status, _) = publish_http(
+        &clients[0],
+        server,
+        &format!("topic={}&id={}", enc(&marker), enc(&marker)),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let mut checked = 0;
+    for s in subs.iter_mut() {
+        let events = read_until(&mut s.stream, &marker).await;
+        let got: Vec<(String, String)> = events
+            .iter()
+            .filter(|e| e.id.as_deref() != Some(marker.as_str()))
+            .map(|e| (e.id.clone().unwrap_or_default(), e.data.clone()))
+            .collect();
+        assert_eq!(
+            got,
+            s.expected,
+            "seed {seed}: selectors {:?} claim {:?}",
+            reference::texts(&s.selectors),
+            s.claim.as_deref().map(reference::texts)
+        );
+        checked += got.len();
+    }
+    assert!(
+        published > 100 && by_php > 20 && private > 20 && checked > 100 && subs.len() > 20,
+        "seed {seed}: a meaningful run ({published} published, {by_php} by PHP, \
+         {private} private, {checked} received by {} subscribers)",
+        subs.len()
+    );
+}
+
+/// A JWT signed with the test key `fixtures/<file>` (PKCS#8 PEM) of the core's tests:
+/// `ES256` (P-256) or `RS256`, with `kid`.
+fn jwt_signed_with(file: &str, alg: &str, kid: &str, claims: serde_json::Value) -> String {
+    let pem = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../mercure/tests/fixtures/{file}")),
+    )
+    .unwrap();
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let der = b64
+        .decode(
+            pem.lines()
+                .filter(|l| !l.starts_with("-----"))
+                .collect::<String>(),
+        )
+        .unwrap();
+    let url = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let input = format!(
+        "{}.{}",
+        url.encode(json!({"alg": alg, "typ": "JWT", "kid": kid}).to_string()),
+        url.encode(claims.to_string())
+    );
+    let rng = ring::rand::SystemRandom::new();
+    let signature = match alg {
+        "ES256" => {
+            let key = ring::signature::EcdsaKeyPair::from_pkcs8(
+                &ring::signature::ECDSA_P256_SHA256_FIXED_SIGNING,
+                &der,
+                &rng,
+            )
+            .unwrap();
+            key.sign(&rng, input.as_bytes()).unwrap().as_ref().to_vec()
+        }
+        "RS256" => {
+            let key = ring::signature::RsaKeyPair::from_pkcs8(&der).unwrap();
+            let mut sig = vec![0; key.public().modulus_len()];
+            key.sign(
+                &ring::signature::RSA_PKCS1_SHA256,
+                &rng,
+                input.as_bytes(),
+                &mut sig,
+            )
+            .unwrap();
+            sig
+        }
+        _ => unreachable!("{alg}"),
+    };
+    format!("{input}.{}", url.encode(signature))
+}
+
+/// `--mercure-publisher-jwks` / `--mercure-subscriber-jwks`: both roles' keys from a JWK
+/// Set file (the core's fixture: an RSA key `rsa-1` and a P-256 key `ec-1`); a token's
+/// `kid` picks the key. Tokens of another key, an unknown `kid` or an HMAC secret are
+/// refused; a key and a JWK Set for one role, or a JWK Set that cannot be read, stop the
+/// server at start with the setting named.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_from_jwk_set_files() {
+    let jwks = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../mercure/tests/fixtures/jwks.json")
+        .canonicalize()
+        .unwrap();
+    let jwks = jwks.to_str().unwrap();
+    let server = Server::start(
+        &root(),
+        &[
+            "--threads",
+            "1",
+            "--mercure-publisher-jwks",
+            jwks,
+            "--mercure-subscriber-jwks",
+            jwks,
+        ],
+    );
+    let client = client(false);
+    let sub_claims = json!({"mercure": {"subscribe": ["jwks", "urn:marker:jwks"]}});
+    let subscriber = jwt_signed_with("rs256.key", "RS256", "rsa-1", sub_claims.clone());
+    let mut stream = subscribe(
+        &client,
+        &server,
+        &["jwks", "urn:marker:jwks"],
+        Some(&subscriber),
+    )
+    .await;
+    // Refused subscribers: another RSA key under the same kid, an unknown kid, an HMAC
+    // token (no secret is configured), no token (no anonymous subscribers).
+    for token in [
+        Some(jwt_signed_with(
+            "rs256-other.key",
+            "RS256",
+            "rsa-1",
+            sub_claims.clone(),
+        )),
+        Some(jwt_signed_with(
+            "es256.key",
+            "ES256",
+            "nope",
+            sub_claims.clone(),
+        )),
+        Some(jwt(SUBSCRIBER_KEY, sub_claims.clone())),
+        None,
+    ] {
+        let mut req = client.get(server.url(&format!("{HUB}?topic=jwks")));
+        if let Some(token) = &token {
+            req = req.bearer_auth(token);
+        }
+        let resp = req.send().await.unwrap();
+        assert_eq!(resp.status(), 401, "{token:?}");
+    }
+
+    let publisher = jwt_signed_with(
+        "es256.key",
+        "ES256",
+        "ec-1",
+        json!({"mercure": {"publish": ["*"]}}),
+    );
+    let publish = |form: &'static str, token: String| {
+        client
+            .post(server.url(HUB))
+            .bearer_auth(token)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(form)
+            .send()
+    };
+    let resp = publish("topic=jwks&id=j1&data=secret&private=on", publisher.clone())
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    assert_eq!(resp.text().await.unwrap(), "j1");
+    let wrong = jwt(PUBLISHER_KEY, json!({"mercure": {"publish": ["*"]}}));
+    let resp = publish("topic=jwks&id=j2&data=no", wrong).await.unwrap();
+    assert_eq!(resp.status(), 401);
+    let resp = publish("topic=urn:marker:jwks&id=urn:marker:jwks", publisher)
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let seen = read_until(&mut stream, "urn:marker:jwks").await;
+    assert_eq!(ids(&seen), ["j1", "urn:marker:jwks"]);
+    assert_eq!(seen[0].data, "secret");
+    server.assert_alive();
+
+    let missing = "/nonexistent/jwks.json";
+    for (flags, why) in [
+        (
+            vec![
+                "--mercure-publisher-jwt",
+                "k",
+                "--mercure-anonymous",
+                "--mercure-subscriber-jwt",
+                "s",
+                "--mercure-subscriber-jwks",
+                jwks,
+            ],
+            "--mercure-subscriber-jwks, not both",
+        ),
+        (
+            vec!["--mercure-publisher-jwks", missing, "--mercure-anonymous"],
+            missing,
+        ),
+    ] {
+        let exited = common::serve_until_exit(&root(), &flags, Duration::from_secs(30));
+        assert!(
+            exited.status.is_some_and(|s| !s.success()),
+            "{}",
+            exited.stderr
+        );
+        assert!(exited.stderr.contains(why), "{why}: {}", exited.stderr);
+    }
+}
+
+/// `--mercure-discovery`: PHP's responses carry `Link: </.well-known/mercure>;
+/// rel="mercure"` (not a static file's, not the hub's own). The hub's requests are
+/// `mode: "mercure"` in the access log and on `/metrics`, PHP's `classic`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn discovery_header_and_the_hubs_own_mode() {
+    let server = start(&[
+        "--mercure-discovery",
+        "--log-format",
+        "json",
+        "--admin",
+        "127.0.0.1:0",
+    ]);
+    let client = client(false);
+    let resp = client.get(server.url("/hello.php")).send().await.unwrap();
+    assert_eq!(resp.status(), 200);
+    let links: Vec<&str> = resp
+        .headers()
+        .get_all("link")
+        .iter()
+        .map(|v| v.to_str().unwrap())
+        .collect();
+    assert_eq!(links, ["</.well-known/mercure>; rel=\"mercure\""]);
+    let page = client
+        .get(server.url("/browser.html"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 200);
+    assert!(page.headers().get("link").is_none());
+    let sub = subscribe(&client, &server, &["discovered"], None).await;
+    assert!(sub.headers().get("link").is_none());
+    let (status, _) = publish_http(&client, &server, "topic=discovered&id=x1").await;
+    assert_eq!(status, 200);
+
+    let access = |method: &str, uri_start: &str| -> serde_json::Value {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let found = server
+                .stderr()
+                .lines()
+                .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+                .find(|v| {
+                    v["target"] == "access"
+                        && v["method"] == method
+                        && v["uri"].as_str().is_some_and(|u| u.starts_with(uri_start))
+                });
+            if let Some(found) = found {
+                return found;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no access line for {method} {uri_start}: {}",
+                server.stderr()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    assert_eq!(access("GET", "/hello.php")["mode"], "classic");
+    assert_eq!(access("GET", "/browser.html")["mode"], "static");
+    assert_eq!(access("GET", HUB)["mode"], "mercure");
+    assert_eq!(access("POST", HUB)["mode"], "mercure");
+    let admin = server.admin_addr().unwrap();
+    let metrics = client
+        .get(format!("http://{admin}/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let count = |mode: &str| -> f64 {
+        let prefix = format!("ferrophp_http_requests_total{{mode=\"{mode}\",code=\"2xx\"}} ");
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(prefix.as_str()))
+            .unwrap_or_else(|| panic!("no {prefix}: {metrics}"))
+            .parse()
+            .unwrap()
+    };
+    assert_eq!(count("mercure"), 2.0);
+    assert_eq!(count("classic"), 1.0);
+    assert_eq!(count("static"), 1.0);
+    server.assert_alive();
+
+    // Without the hub there is nothing to discover.
+    let exited =
+        common::serve_until_exit(&root(), &["--mercure-discovery"], Duration::from_secs(30));
+    assert_eq!(
+        exited.status.and_then(|s| s.code()),
+        Some(2),
+        "{}",
+        exited.stderr
+    );
+    assert!(
+        exited.stderr.contains("--mercure-discovery"),
+        "{}",
+        exited.stderr
+    );
 }

@@ -1,10 +1,11 @@
 //! The Mercure hub's settings, as FrankenPHP's `mercure` directive and its Docker image
-//! name them: the hub is on when a publisher key is set (`--mercure-publisher-jwt`, or
+//! name them: the hub is on when a publisher key is set (`--mercure-publisher-jwt` or a JWK Set
+//! file, `--mercure-publisher-jwks`, or
 //! `MERCURE_PUBLISHER_JWT_KEY` in the environment, or `[mercure] publisher_jwt` in
 //! `ferrophp.toml`); flags win over the file. Checked into the core's
 //! [`mercure::Config`], which `serve` starts the hub with (`mercure_mount.rs`).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -33,6 +34,15 @@ pub struct MercureArgs {
         value_name = "KEY"
     )]
     pub mercure_subscriber_jwt: Option<String>,
+    /// Mercure hub: the publishers' keys as a JWK Set (a JSON file, read at start; a
+    /// token's `kid` picks the key), instead of --mercure-publisher-jwt; setting it mounts
+    /// the hub too
+    #[arg(long, env = "FERROPHP_MERCURE_PUBLISHER_JWKS", value_name = "FILE")]
+    pub mercure_publisher_jwks: Option<PathBuf>,
+    /// Mercure hub: the subscribers' keys as a JWK Set (a JSON file, read at start),
+    /// instead of --mercure-subscriber-jwt
+    #[arg(long, env = "FERROPHP_MERCURE_SUBSCRIBER_JWKS", value_name = "FILE")]
+    pub mercure_subscriber_jwks: Option<PathBuf>,
     /// Mercure hub: the keys' algorithm: HS256, HS384, HS512, RS256, ES256, ...
     /// [default: HS256]
     #[arg(long, env = "FERROPHP_MERCURE_JWT_ALG", value_name = "ALG")]
@@ -71,6 +81,10 @@ pub struct MercureArgs {
     /// [default: 40s]
     #[arg(long, env = "FERROPHP_MERCURE_HEARTBEAT", value_name = "DURATION", value_parser = parse_duration)]
     pub mercure_heartbeat: Option<Duration>,
+    /// Mercure hub: PHP's responses carry the discovery header `Link:
+    /// </.well-known/mercure>; rel="mercure"`, so clients find the hub without being told
+    #[arg(long, env = "FERROPHP_MERCURE_DISCOVERY")]
+    pub mercure_discovery: bool,
     /// With --watch and the Mercure hub (anonymous subscribers): publish a change event
     /// on the hot-reload topic when a watched file changes; pages that load
     /// /.well-known/ferrophp/hot-reload.js reload themselves ($_SERVER
@@ -85,6 +99,8 @@ pub struct MercureArgs {
 pub(super) struct MercureFile {
     publisher_jwt: Option<String>,
     subscriber_jwt: Option<String>,
+    publisher_jwks: Option<PathBuf>,
+    subscriber_jwks: Option<PathBuf>,
     jwt_alg: Option<String>,
     anonymous: Option<bool>,
     subscriptions: Option<bool>,
@@ -93,6 +109,7 @@ pub(super) struct MercureFile {
     transport: Option<String>,
     heartbeat: Option<String>,
     hot_reload: Option<bool>,
+    discovery: Option<bool>,
 }
 
 /// The hub's topic of file-change events (`--hot-reload`).
@@ -126,6 +143,25 @@ pub(super) fn hot_reload(
     }
 }
 
+/// `--mercure-discovery` (or `[mercure] discovery`): the discovery header's value for PHP's
+/// responses, checked against the rest (it needs the hub).
+pub(super) fn discovery(
+    args: &MercureArgs,
+    file: &FileConfig,
+    hub: Option<&mercure::Config>,
+) -> Result<Option<String>, String> {
+    let table = file.mercure.as_ref().and_then(|m| m.discovery);
+    if !(args.mercure_discovery || table.unwrap_or(false)) {
+        return Ok(None);
+    }
+    match hub {
+        Some(hub) => Ok(Some(mercure::link_header(&hub.hub_url))),
+        None => Err("--mercure-discovery needs the Mercure hub \
+                     (--mercure-publisher-jwt or --mercure-publisher-jwks)"
+            .into()),
+    }
+}
+
 /// The hub's configuration when a publisher key is set (flags, else the file), `None`
 /// otherwise. `durable_dir`: the data directory when one was configured explicitly; the
 /// history then survives restarts under its `mercure/` (the Redis transport keeps its
@@ -136,35 +172,58 @@ pub(super) fn hub_config(
     durable_dir: Option<&Path>,
 ) -> Result<Option<mercure::Config>, String> {
     let mut table = std::mem::take(file.mercure.get_or_insert_with(MercureFile::default));
-    // What hot_reload() reads after us stays in the file's table.
-    file.mercure.as_mut().expect("just set").hot_reload = table.hot_reload;
-    let publisher = args
-        .mercure_publisher_jwt
-        .take()
-        .or(table.publisher_jwt.take())
-        .filter(|k| !k.is_empty());
-    let Some(publisher) = publisher else {
-        return Ok(None);
-    };
-    let subscriber = args
-        .mercure_subscriber_jwt
-        .take()
-        .or(table.subscriber_jwt.take())
-        .filter(|k| !k.is_empty());
+    // What hot_reload() and discovery() read after us stays in the file's table.
+    let kept = file.mercure.as_mut().expect("just set");
+    kept.hot_reload = table.hot_reload;
+    kept.discovery = table.discovery;
     let alg = args
         .mercure_jwt_alg
         .take()
         .or(table.jwt_alg.take())
         .unwrap_or_else(|| "HS256".into());
-    let key = |key: String| mercure::JwtKey::Key {
-        key,
-        alg: alg.clone(),
+    // A role's keys: one key (with the algorithm) or a JWK Set file, not both.
+    let role = |role: &str,
+                key: Option<String>,
+                jwks: Option<PathBuf>|
+     -> Result<Option<mercure::JwtKey>, String> {
+        match (key.filter(|k| !k.is_empty()), jwks) {
+            (Some(_), Some(_)) => Err(format!(
+                "Mercure: set either --mercure-{role}-jwt or --mercure-{role}-jwks, not both"
+            )),
+            (Some(key), None) => Ok(Some(mercure::JwtKey::Key {
+                key,
+                alg: alg.clone(),
+            })),
+            (None, Some(path)) => Ok(Some(mercure::JwtKey::JwksFile(path))),
+            (None, None) => Ok(None),
+        }
     };
+    let publisher = role(
+        "publisher",
+        args.mercure_publisher_jwt
+            .take()
+            .or(table.publisher_jwt.take()),
+        args.mercure_publisher_jwks
+            .take()
+            .or(table.publisher_jwks.take()),
+    )?;
+    let Some(publisher) = publisher else {
+        return Ok(None);
+    };
+    let subscriber = role(
+        "subscriber",
+        args.mercure_subscriber_jwt
+            .take()
+            .or(table.subscriber_jwt.take()),
+        args.mercure_subscriber_jwks
+            .take()
+            .or(table.subscriber_jwks.take()),
+    )?;
     let anonymous = args.mercure_anonymous || table.anonymous.unwrap_or(false);
     if subscriber.is_none() && !anonymous {
         return Err("Mercure: set a subscriber key (--mercure-subscriber-jwt, \
-                    MERCURE_SUBSCRIBER_JWT_KEY) or allow anonymous subscribers \
-                    (--mercure-anonymous)"
+                    MERCURE_SUBSCRIBER_JWT_KEY, --mercure-subscriber-jwks) or allow \
+                    anonymous subscribers (--mercure-anonymous)"
             .into());
     }
     let heartbeat = match args.mercure_heartbeat {
@@ -201,8 +260,8 @@ pub(super) fn hub_config(
         }
     };
     Ok(Some(mercure::Config {
-        publisher_jwt: Some(key(publisher)),
-        subscriber_jwt: subscriber.map(key),
+        publisher_jwt: Some(publisher),
+        subscriber_jwt: subscriber,
         anonymous,
         subscriptions: args.mercure_subscriptions || table.subscriptions.unwrap_or(false),
         cors_origins: list(&mut args.mercure_cors_origins, table.cors_origins.take()),
@@ -282,5 +341,42 @@ mod tests {
         );
         assert!(e.unwrap_err().contains("--mercure-transport"));
         assert!(resolve("[mercure]\nbogus = 1\n", MercureArgs::default()).is_err());
+        let e = resolve(
+            "[mercure]\npublisher_jwt = \"p\"\npublisher_jwks = \"/k.json\"\nanonymous = true\n",
+            MercureArgs::default(),
+        );
+        assert!(e.unwrap_err().contains("not both"));
+    }
+
+    #[test]
+    fn jwk_sets_stand_for_keys_and_mount_the_hub() {
+        let c = resolve(
+            "[mercure]\npublisher_jwks = \"/p.json\"\nsubscriber_jwks = \"/s.json\"\n",
+            MercureArgs::default(),
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            c.publisher_jwt,
+            Some(mercure::JwtKey::JwksFile("/p.json".into()))
+        );
+        assert_eq!(
+            c.subscriber_jwt,
+            Some(mercure::JwtKey::JwksFile("/s.json".into()))
+        );
+        // A flag wins over the file.
+        let c = resolve(
+            "[mercure]\npublisher_jwks = \"/p.json\"\nanonymous = true\n",
+            MercureArgs {
+                mercure_publisher_jwks: Some("/flag.json".into()),
+                ..MercureArgs::default()
+            },
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            c.publisher_jwt,
+            Some(mercure::JwtKey::JwksFile("/flag.json".into()))
+        );
     }
 }

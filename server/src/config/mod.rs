@@ -114,6 +114,8 @@ pub struct ServeConfig {
     pub hot_reload: bool,
     /// Background workers, the job queue's backend, the scheduler.
     pub jobs: JobsSettings,
+    /// `--mercure-discovery`: the `Link` header PHP's responses get (`<hub>; rel="mercure"`).
+    pub mercure_discovery: Option<String>,
 }
 
 impl ServeConfig {
@@ -171,6 +173,7 @@ impl ServeConfig {
         let watching = !args.watch.is_empty() || file.watch.as_ref().is_some_and(|w| !w.is_empty());
         let hot_reload =
             self::mercure::hot_reload(&args.mercure, &file, mercure.as_ref(), watching)?;
+        let mercure_discovery = self::mercure::discovery(&args.mercure, &file, mercure.as_ref())?;
         if hot_reload {
             // FrankenPHP's name: what a page's hot-reload client subscribes to.
             env.push((
@@ -253,6 +256,7 @@ impl ServeConfig {
             mercure,
             hot_reload,
             jobs,
+            mercure_discovery,
         })
     }
 }

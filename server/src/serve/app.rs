@@ -64,6 +64,8 @@ pub(super) struct App {
     pub(super) access_log: bool,
     /// The Mercure hub, when one is configured (`mercure_mount.rs`).
     pub(super) mercure: Option<mercure::Hub>,
+    /// `--mercure-discovery`: the `Link` header PHP's responses get.
+    pub(super) mercure_link: Option<http::HeaderValue>,
     /// The PHP threads the pools may run at most (their ceilings, classic and workers):
     /// what the file descriptor reserve is sized for.
     pub(super) php_threads: usize,
@@ -261,6 +263,10 @@ pub(super) async fn build(
         sites,
         routes: super::dispatch::server_routes(mercure.is_some()),
         mercure,
+        mercure_link: config
+            .mercure_discovery
+            .as_deref()
+            .and_then(|link| http::HeaderValue::from_str(link).ok()),
         dev: dev.is_some(),
         dev_router: dev.and_then(|d| d.router.clone()),
         access_log: config.access_log,

@@ -37,6 +37,9 @@ pub(super) async fn handle(
         req.extensions_mut().insert(trace.clone());
     }
     let mut response = dispatch(app, req, conn, &mut mode).await;
+    if let Some(link) = &app.mercure_link {
+        crate::mercure_mount::add_discovery(&mut response, link, mode);
+    }
     if let Some(trace) = trace {
         crate::traces::finish(trace, &response, mode);
     }
@@ -70,6 +73,7 @@ async fn dispatch(
         return refusal;
     }
     if let Some(route) = app.routes.find(&req) {
+        *mode = route.mode();
         return route.answer(app, req).await;
     }
     // The release this request is served from, to its end.
@@ -281,10 +285,14 @@ pub(super) fn server_routes(mercure: bool) -> Routes<App> {
     if mercure {
         // The hub and its subscriptions API, any method (the hub answers 405 itself).
         table
-            .add(PathMatch::Exact(::mercure::HUB_PATH), &[], |app, req| {
-                crate::mercure_mount::answer(app.mercure.as_ref(), req)
-            })
-            .add(
+            .add_as(
+                Mode::Mercure,
+                PathMatch::Exact(::mercure::HUB_PATH),
+                &[],
+                |app, req| crate::mercure_mount::answer(app.mercure.as_ref(), req),
+            )
+            .add_as(
+                Mode::Mercure,
                 PathMatch::Prefix(crate::mercure_mount::HUB_PREFIX),
                 &[],
                 |app, req| crate::mercure_mount::answer(app.mercure.as_ref(), req),
