@@ -261,8 +261,19 @@ mod tests {
         args.acme.data_dir = Some("/tmp/d".into());
         args.acme.http_listen = Some("127.0.0.1:8080".parse().unwrap());
         let auto = ServeConfig::resolve(args, Default::default()).unwrap();
-        let addrs: Vec<String> = specs(&auto).iter().map(|s| s.addr.to_string()).collect();
-        assert_eq!(addrs, ["127.0.0.1:8443", "127.0.0.1:8080"]);
+        // HTTPS is also offered over HTTP/3 (UDP, same port) unless `--no-http3`.
+        let listed: Vec<(SocketKind, String)> = specs(&auto)
+            .iter()
+            .map(|s| (s.kind, s.addr.to_string()))
+            .collect();
+        assert_eq!(
+            listed,
+            [
+                (SocketKind::Tcp, "127.0.0.1:8443".to_string()),
+                (SocketKind::Udp, "127.0.0.1:8443".to_string()),
+                (SocketKind::Tcp, "127.0.0.1:8080".to_string()),
+            ]
+        );
     }
 
     #[test]
