@@ -569,6 +569,9 @@ fn h2_load(server: &H3Server, path: &str, n: usize, window: usize) -> (usize, us
 /// rates say more about the clients; the CPU is the server's own.
 ///
 /// `cargo test --release -p ferrophp --test http3 cpu_per_request -- --ignored --nocapture`
+///
+/// FERROPHP_BENCH_BIN names another `ferrophp` to measure (a release tree's `bin/ferrophp`,
+/// the shipped build) so the test itself can stay a debug build.
 #[test]
 #[ignore = "a measurement: run on its own, in release mode"]
 fn cpu_per_request_h3_against_h2() {
@@ -589,8 +592,10 @@ fn cpu_per_request_h3_against_h2() {
         "--worker",
         spec.as_str(),
     ];
+    let bin = std::env::var_os("FERROPHP_BENCH_BIN")
+        .map_or_else(|| env!("CARGO_BIN_EXE_ferrophp").into(), std::path::PathBuf::from);
     let server = H3Server {
-        server: Server::start(root.path(), &args),
+        server: Server::start_binary(&bin, root.path(), &args, &[]),
         cert,
         _dir: dir,
     };
