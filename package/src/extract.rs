@@ -13,6 +13,7 @@ use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
 
 use crate::format::{io, Entry, Error, Index, Result};
 use crate::read::Package;
@@ -60,8 +61,28 @@ pub fn extract_once(pkg: &Package, index: &Index, dest: &Path, data_dir: &Path) 
     }
 }
 
+/// How long before now an extracted file's modification time must lie for OPcache to
+/// cache it: PHP's `opcache.file_update_protection` (default 2 s) refuses files younger
+/// than that, so files stamped with the extraction's own time would all be compiled
+/// anew on every request for the first seconds of a new container.
+const OPCACHE_UPDATE_PROTECTION: Duration = Duration::from_secs(60);
+
+/// The modification time every extracted file gets: the package's own (so a new package
+/// gives its assets new times, for apps that version URLs by `filemtime`), never later
+/// than [`OPCACHE_UPDATE_PROTECTION`] before now (a package copied a moment ago, or a
+/// clock behind the build machine's).
+fn files_mtime(pkg: &Package) -> SystemTime {
+    let newest = SystemTime::now()
+        .checked_sub(OPCACHE_UPDATE_PROTECTION)
+        .unwrap_or(SystemTime::UNIX_EPOCH);
+    fs::metadata(pkg.path())
+        .and_then(|m| m.modified())
+        .map_or(newest, |built| built.min(newest))
+}
+
 fn write_tree(pkg: &Package, index: &Index, root: &Path, data_dir: &Path) -> Result<()> {
     fs::create_dir(root).map_err(io(root.display()))?;
+    let mtime = files_mtime(pkg);
     let app = &index.manifest.app_dir;
     for entry in &index.entries {
         let path = root.join(OsStr::from_bytes(entry.path()));
@@ -78,6 +99,7 @@ fn write_tree(pkg: &Package, index: &Index, root: &Path, data_dir: &Path) -> Res
                     .open(&path)
                     .map_err(io(path.display()))?;
                 file.write_all(&bytes).map_err(io(path.display()))?;
+                file.set_modified(mtime).map_err(io(path.display()))?;
             }
             Entry::Symlink { .. } | Entry::Writable { .. } => {}
         }

@@ -342,6 +342,50 @@ fn links_leaving_the_app_and_special_files_are_refused_at_packing() {
     assert!(err.to_string().contains("device, FIFO or socket"), "{err}");
 }
 
+/// Extracted files must be old enough for OPcache (`opcache.file_update_protection`
+/// refuses files younger than 2 s): they carry the package's time, clamped to a minute
+/// before the extraction for a package copied a moment ago.
+#[test]
+fn extracted_files_carry_a_time_opcache_caches_at_once() {
+    use std::time::{Duration, SystemTime};
+    let dir = tempfile::tempdir().unwrap();
+    let app = app(dir.path());
+    let out = pack(dir.path(), &app);
+    let mtime = |p: &Path| fs::metadata(p).unwrap().modified().unwrap();
+
+    // A package made just now: its files are stamped a minute back.
+    let pkg = Package::open(&out).unwrap();
+    let index = pkg.index().unwrap();
+    let fresh = dir.path().join("cache/fresh");
+    let before = SystemTime::now();
+    extract_once(&pkg, &index, &fresh, &dir.path().join("data")).unwrap();
+    let stamped = mtime(&fresh.join("app/public/index.php"));
+    assert!(stamped <= before - Duration::from_secs(59), "{stamped:?}");
+    assert!(stamped >= before - Duration::from_secs(120), "{stamped:?}");
+
+    // An older package: its own time, the same for every file.
+    let built = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+    fs::File::options()
+        .write(true)
+        .open(&out)
+        .unwrap()
+        .set_modified(built)
+        .unwrap();
+    let pkg = Package::open(&out).unwrap();
+    let old = dir.path().join("cache/old");
+    extract_once(&pkg, &index, &old, &dir.path().join("data")).unwrap();
+    for file in [
+        "app/public/index.php",
+        "app/big.txt",
+        "app/bin.sh",
+        "ferrophp.toml",
+    ] {
+        assert_eq!(mtime(&old.join(file)), built, "{file}");
+    }
+    remove_tree(&fresh);
+    remove_tree(&old);
+}
+
 #[test]
 fn concurrent_first_starts_extract_once_and_agree() {
     let dir = tempfile::tempdir().unwrap();
