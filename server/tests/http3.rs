@@ -592,8 +592,10 @@ fn cpu_per_request_h3_against_h2() {
         "--worker",
         spec.as_str(),
     ];
-    let bin = std::env::var_os("FERROPHP_BENCH_BIN")
-        .map_or_else(|| env!("CARGO_BIN_EXE_ferrophp").into(), std::path::PathBuf::from);
+    let bin = std::env::var_os("FERROPHP_BENCH_BIN").map_or_else(
+        || env!("CARGO_BIN_EXE_ferrophp").into(),
+        std::path::PathBuf::from,
+    );
     let server = H3Server {
         server: Server::start_binary(&bin, root.path(), &args, &[]),
         cert,

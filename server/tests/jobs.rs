@@ -745,32 +745,37 @@ fn symfony_messenger_consumes_as_a_background_worker() {
 ///
 /// `FERROPHP_BENCH_PHPREDIS=/path/redis.so cargo test -p ferrophp --test jobs -- --ignored bench --nocapture`
 ///
-/// FERROPHP_BENCH_BIN names another `ferrophp` to measure (a release tree's `bin/ferrophp`,
-/// whose `lib/` also ships phpredis); the default is this debug build.
+/// FERROPHP_BENCH_BIN names another `ferrophp` to measure (a release tree's `ferrophp`,
+/// which ships igbinary and phpredis: FERROPHP_BENCH_PHPREDIS is then not needed);
+/// the default is this debug build.
 #[test]
 #[ignore]
 fn bench_dispatch_against_phpredis_lpush() {
-    let redis_so = std::env::var("FERROPHP_BENCH_PHPREDIS")
-        .expect("FERROPHP_BENCH_PHPREDIS=path to a redis.so built for this PHP");
+    let bin = std::env::var_os("FERROPHP_BENCH_BIN");
+    // A release tree ships igbinary and phpredis, off until named (its conf.d says so).
+    let extensions = match (std::env::var("FERROPHP_BENCH_PHPREDIS"), &bin) {
+        // Paths, comma-separated, in load order (igbinary before a phpredis built with it).
+        (Ok(paths), _) => paths.split(',').map(|p| format!("extension={p}")).collect(),
+        (Err(_), Some(_)) => vec!["extension=igbinary".into(), "extension=redis".into()],
+        (Err(_), None) => panic!("FERROPHP_BENCH_PHPREDIS=path to a redis.so built for this PHP"),
+    };
+    let bin = bin.map_or_else(
+        || env!("CARGO_BIN_EXE_ferrophp").into(),
+        std::path::PathBuf::from,
+    );
     let redis = Redis::start();
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
-    let ext = format!("extension={redis_so}");
-    let bin = std::env::var_os("FERROPHP_BENCH_BIN")
-        .map_or_else(|| env!("CARGO_BIN_EXE_ferrophp").into(), std::path::PathBuf::from);
-    let server = Server::start_binary(
-        &bin,
-        &jobs_root(),
-        &[
-            "--data-dir",
-            data.to_str().unwrap(),
-            "-d",
-            &ext,
-            "-d",
-            "max_execution_time=0",
-        ],
-        &[],
-    );
+    let mut args = vec![
+        "--data-dir",
+        data.to_str().unwrap(),
+        "-d",
+        "max_execution_time=0",
+    ];
+    for ext in &extensions {
+        args.extend(["-d", ext.as_str()]);
+    }
+    let server = Server::start_binary(&bin, &jobs_root(), &args, &[]);
     println!("| run | payload | dispatch wall / CPU (us) | phpredis LPUSH wall / CPU (us) | dispatch+take+ack wall / CPU | LPUSH+RPOP wall / CPU |");
     println!("|---|---|---|---|---|---|");
     for run in 1..=3 {
