@@ -170,3 +170,45 @@ fn base_image_builds_serves_restarts_and_drains() {
     let code = docker(&["inspect", "-f", "{{.State.ExitCode}}", &app]);
     assert_eq!(code, "0", "{}", docker(&["logs", &app]));
 }
+
+/// The Dockerfile's from-source path (`COPY . /src`, then `cargo build`) sees only what
+/// .dockerignore lets through: every workspace member and every patched crate must be in
+/// it, or that build fails where the prebuilt path (the one tested above) never looks.
+#[test]
+fn the_build_context_holds_every_crate_the_workspace_builds() {
+    let repo = common::docker::repo();
+    let manifest: toml::Table = std::fs::read_to_string(repo.join("Cargo.toml"))
+        .unwrap()
+        .parse()
+        .unwrap();
+    let mut dirs: Vec<String> = manifest["workspace"]["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m.as_str().unwrap().to_owned())
+        .collect();
+    if let Some(patched) = manifest
+        .get("patch")
+        .and_then(|p| p.get("crates-io"))
+        .and_then(|p| p.as_table())
+    {
+        for spec in patched.values() {
+            if let Some(path) = spec.get("path").and_then(|p| p.as_str()) {
+                dirs.push(path.split('/').next().unwrap().to_owned());
+            }
+        }
+    }
+    let ignore = std::fs::read_to_string(repo.join(".dockerignore")).unwrap();
+    let allowed: Vec<&str> = ignore
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix('!'))
+        .collect();
+    let missing: Vec<&String> = dirs
+        .iter()
+        .filter(|d| !allowed.contains(&format!("{d}/").as_str()))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        ".dockerignore keeps these out of the build context: {missing:?}"
+    );
+}
