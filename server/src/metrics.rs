@@ -21,6 +21,7 @@ use tokio::net::TcpStream;
 
 use worker::PoolKind;
 
+use crate::config::MetricsPush;
 use crate::mode::Mode;
 
 /// The request-latency distribution, one series per status class.
@@ -57,17 +58,6 @@ pub(crate) fn record_request(status: u16, elapsed: Duration) {
     if let Some(id) = latency_series()[class] {
         global().record_series(id, Op::Observe(elapsed.as_secs_f64()));
     }
-}
-
-/// Push mode settings (`--metrics-push`).
-#[derive(Debug, Clone)]
-pub struct MetricsPush {
-    pub url: String,
-    /// Sent as the `instance` tag of every series: a collector that is pushed to has no
-    /// scrape target to take the instance from.
-    pub instance: String,
-    pub interval: Duration,
-    pub buffer: usize,
 }
 
 const MODES: [Mode; 4] = [Mode::Static, Mode::Classic, Mode::Worker, Mode::Mercure];

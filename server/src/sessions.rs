@@ -20,16 +20,8 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use crate::config::GcMode;
 use crate::metrics::{SESSION_FILES_DELETED, SESSION_SWEEPS, SESSION_SWEEP_ERRORS};
-
-/// `--session-gc`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum GcMode {
-    #[default]
-    Background,
-    Php,
-}
 
 /// ini settings the server adds for sessions: `defaults` may be overridden by php.ini,
 /// `forced` only by `-d`/TOML `ini` (they are applied like `-d`, before the user's).

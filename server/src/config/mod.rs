@@ -12,7 +12,6 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub use self::mercure::{MercureArgs, HOT_RELOAD_TOPIC};
-use crate::metrics::MetricsPush;
 use crate::static_cache;
 use crate::workers::WorkerSpec;
 pub use acme::{AcmeArgs, AutoHttps};
@@ -101,7 +100,7 @@ pub struct ServeConfig {
     /// Text or JSON log lines.
     pub log_format: crate::logging::LogFormat,
     /// Who collects expired sessions: the background sweep or PHP.
-    pub session_gc: crate::sessions::GcMode,
+    pub session_gc: GcMode,
     /// The interval of the background session sweep.
     pub session_gc_interval: Duration,
     /// Whether PHP's file access is confined (`open_basedir`, `--confine`).
@@ -600,6 +599,32 @@ pub(crate) fn split_key_value(kv: &str, flag: &str) -> Result<(String, String), 
         Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_owned(), v.to_owned())),
         _ => Err(format!("{flag} expects KEY=VALUE, got {kv:?}")),
     }
+}
+
+/// Push mode settings (`--metrics-push`).
+#[derive(Debug, Clone)]
+pub struct MetricsPush {
+    /// The collector's `http://` URL.
+    pub url: String,
+    /// Sent as the `instance` tag of every series: a collector that is pushed to has no
+    /// scrape target to take the instance from.
+    pub instance: String,
+    /// Time between two pushes (`--metrics-push-interval-ms`).
+    pub interval: Duration,
+    /// Payloads kept while the collector is unreachable; beyond it the oldest is dropped
+    /// (`--metrics-push-buffer`).
+    pub buffer: usize,
+}
+
+/// `--session-gc`: who deletes expired session files.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GcMode {
+    /// A server thread sweeps the save path (`sessions.rs`), and PHP's own GC is off.
+    #[default]
+    Background,
+    /// PHP's probability-based GC, as php-fpm leaves it.
+    Php,
 }
 
 #[cfg(test)]

@@ -204,7 +204,7 @@ pub struct ServeArgs {
     /// request path: session.gc_probability=0 unless set with -d) or `php` (PHP's own,
     /// on 1 request in gc_divisor/gc_probability) [default: background]
     #[arg(long, env = "FERROPHP_SESSION_GC", value_name = "MODE")]
-    pub session_gc: Option<crate::sessions::GcMode>,
+    pub session_gc: Option<super::GcMode>,
     /// Interval of the background session sweep, in milliseconds [default: 60000]
     #[arg(long, env = "FERROPHP_SESSION_GC_INTERVAL_MS", value_name = "MS")]
     pub session_gc_interval_ms: Option<u64>,
@@ -348,7 +348,7 @@ pub struct FileConfig {
     pub(super) metrics_push_buffer: Option<usize>,
     pub(super) instance: Option<String>,
     pub(super) log_format: Option<crate::logging::LogFormat>,
-    pub(super) session_gc: Option<crate::sessions::GcMode>,
+    pub(super) session_gc: Option<super::GcMode>,
     pub(super) session_gc_interval_ms: Option<u64>,
     pub(super) confine: Option<bool>,
     pub(super) request_timeout: Option<String>,

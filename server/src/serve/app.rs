@@ -12,6 +12,7 @@ use worker::{Engine, EngineConfig, EngineHooks, LogTarget, WorkerConfig};
 use crate::config::ServeConfig;
 use crate::metrics::PushHandle;
 use crate::php_bridge::PhpRunner;
+use crate::routes::Routes;
 use crate::site::{self, Layout, Site, Sites};
 use crate::workers;
 use crate::{admin, sessions};
@@ -59,8 +60,9 @@ pub(super) struct App {
     /// Its router script (`php-cli -S ... router.php`).
     pub(super) dev_router: Option<PathBuf>,
     pub(super) php: PhpRunner,
-    /// The server's own routes, looked up before the app's (`dispatch::server_routes`).
-    pub(super) routes: crate::routes::Routes<App>,
+    /// The server's own routes, looked up before the app's (`dispatch::server_routes`,
+    /// handed in by `serve/mod.rs`, so that this file does not depend on dispatch).
+    pub(super) routes: Routes<App>,
     pub(super) access_log: bool,
     /// The Mercure hub, when one is configured (`mercure_mount.rs`).
     pub(super) mercure: Option<mercure::Hub>,
@@ -103,6 +105,7 @@ pub(super) fn site(config: &ServeConfig, dev: bool) -> Result<(Layout, Site), St
 pub(super) async fn build(
     config: &ServeConfig,
     (layout, site): (Layout, Site),
+    routes: Routes<App>,
     dev: Option<&DevMode>,
     replace_process: worker::ReplaceHook,
 ) -> Result<(App, AtExit), String> {
@@ -223,7 +226,7 @@ pub(super) async fn build(
         .await?;
     }
     let metrics_push = config.metrics_push.clone().map(crate::metrics::spawn_push);
-    if config.session_gc == sessions::GcMode::Background {
+    if config.session_gc == crate::config::GcMode::Background {
         match session_settings(&engine).await {
             Some(effective) if effective.handler == "files" => {
                 sessions::spawn_sweeper(Arc::new(effective), config.session_gc_interval)
@@ -261,7 +264,7 @@ pub(super) async fn build(
             sendfile,
         },
         sites,
-        routes: super::dispatch::server_routes(mercure.is_some()),
+        routes,
         mercure,
         mercure_link: config
             .mercure_discovery

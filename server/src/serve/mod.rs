@@ -34,7 +34,6 @@ use std::sync::Arc;
 use hyper_util::server::graceful::GracefulShutdown;
 
 use crate::config::{ServeArgs, ServeConfig};
-use crate::sessions;
 use crate::sockets::{self, InheritedSockets};
 use app::DevMode;
 
@@ -116,7 +115,7 @@ pub fn run_dev(dev: DevServer) -> i32 {
         threads: Some(dev.threads),
         // php -S answers immediately on SIGINT; a request in flight gets a moment.
         grace_ms: Some(500),
-        session_gc: Some(sessions::GcMode::Php),
+        session_gc: Some(crate::config::GcMode::Php),
         log: Some("warn".into()),
         ..ServeArgs::default()
     };
@@ -161,7 +160,15 @@ async fn serve(
     };
     // Listening before PHP starts: a taken port fails fast, without booting PHP.
     let listeners = listeners::open(&config, inherited, certificates.as_ref())?;
-    let (app, at_exit) = app::build(&config, site, dev.as_ref(), shutdown::replace_hook()).await?;
+    let routes = dispatch::server_routes(config.mercure.is_some());
+    let (app, at_exit) = app::build(
+        &config,
+        site,
+        routes,
+        dev.as_ref(),
+        shutdown::replace_hook(),
+    )
+    .await?;
     let app = Arc::new(app);
     // Now that PHP and the listener hold their descriptors.
     let max_connections =
