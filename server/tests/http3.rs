@@ -505,18 +505,7 @@ fn h2_load(server: &H3Server, path: &str, n: usize, window: usize) -> (usize, us
         let tcp = tokio::net::TcpStream::connect(server.server.addr)
             .await
             .unwrap();
-        let mut roots = rustls::RootCertStore::empty();
-        let pem = std::fs::read(&server.cert).unwrap();
-        for cert in rustls_pemfile::certs(&mut pem.as_slice()) {
-            roots.add(cert.unwrap()).unwrap();
-        }
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let mut config = rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_root_certificates(roots)
-            .with_no_client_auth();
-        config.alpn_protocols = vec![b"h2".to_vec()];
+        let config = client_tls(server, b"h2", rustls::DEFAULT_VERSIONS);
         let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
         let tls = tokio_rustls::TlsConnector::from(Arc::new(config))
             .connect(name, tcp)
@@ -553,14 +542,42 @@ fn h2_load(server: &H3Server, path: &str, n: usize, window: usize) -> (usize, us
                 (ok, bytes)
             })
         });
-        let mut total = (0, 0);
-        for lane in futures_util::future::join_all(lanes).await {
-            let (ok, bytes) = lane.unwrap();
-            total.0 += ok;
-            total.1 += bytes;
-        }
-        total
+        sum_lanes(lanes).await
     })
+}
+
+/// A client TLS configuration trusting only the server's certificate, offering `alpn`.
+fn client_tls(
+    server: &H3Server,
+    alpn: &[u8],
+    versions: &[&'static rustls::SupportedProtocolVersion],
+) -> rustls::ClientConfig {
+    let mut roots = rustls::RootCertStore::empty();
+    let pem = std::fs::read(&server.cert).unwrap();
+    for cert in rustls_pemfile::certs(&mut pem.as_slice()) {
+        roots.add(cert.unwrap()).unwrap();
+    }
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_protocol_versions(versions)
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = vec![alpn.to_vec()];
+    config
+}
+
+/// The 200s and body bytes of a load's lanes, added up.
+async fn sum_lanes(
+    lanes: impl Iterator<Item = tokio::task::JoinHandle<(usize, usize)>>,
+) -> (usize, usize) {
+    let mut total = (0, 0);
+    for lane in futures_util::future::join_all(lanes).await {
+        let (ok, bytes) = lane.unwrap();
+        total.0 += ok;
+        total.1 += bytes;
+    }
+    total
 }
 
 /// `n` GETs of `path` over HTTP/3 on one connection, `window` streams at a time, with a
@@ -576,18 +593,7 @@ fn h3_load(server: &H3Server, path: &str, n: usize, window: usize) -> (usize, us
         .build()
         .unwrap();
     runtime.block_on(async {
-        let mut roots = rustls::RootCertStore::empty();
-        let pem = std::fs::read(&server.cert).unwrap();
-        for cert in rustls_pemfile::certs(&mut pem.as_slice()) {
-            roots.add(cert.unwrap()).unwrap();
-        }
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let mut tls = rustls::ClientConfig::builder_with_provider(provider)
-            .with_protocol_versions(&[&rustls::version::TLS13])
-            .unwrap()
-            .with_root_certificates(roots)
-            .with_no_client_auth();
-        tls.alpn_protocols = vec![b"h3".to_vec()];
+        let tls = client_tls(server, b"h3", &[&rustls::version::TLS13]);
         let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls).unwrap();
         let mut config = quinn::ClientConfig::new(Arc::new(crypto));
         // Receive windows as large as the h2 client's, so flow control never paces it.
@@ -630,12 +636,7 @@ fn h3_load(server: &H3Server, path: &str, n: usize, window: usize) -> (usize, us
                 (ok, bytes)
             })
         });
-        let mut total = (0, 0);
-        for lane in futures_util::future::join_all(lanes).await {
-            let (ok, bytes) = lane.unwrap();
-            total.0 += ok;
-            total.1 += bytes;
-        }
+        let total = sum_lanes(lanes).await;
         drop(send_request);
         driving.abort();
         endpoint.close(0u32.into(), b"done");
@@ -674,12 +675,8 @@ fn cpu_per_request_h3_against_h2() {
         "--worker",
         spec.as_str(),
     ];
-    let bin = std::env::var_os("FERROPHP_BENCH_BIN").map_or_else(
-        || env!("CARGO_BIN_EXE_ferrophp").into(),
-        std::path::PathBuf::from,
-    );
     let server = H3Server {
-        server: Server::start_binary(&bin, root.path(), &args, &[]),
+        server: Server::start_binary(&common::bench_binary(), root.path(), &args, &[]),
         cert,
         _dir: dir,
     };
@@ -698,32 +695,25 @@ fn cpu_per_request_h3_against_h2() {
         h2_load(&server, path, 50, 10);
         h3(&server, "load", &["50", path, "10"]);
 
-        let cpu = cpu_seconds(pid);
-        let started = Instant::now();
-        let (ok, bytes) = h2_load(&server, path, n, window);
-        let wall = started.elapsed().as_secs_f64();
-        let h2_cpu = (cpu_seconds(pid) - cpu) / n as f64;
-        assert_eq!(ok, n);
-        assert!(bytes > 0);
-        println!(
-            "| {name} | h2 | {n} | {:.1} us | {:.0} |",
-            h2_cpu * 1e6,
-            n as f64 / wall
-        );
-
         h3_load(&server, path, 50, 10);
-        let cpu = cpu_seconds(pid);
-        let started = Instant::now();
-        let (ok, bytes) = h3_load(&server, path, n, window);
-        let wall = started.elapsed().as_secs_f64();
-        let h3_cpu = (cpu_seconds(pid) - cpu) / n as f64;
-        assert_eq!(ok, n);
-        assert!(bytes > 0);
-        println!(
-            "| {name} | h3 (quinn + h3 client) | {n} | {:.1} us | {:.0} |",
-            h3_cpu * 1e6,
-            n as f64 / wall
-        );
+        // One row: the load run by a Rust client, the server's CPU per request.
+        let row = |protocol: &str, load: fn(&H3Server, &str, usize, usize) -> (usize, usize)| {
+            let cpu = cpu_seconds(pid);
+            let started = Instant::now();
+            let (ok, bytes) = load(&server, path, n, window);
+            let wall = started.elapsed().as_secs_f64();
+            let per_request = (cpu_seconds(pid) - cpu) / n as f64;
+            assert_eq!(ok, n);
+            assert!(bytes > 0);
+            println!(
+                "| {name} | {protocol} | {n} | {:.1} us | {:.0} |",
+                per_request * 1e6,
+                n as f64 / wall
+            );
+            per_request
+        };
+        let h2_cpu = row("h2", h2_load);
+        let h3_cpu = row("h3 (quinn + h3 client)", h3_load);
         println!("|  | h3/h2 | | **{:.2}x** | |", h3_cpu / h2_cpu);
 
         let cpu = cpu_seconds(pid);

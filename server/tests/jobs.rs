@@ -751,18 +751,14 @@ fn symfony_messenger_consumes_as_a_background_worker() {
 #[test]
 #[ignore]
 fn bench_dispatch_against_phpredis_lpush() {
-    let bin = std::env::var_os("FERROPHP_BENCH_BIN");
+    let bench_bin = std::env::var_os("FERROPHP_BENCH_BIN").is_some();
     // A release tree ships igbinary and phpredis, off until named (its conf.d says so).
-    let extensions = match (std::env::var("FERROPHP_BENCH_PHPREDIS"), &bin) {
+    let extensions = match (std::env::var("FERROPHP_BENCH_PHPREDIS"), bench_bin) {
         // Paths, comma-separated, in load order (igbinary before a phpredis built with it).
         (Ok(paths), _) => paths.split(',').map(|p| format!("extension={p}")).collect(),
-        (Err(_), Some(_)) => vec!["extension=igbinary".into(), "extension=redis".into()],
-        (Err(_), None) => panic!("FERROPHP_BENCH_PHPREDIS=path to a redis.so built for this PHP"),
+        (Err(_), true) => vec!["extension=igbinary".into(), "extension=redis".into()],
+        (Err(_), false) => panic!("FERROPHP_BENCH_PHPREDIS=path to a redis.so built for this PHP"),
     };
-    let bin = bin.map_or_else(
-        || env!("CARGO_BIN_EXE_ferrophp").into(),
-        std::path::PathBuf::from,
-    );
     let redis = Redis::start();
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
@@ -775,7 +771,7 @@ fn bench_dispatch_against_phpredis_lpush() {
     for ext in &extensions {
         args.extend(["-d", ext.as_str()]);
     }
-    let server = Server::start_binary(&bin, &jobs_root(), &args, &[]);
+    let server = Server::start_binary(&common::bench_binary(), &jobs_root(), &args, &[]);
     println!("| run | payload | dispatch wall / CPU (us) | phpredis LPUSH wall / CPU (us) | dispatch+take+ack wall / CPU | LPUSH+RPOP wall / CPU |");
     println!("|---|---|---|---|---|---|");
     for run in 1..=3 {

@@ -50,6 +50,14 @@ pub fn release_tarball() -> PathBuf {
     path
 }
 
+/// The `ferrophp` a measurement runs: FERROPHP_BENCH_BIN (a release tree's `ferrophp`, the
+/// shipped build) when set, else this test build's.
+#[allow(dead_code)]
+pub fn bench_binary() -> PathBuf {
+    std::env::var_os("FERROPHP_BENCH_BIN")
+        .map_or_else(|| env!("CARGO_BIN_EXE_ferrophp").into(), PathBuf::from)
+}
+
 pub fn http_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../test-data/http")
